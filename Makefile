@@ -1,0 +1,45 @@
+# Mnemo: `make run` serves the app, `make test` runs the whole suite. Both install what they need.
+SHELL := /bin/bash
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install run test lint bench browser-deps clean-db
+
+$(STAMP): requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch first: 2.13.0 is the local CPU wheel; any other version pulls GBs of CUDA.
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput -v 0
+	$(PY) manage.py upsert_schedules
+	$(PY) manage.py ensure_admin --url http://$(HOST):$(PORT)
+	$(PY) manage.py serve --host $(HOST) --port $(PORT)
+
+# Headless Chromium for the browser tests (Debian's package; installed once, needs root or sudo).
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+test: install browser-deps
+	$(PY) -m pytest -q
+
+lint: install
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+bench: install
+	$(PY) bench/redaction.py

@@ -1,0 +1,1 @@
+"""context_app models (summaries rollups, topics, context settings, injection log)."""

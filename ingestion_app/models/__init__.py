@@ -1,0 +1,3 @@
+"""ingestion_app models, one module per concept; import them all here for Django."""
+
+from ingestion_app.models.memory_items import FactHistory, MemoryItem  # noqa: F401

@@ -1,0 +1,101 @@
+"""The rag_store: every retrievable memory item (fact, turn-pair chunk, summary, document chunk).
+
+One table and one HNSW index for all sources keeps retrieval a single fused query.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.utils import timezone
+from pgvector.django import HnswIndex, VectorField
+
+from memory_site.crypto import EncryptedTextField
+
+
+class MemoryItem(models.Model):
+    class Source(models.TextChoices):
+        FACT = "fact"
+        CHUNK = "chunk"
+        SUMMARY = "summary"
+        DOCUMENT = "document"
+
+    id = models.BigAutoField(primary_key=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_items")
+    app_id = models.CharField(max_length=64, default="default")
+    project_id = models.CharField(max_length=128, blank=True, default="")
+    agent_id = models.CharField(max_length=128, blank=True, default="")
+    chat_session = models.ForeignKey(
+        "sessions_app.ChatSession", on_delete=models.SET_NULL, null=True, blank=True, related_name="memory_items"
+    )
+    rag_session_id = models.CharField(max_length=128, blank=True, default="")
+    # "role" in the reference: fact | chunk | summary | document.
+    source = models.CharField(max_length=16, choices=Source.choices)
+    # Sanitized (PII-redacted) text: what is shown, searched and injected into prompts.
+    content = models.TextField()
+    # Contextual header of a chunk (2-4 sentences) or a document's title; indexed with content.
+    header = models.TextField(blank=True, default="")
+    # Original unredacted text of imported turns and documents, encrypted at rest.
+    raw_content = EncryptedTextField(blank=True, default="")
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("header", "content", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    topics = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    # Stable id of a turn-pair chunk (platform + conversation + pair range); unique when present.
+    chunk_id = models.CharField(max_length=255, null=True, blank=True, unique=True)
+    content_hash = models.CharField(max_length=64, blank=True, default="")
+    source_message_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    token_count = models.PositiveIntegerField(default=0)
+    # When the remembered thing happened (message or export timestamp), for recency and date filters.
+    occurred_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "rag_store"
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["user", "app_id", "source", "-created_at"], name="rag_user_source_recent"),
+            models.Index(fields=["user", "content_hash"], name="rag_user_hash"),
+            models.Index(fields=["chat_session", "source"], name="rag_session_source"),
+            GinIndex(fields=["search_vector"], name="rag_search_vector"),
+            HnswIndex(
+                name="rag_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source} #{self.id}: {self.content[:60]}"
+
+
+class FactHistory(models.Model):
+    """Every change to a memory item (add, update, edit, delete) with the reason."""
+
+    class Event(models.TextChoices):
+        ADD = "ADD"
+        UPDATE = "UPDATE"
+        EDIT = "EDIT"
+        DELETE = "DELETE"
+
+    memory = models.ForeignKey(MemoryItem, on_delete=models.CASCADE, related_name="history")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="fact_history")
+    event = models.CharField(max_length=8, choices=Event.choices)
+    previous_content = models.TextField(blank=True, default="")
+    new_content = models.TextField(blank=True, default="")
+    reason = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        verbose_name_plural = "fact history"

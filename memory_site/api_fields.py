@@ -1,0 +1,63 @@
+"""Serializer fields that refuse wrong JSON types instead of coercing them.
+
+DRF's CharField turns 123 into "123" and BooleanField accepts "yes"; a hostile or buggy
+client should instead get a 400 naming the field.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class StrictCharField(serializers.CharField):
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class StrictIntegerField(serializers.IntegerField):
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictUUIDField(serializers.UUIDField):
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid", value=data)
+        return super().to_internal_value(data)
+
+
+class JSONObjectField(serializers.JSONField):
+    """A JSON object (dict) of bounded serialized size."""
+
+    default_error_messages = {"not_object": "Must be a JSON object.", "too_large": "Must be at most {max} bytes."}
+
+    def __init__(self, *args, max_bytes: int = 16384, **kwargs):
+        self.max_bytes = max_bytes
+        super().__init__(*args, **kwargs)
+
+    def to_internal_value(self, data):
+        import json
+
+        if not isinstance(data, dict):
+            self.fail("not_object")
+        if len(json.dumps(data)) > self.max_bytes:
+            self.fail("too_large", max=self.max_bytes)
+        return data

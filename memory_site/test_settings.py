@@ -1,0 +1,9 @@
+"""Settings for the test suite: the same embedded PostgreSQL, tasks run synchronously."""
+
+from __future__ import annotations
+
+from memory_site.settings import *  # noqa: F403
+from memory_site.settings import Q_CLUSTER
+
+Q_CLUSTER = {**Q_CLUSTER, "sync": True}
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

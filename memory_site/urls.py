@@ -1,0 +1,25 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from memory_site.health import health
+
+handler404 = "memory_site.errors.json_404"
+
+api_v1 = [
+    path("", include("sessions_app.api.urls")),
+    path("", include("ingestion_app.api.urls")),
+    path("", include("context_app.api.urls")),
+]
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/health", health, name="health"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/v1/", include(api_v1)),
+    path("", include("context_app.web.urls")),
+]

@@ -1,0 +1,63 @@
+from django.contrib import admin
+
+from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag, UsageLog
+
+
+class MessageInline(admin.TabularInline):
+    model = Message
+    fields = ["id", "role", "content_sanitized", "token_count", "model", "incomplete", "created_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+
+@admin.register(ChatSession)
+class ChatSessionAdmin(admin.ModelAdmin):
+    list_display = ["id", "title", "user", "app_id", "status", "visible", "opened_at", "last_activity_at", "closed_at"]
+    list_filter = ["status", "app_id", "visible"]
+    search_fields = ["id", "title", "user__username", "project_id", "agent_id"]
+    list_select_related = ["user"]
+    raw_id_fields = ["user"]
+    readonly_fields = ["id", "opened_at", "closed_at", "close_error", "close_attempts", "messages_purged_at"]
+    date_hierarchy = "opened_at"
+    inlines = [MessageInline]
+
+
+@admin.register(Message)
+class MessageAdmin(admin.ModelAdmin):
+    list_display = ["id", "session", "user", "role", "token_count", "model", "incomplete", "created_at"]
+    list_filter = ["role", "incomplete"]
+    search_fields = ["content_sanitized", "user__username", "session__id"]
+    list_select_related = ["session", "user"]
+    raw_id_fields = ["session", "user"]
+    # The original (encrypted) content is not shown in admin: the redacted copy is enough to operate.
+    exclude = ["content"]
+    show_full_result_count = False
+
+
+@admin.register(UsageLog)
+class UsageLogAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "user", "kind", "model", "tokens_in", "tokens_out", "cost_usd", "session"]
+    list_filter = ["kind", "model"]
+    search_fields = ["user__username", "model"]
+    list_select_related = ["user", "session"]
+    raw_id_fields = ["user", "session"]
+    date_hierarchy = "created_at"
+    show_full_result_count = False
+
+
+@admin.register(SessionSummary)
+class SessionSummaryAdmin(admin.ModelAdmin):
+    list_display = ["session", "user", "token_estimate", "model", "created_at"]
+    search_fields = ["summary", "user__username", "session__title"]
+    list_select_related = ["session", "user"]
+    raw_id_fields = ["session", "user"]
+
+
+@admin.register(SessionTag)
+class SessionTagAdmin(admin.ModelAdmin):
+    list_display = ["tag", "confidence", "session", "user"]
+    search_fields = ["tag", "user__username"]
+    list_select_related = ["session", "user"]
+    raw_id_fields = ["session", "user"]

@@ -1,0 +1,118 @@
+"""Chat sessions, their messages and usage: the ground floor every other app builds on."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from memory_site.crypto import EncryptedTextField
+
+
+class ChatSession(models.Model):
+    class Status(models.TextChoices):
+        OPEN = "open"
+        CLOSING = "closing"
+        CLOSED = "closed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions")
+    app_id = models.CharField(max_length=64, default="default")
+    agent_id = models.CharField(max_length=128, blank=True, default="")
+    project_id = models.CharField(max_length=128, blank=True, default="")
+    title = models.CharField(max_length=200, blank=True, default="")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
+    visible = models.BooleanField(default=True)
+    opened_at = models.DateTimeField(default=timezone.now)
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # Any write (message, heartbeat, visibility) moves this; retention and stale-close read it.
+    last_activity_at = models.DateTimeField(default=timezone.now)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    close_error = models.TextField(blank=True, default="")
+    close_attempts = models.PositiveIntegerField(default=0)
+    messages_purged_at = models.DateTimeField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-opened_at"]
+        indexes = [
+            models.Index(fields=["user", "app_id", "-opened_at"], name="session_user_recent"),
+            models.Index(fields=["status", "last_activity_at"], name="session_status_activity"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.title or 'Untitled'} ({self.id})"
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+        SYSTEM = "system"
+
+    id = models.BigAutoField(primary_key=True)
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="messages")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_messages")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    # The original text, encrypted at rest; never sent to a model or an index.
+    content = EncryptedTextField()
+    # PII-redacted copy: the only text that reaches LLMs, embedders, search and context packs.
+    content_sanitized = models.TextField()
+    token_count = models.PositiveIntegerField(default=0)
+    model = models.CharField(max_length=128, blank=True, default="")
+    # A streamed reply cut short by a disconnect or a model failure.
+    incomplete = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["session", "id"], name="message_session_id")]
+
+    def __str__(self) -> str:
+        return f"{self.role} #{self.id}"
+
+
+class UsageLog(models.Model):
+    id = models.BigAutoField(primary_key=True)
+    session = models.ForeignKey(
+        ChatSession, on_delete=models.SET_NULL, null=True, blank=True, related_name="usage_logs"
+    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="usage_logs")
+    app_id = models.CharField(max_length=64, default="default")
+    kind = models.CharField(max_length=32, default="chat")  # chat, summary, facts, header, embedding
+    model = models.CharField(max_length=128)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["user", "created_at"], name="usage_user_date")]
+
+
+class SessionSummary(models.Model):
+    """The mini summary written when a session closes (its searchable copy lives in rag_store)."""
+
+    session = models.OneToOneField(ChatSession, on_delete=models.CASCADE, related_name="summary")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="session_summaries")
+    summary = models.TextField()
+    token_estimate = models.PositiveIntegerField(default=0)
+    model = models.CharField(max_length=128, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+
+class SessionTag(models.Model):
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="tags")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="session_tags")
+    tag = models.CharField(max_length=64)
+    confidence = models.FloatField()
+
+    class Meta:
+        ordering = ["-confidence"]
+        constraints = [models.UniqueConstraint(fields=["session", "tag"], name="session_tag_unique")]
+        indexes = [models.Index(fields=["user", "tag"], name="session_tag_user")]

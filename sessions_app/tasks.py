@@ -1,0 +1,9 @@
+"""Thin django-q2 task entry points for sessions_app (load by id, call a service)."""
+
+from __future__ import annotations
+
+from sessions_app.services.sessions import sessions_close_stale
+
+
+def close_stale_sessions_task() -> int:
+    return sessions_close_stale()

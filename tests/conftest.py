@@ -1,0 +1,71 @@
+"""Shared fixtures: users with tokens, API clients, and the loopback OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import pytest  # noqa: E402
+from rest_framework.test import APIClient  # noqa: E402
+
+from tests.factories import make_user  # noqa: E402
+from tests.fake_openai import FakeOpenAIServer  # noqa: E402
+
+
+@pytest.fixture
+def user(db):
+    return make_user("alice")
+
+
+@pytest.fixture
+def other_user(db):
+    return make_user("bob")
+
+
+def client_for(user) -> APIClient:
+    from rest_framework.authtoken.models import Token
+
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture
+def api(user) -> APIClient:
+    """An API client authenticated (token) as `user`."""
+    return client_for(user)
+
+
+@pytest.fixture
+def other_api(other_user) -> APIClient:
+    return client_for(other_user)
+
+
+@pytest.fixture
+def anon_api() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def fake_openai(settings):
+    """Point the LLM provider at a real OpenAI-compatible server on 127.0.0.1."""
+    server = FakeOpenAIServer(dimensions=settings.EMBEDDING_DIMENSIONS).start()
+    settings.LLM_PROVIDER = "openai"
+    settings.OPENAI_BASE_URL = server.base_url
+    settings.OPENAI_API_KEY = "test-key"
+    settings.LLM_MODEL = "gpt-4o-mini"
+    settings.LLM_TIMEOUT_SECONDS = 3.0
+    settings.LLM_MAX_RETRIES = 0
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_openai_embeddings(fake_openai, settings):
+    """Also route embeddings to the loopback server (same dimensions as the stored vectors)."""
+    settings.EMBEDDING_PROVIDER = "openai"
+    settings.EMBEDDING_MODEL = "text-embedding-3-small"
+    return fake_openai

@@ -1,0 +1,163 @@
+"""A real OpenAI-compatible HTTP server on loopback for tests (no client patching).
+
+Serves /v1/chat/completions (plain, streamed with usage, JSON-mode) and /v1/embeddings, records
+every request body so tests can assert on exactly what a model was sent, and can be told to
+fail (HTTP 500), to stall (for timeouts) or to answer with scripted text or JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+
+
+def hashed_embedding(text: str, dimensions: int) -> list[float]:
+    """Deterministic unit vector from the text's words, so similar texts share components."""
+    vector = np.zeros(dimensions)
+    for word in text.lower().split():
+        digest = hashlib.sha256(word.encode()).digest()
+        vector[int.from_bytes(digest[:4], "little") % dimensions] += 1.0
+    norm = np.linalg.norm(vector)
+    if norm == 0:
+        vector[0] = 1.0
+        norm = 1.0
+    return (vector / norm).tolist()
+
+
+class FakeOpenAIServer:
+    def __init__(self, *, dimensions: int = 384):
+        self.dimensions = dimensions
+        self.requests: list[dict] = []
+        self.reply_text = "Hello from the fake model."
+        # Called with the request body when response_format asks for JSON; returns a dict.
+        self.json_responder: Callable[[dict], dict] | None = None
+        self.fail_count = 0
+        self.fail_status = 500
+        self.delay_seconds = 0.0
+        self.stream_delay_seconds = 0.0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.requests.append({"path": self.path, "body": body})
+                    failing = server.fail_count > 0
+                    if failing:
+                        server.fail_count -= 1
+                if server.delay_seconds:
+                    time.sleep(server.delay_seconds)
+                if failing:
+                    return self._json(server.fail_status, {"error": {"message": "injected failure", "type": "server_error"}})
+                if self.path.endswith("/embeddings"):
+                    return self._embeddings(body)
+                if self.path.endswith("/chat/completions"):
+                    if body.get("stream"):
+                        return self._stream(body)
+                    return self._chat(body)
+                return self._json(404, {"error": {"message": "unknown path"}})
+
+            def _json(self, status: int, payload: dict):
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _embeddings(self, body):
+                inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                data = [
+                    {"object": "embedding", "index": i, "embedding": hashed_embedding(text, server.dimensions)}
+                    for i, text in enumerate(inputs)
+                ]
+                tokens = sum(len(t.split()) for t in inputs)
+                self._json(200, {"object": "list", "data": data, "model": body.get("model"),
+                                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+
+            def _content_for(self, body) -> str:
+                if body.get("response_format", {}).get("type") in ("json_schema", "json_object"):
+                    payload = server.json_responder(body) if server.json_responder else {}
+                    return json.dumps(payload)
+                return server.reply_text
+
+            def _chat(self, body):
+                content = self._content_for(body)
+                prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+                self._json(200, {
+                    "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
+                    "created": int(time.time()), "model": body.get("model", "fake-model"),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                                 "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(content.split()),
+                              "total_tokens": prompt_tokens + len(content.split())},
+                })
+
+            def _stream(self, body):
+                content = self._content_for(body)
+                response_id = f"chatcmpl-{uuid.uuid4().hex[:12]}"
+                model = body.get("model", "fake-model")
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                words = content.split(" ")
+                try:
+                    for i, word in enumerate(words):
+                        piece = word if i == 0 else " " + word
+                        chunk = {"id": response_id, "object": "chat.completion.chunk", "created": int(time.time()),
+                                 "model": model, "choices": [{"index": 0, "delta": {"content": piece},
+                                                              "finish_reason": None}]}
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                        self.wfile.flush()
+                        if server.stream_delay_seconds:
+                            time.sleep(server.stream_delay_seconds)
+                    prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+                    final = {"id": response_id, "object": "chat.completion.chunk", "created": int(time.time()),
+                             "model": model, "choices": [],
+                             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(words),
+                                       "total_tokens": prompt_tokens + len(words)}}
+                    self.wfile.write(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n".encode())
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self.close_connection = True
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> FakeOpenAIServer:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def bodies(self, path_suffix: str) -> list[dict]:
+        return [r["body"] for r in self.requests if r["path"].endswith(path_suffix)]
+
+    def all_text_sent(self) -> str:
+        """Every string any request carried, for asserting nothing sensitive left the service."""
+        return json.dumps([r["body"] for r in self.requests], ensure_ascii=False)

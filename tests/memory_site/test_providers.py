@@ -1,0 +1,92 @@
+"""The provider layer against a real OpenAI-compatible server on loopback, and the local embedder."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memory_site.providers import ProviderError, get_embedder, get_llm
+
+
+def test_openai_chat_and_stream(fake_openai):
+    fake_openai.reply_text = "Paris is the capital of France."
+    llm = get_llm()
+    assert llm.is_local is False
+    result = llm.chat([{"role": "user", "content": "Capital of France?"}])
+    assert result.text == "Paris is the capital of France."
+    assert result.tokens_out > 0
+
+    chunks = list(llm.stream([{"role": "user", "content": "Capital of France?"}]))
+    deltas = [c.text for c in chunks if c.text]
+    assert len(deltas) > 1, "the reply must arrive in several pieces"
+    assert "".join(deltas) == "Paris is the capital of France."
+    final = chunks[-1].result
+    assert final.text == "Paris is the capital of France."
+    assert final.tokens_in > 0 and final.tokens_out == 6
+    assert final.response_id.startswith("chatcmpl-")
+    sent = fake_openai.bodies("/chat/completions")[-1]
+    assert sent["stream"] is True and sent["model"] == "gpt-4o-mini"
+
+
+def test_openai_json_output(fake_openai):
+    fake_openai.json_responder = lambda body: {"facts": ["Alice lives in Paris."]}
+    data = get_llm().chat_json(
+        [{"role": "user", "content": "extract"}],
+        schema={"type": "object", "properties": {"facts": {"type": "array", "items": {"type": "string"}}},
+                "required": ["facts"], "additionalProperties": False},
+        schema_name="facts",
+    )
+    assert data == {"facts": ["Alice lives in Paris."]}
+    assert fake_openai.bodies("/chat/completions")[-1]["response_format"]["type"] == "json_schema"
+
+
+def test_openai_embeddings(fake_openai_embeddings, settings):
+    vectors = get_embedder().embed(["hello world", "another text"])
+    assert len(vectors) == 2
+    assert all(len(v) == settings.EMBEDDING_DIMENSIONS for v in vectors)
+    assert fake_openai_embeddings.bodies("/embeddings")[-1]["input"] == ["hello world", "another text"]
+
+
+def test_server_error_becomes_provider_error(fake_openai):
+    fake_openai.fail_count = 1
+    with pytest.raises(ProviderError, match="500|failed"):
+        get_llm().chat([{"role": "user", "content": "hi"}])
+
+
+def test_retries_recover_from_one_failure(fake_openai, settings):
+    settings.LLM_MAX_RETRIES = 2
+    fake_openai.fail_count = 1
+    assert get_llm().chat([{"role": "user", "content": "hi"}]).text == fake_openai.reply_text
+
+
+def test_timeout_becomes_provider_error(fake_openai, settings):
+    settings.LLM_TIMEOUT_SECONDS = 0.5
+    fake_openai.delay_seconds = 2.0
+    with pytest.raises(ProviderError):
+        get_llm().chat([{"role": "user", "content": "hi"}])
+
+
+def test_local_llm_is_honest_and_shows_context(settings):
+    settings.LLM_PROVIDER = "local"
+    llm = get_llm()
+    assert llm.is_local
+    text = "".join(c.text for c in llm.stream([
+        {"role": "system", "content": "[Recent context]\n- likes hiking"},
+        {"role": "user", "content": "What do I like?"},
+    ]))
+    assert "no language model configured" in text
+    assert "likes hiking" in text
+
+
+def test_local_embedder_unit_vectors_and_paraphrase_ranking(settings):
+    settings.EMBEDDING_PROVIDER = "local"
+    embedder = get_embedder()
+    vectors = np.array(embedder.embed([
+        "How do I bake sourdough bread at home?",
+        "What's the way to make homemade sourdough loaves?",
+        "The stock market fell sharply on Tuesday.",
+    ]))
+    assert vectors.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    paraphrase, unrelated = vectors[0] @ vectors[1], vectors[0] @ vectors[2]
+    assert paraphrase > unrelated + 0.3
