@@ -1,0 +1,1 @@
+"""Admin screens, one module per concept (Django autodiscovers this package)."""

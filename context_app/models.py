@@ -1,1 +1,0 @@
-"""context_app models (summaries rollups, topics, context settings, injection log)."""

@@ -1,0 +1,30 @@
+from django.contrib import admin
+
+from ingestion_app.models import FactHistory, MemoryItem
+
+
+class FactHistoryInline(admin.TabularInline):
+    model = FactHistory
+    fields = ["event", "previous_content", "new_content", "reason", "created_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+
+@admin.register(MemoryItem)
+class MemoryItemAdmin(admin.ModelAdmin):
+    """The rag_store: browsable and searchable by user, project and text, with delete."""
+
+    list_display = ["id", "source", "short_content", "user", "app_id", "project_id", "chat_session", "created_at"]
+    list_filter = ["source", "app_id"]
+    search_fields = ["content", "header", "user__username", "project_id", "chunk_id"]
+    list_select_related = ["user", "chat_session"]
+    raw_id_fields = ["user", "chat_session"]
+    exclude = ["embedding", "raw_content"]
+    readonly_fields = ["search_vector", "content_hash", "source_message_ids", "created_at", "updated_at"]
+    show_full_result_count = False
+    inlines = [FactHistoryInline]
+
+    @admin.display(description="content")
+    def short_content(self, obj):
+        return obj.content[:100]
