@@ -41,6 +41,9 @@ class MemoryItem(models.Model):
     # Original unredacted text of imported turns and documents, encrypted at rest.
     raw_content = EncryptedTextField(blank=True, default="")
     embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
+    # Exactly the (sanitized) text the embedding was made from, e.g. a chunk's header + user
+    # prompt; `manage.py reembed` re-embeds from it after a model switch. Blank = content.
+    embedding_text = models.TextField(blank=True, default="")
     search_vector = models.GeneratedField(
         expression=SearchVector("header", "content", config="english"),
         output_field=SearchVectorField(),
