@@ -116,3 +116,28 @@ class SessionTag(models.Model):
         ordering = ["-confidence"]
         constraints = [models.UniqueConstraint(fields=["session", "tag"], name="session_tag_unique")]
         indexes = [models.Index(fields=["user", "tag"], name="session_tag_user")]
+
+
+class RetentionLog(models.Model):
+    """One row per retention run: what was deleted, so a purge can be accounted for later.
+
+    Holds counts and the ids of purged sessions only (no text, no user reference), so it can be
+    kept after the data it describes is gone; erasure removes an erased user's session ids.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    ran_at = models.DateTimeField(default=timezone.now)
+    cutoff = models.DateTimeField()
+    retention_days = models.PositiveIntegerField()
+    sessions_purged = models.PositiveIntegerField(default=0)
+    messages_deleted = models.PositiveIntegerField(default=0)
+    raw_texts_cleared = models.PositiveIntegerField(default=0)
+    # Every row removed, by model label, including cascades ({"sessions_app.Message": 12}).
+    deleted = models.JSONField(default=dict, blank=True)
+    session_ids = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["-ran_at"]
+
+    def __str__(self) -> str:
+        return f"retention {self.ran_at:%Y-%m-%d %H:%M}: {self.sessions_purged} sessions"
