@@ -1,0 +1,141 @@
+"""Claude.ai ``conversations.json``.
+
+The words live in ``content[]`` text blocks; the message-level ``text`` field can hold a
+placeholder ("This block is not supported on your current device yet.") when the reply used
+tools or artifacts, so it is only a fallback. The array is not always chronological, so
+messages are sorted by ``created_at``; when ``parent_message_uuid`` links form a tree (edits,
+retries), the displayed branch is the one ending at the current (else the newest) leaf.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import ijson
+
+from .base import Conversation, PairBuilder, ParseError, normalize_text, placeholder, to_datetime
+from .detect import CLAUDE, first_json_char, open_utf8
+
+ROOT_SENTINEL = "00000000-0000-4000-8000-000000000000"
+_PLACEHOLDER_SNIPPETS = ("This block is not supported on your current device yet.",)
+
+
+def parse(path: Path, *, source_file: str) -> Iterator[Conversation]:
+    """Yield every conversation of a Claude export; raises ParseError on broken JSON."""
+    prefix = "item" if first_json_char(path) == "[" else ""
+    with open_utf8(path) as handle:
+        try:
+            for raw in ijson.items(handle, prefix, use_float=True):
+                if isinstance(raw, dict) and "chat_messages" in raw:
+                    yield conversation_from_dict(raw, source_file=source_file)
+        except ijson.common.JSONError as exc:
+            raise ParseError(f"truncated or invalid JSON: {exc}") from exc
+
+
+def conversation_from_dict(raw: dict[str, Any], *, source_file: str) -> Conversation:
+    messages = [m for m in raw.get("chat_messages") or [] if isinstance(m, dict)]
+    builder = PairBuilder()
+    for message in displayed_messages(messages, raw.get("current_leaf_message_uuid")):
+        at = to_datetime(message.get("created_at"))
+        sender = message.get("sender")
+        text = message_text(message)
+        if sender == "human":
+            builder.add_user(
+                text,
+                at=at,
+                message_id=message.get("uuid"),
+                attachments=_attachment_names(message),
+            )
+        elif sender == "assistant":
+            builder.add_assistant(text, at=at, message_id=message.get("uuid"))
+    conversation = Conversation(
+        platform="claude",
+        format=CLAUDE,
+        conversation_id=str(raw.get("uuid") or ""),
+        source_file=source_file,
+        title=normalize_text(raw.get("name")) or None,
+        model=raw.get("model") or None,
+        created_at=to_datetime(raw.get("created_at")),
+    )
+    conversation.pairs = builder.finish()
+    return conversation
+
+
+def displayed_messages(
+    messages: list[dict[str, Any]], current_leaf: str | None = None
+) -> list[dict[str, Any]]:
+    """Messages of the branch the user saw, oldest first."""
+    ordered = sorted(
+        enumerate(messages),
+        key=lambda item: (item[1].get("created_at") or "", item[0]),
+    )
+    ordered_messages = [m for _, m in ordered]
+    by_id = {m.get("uuid"): m for m in ordered_messages if m.get("uuid")}
+    has_links = any(
+        m.get("parent_message_uuid") and m.get("parent_message_uuid") != ROOT_SENTINEL
+        for m in ordered_messages
+    )
+    if not has_links:
+        return ordered_messages
+    children: dict[str, int] = {}
+    for message in ordered_messages:
+        parent = message.get("parent_message_uuid")
+        if parent:
+            children[parent] = children.get(parent, 0) + 1
+    if not any(count > 1 for count in children.values()):
+        return ordered_messages
+    leaf = by_id.get(current_leaf) if current_leaf else None
+    if leaf is None:
+        leaves = [m for m in ordered_messages if m.get("uuid") not in children]
+        leaf = leaves[-1] if leaves else ordered_messages[-1]
+    branch: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    node: dict[str, Any] | None = leaf
+    while node is not None and node.get("uuid") not in seen:
+        seen.add(node.get("uuid"))
+        branch.append(node)
+        node = by_id.get(node.get("parent_message_uuid"))
+    branch.reverse()
+    return branch
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """Text blocks joined; artifacts kept as fenced code; tool calls, results, thinking dropped."""
+    blocks = message.get("content")
+    pieces: list[str] = []
+    if isinstance(blocks, list) and blocks:
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                pieces.append(block["text"])
+            elif kind == "tool_use" and block.get("name") == "artifacts":
+                artifact = block.get("input") or {}
+                title = artifact.get("title") or artifact.get("id") or "artifact"
+                body = artifact.get("content")
+                if body:
+                    language = artifact.get("language") or ""
+                    pieces.append(f"[artifact: {title}]\n```{language}\n{body}\n```")
+                else:
+                    pieces.append(f"[artifact: {title}]")
+            elif kind == "image":
+                pieces.append(placeholder(block.get("file_name") or "image", "image"))
+    else:
+        pieces.append(str(message.get("text") or ""))
+    text = "\n\n".join(p for p in pieces if p and p.strip())
+    for snippet in _PLACEHOLDER_SNIPPETS:
+        text = text.replace(f"```\n{snippet}\n```", "").replace(snippet, "")
+    return normalize_text(text)
+
+
+def _attachment_names(message: dict[str, Any]) -> list[str]:
+    names: list[str] = []
+    for item in (message.get("attachments") or []) + (message.get("files") or []):
+        if isinstance(item, dict):
+            name = item.get("file_name") or item.get("name") or item.get("file_uuid")
+            if name and name not in names:
+                names.append(str(name))
+    return names
