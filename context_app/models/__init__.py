@@ -1,1 +1,9 @@
 """context_app models, one module per concept; import them all here for Django."""
+
+from context_app.models.context import (  # noqa: F401
+    ContextSettings,
+    InjectionLog,
+    OptOut,
+    TopicOverride,
+    TopicSummary,
+)
