@@ -1,3 +1,14 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from ingestion_app.api import commit, memories
+
+urlpatterns = [
+    path("memory/commit", commit.MemoryCommitApi.as_view(), name="memory-commit"),
+    path("memories", memories.MemoryListApi.as_view(), name="memories"),
+    path("memories/<int:memory_id>", memories.MemoryDetailApi.as_view(), name="memory-detail"),
+    path(
+        "memories/<int:memory_id>/history",
+        memories.MemoryHistoryApi.as_view(),
+        name="memory-history",
+    ),
+]

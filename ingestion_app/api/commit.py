@@ -1,0 +1,70 @@
+"""POST /api/v1/memory/commit: the "Commit to Memory" button."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from ingestion_app.services.commit import memory_commit
+from memory_site.api_fields import StrictCharField, StrictUUIDField
+
+
+class MemoryCommitApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        chat_session_id = StrictUUIDField()
+        rag_session_id = StrictCharField(
+            required=False, allow_blank=True, allow_null=True, max_length=128, default=""
+        )
+
+    class ToastSerializer(serializers.Serializer):
+        level = serializers.ChoiceField(choices=["info", "success", "warning", "error"])
+        message = serializers.CharField()
+
+    class FactSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        content = serializers.CharField()
+        event = serializers.ChoiceField(choices=["ADD", "UPDATE"])
+        previous_content = serializers.CharField(allow_blank=True)
+
+    class OutputSerializer(serializers.Serializer):
+        chat_session_id = serializers.UUIDField()
+        project_id = serializers.CharField(allow_blank=True)
+        messages_read = serializers.IntegerField()
+        facts_committed = serializers.IntegerField()
+        facts_updated = serializers.IntegerField()
+        duplicates_skipped = serializers.IntegerField()
+        high_water_mark = serializers.IntegerField()
+        toast = serializers.SerializerMethodField()
+        facts = serializers.SerializerMethodField()
+
+        def get_toast(self, result) -> dict:
+            return result.toast
+
+        def get_facts(self, result) -> list[dict]:
+            return MemoryCommitApi.FactSerializer(result.facts, many=True).data
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={200: OutputSerializer},
+        tags=["memories"],
+        summary="Commit the session's new messages to long-term memory",
+        description=(
+            "Distills the messages above the session's high-water mark into atomic facts, "
+            "skips duplicates, updates facts that changed, and moves the mark. Idempotent: "
+            "calling again without new messages answers facts_committed 0 with a 'nothing new' "
+            "toast. 404 for an unknown or another user's session; 502 when the model fails "
+            "(nothing stored, mark unchanged)."
+        ),
+    )
+    def post(self, request):
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        result = memory_commit(
+            user=request.user,
+            chat_session_id=data["chat_session_id"],
+            rag_session_id=data.get("rag_session_id") or "",
+        )
+        return Response(self.OutputSerializer(result).data)

@@ -1,0 +1,130 @@
+"""The memories API: list, read, edit, delete a user's rag_store items and read their history."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.generics import ListAPIView
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from ingestion_app.models import FactHistory, MemoryItem
+from ingestion_app.selectors import memories_for_user, memory_get_for_user, memory_history
+from ingestion_app.services.memories import memory_delete, memory_update
+from memory_site.api_fields import JSONObjectField, StrictCharField, StrictUUIDField
+
+
+class MemoryOutput(serializers.ModelSerializer):
+    """A memory as its owner sees it; never the embedding or the encrypted original text."""
+
+    role = serializers.CharField(source="source", read_only=True)
+    chat_session_id = serializers.UUIDField(allow_null=True, read_only=True)
+
+    class Meta:
+        model = MemoryItem
+        fields = [
+            "id",
+            "source",
+            "role",
+            "content",
+            "header",
+            "topics",
+            "app_id",
+            "project_id",
+            "chat_session_id",
+            "rag_session_id",
+            "source_message_ids",
+            "metadata",
+            "occurred_at",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class MemoryListApi(ListAPIView):
+    serializer_class = MemoryOutput
+
+    class FilterSerializer(serializers.Serializer):
+        project_id = StrictCharField(required=False, max_length=128)
+        role = serializers.ChoiceField(required=False, choices=MemoryItem.Source.choices)
+        chat_session_id = StrictUUIDField(required=False)
+        app_id = StrictCharField(required=False, max_length=64)
+        q = StrictCharField(required=False, max_length=500)
+
+    @extend_schema(
+        tags=["memories"],
+        parameters=[
+            OpenApiParameter("project_id", str),
+            OpenApiParameter("role", str, enum=[c[0] for c in MemoryItem.Source.choices]),
+            OpenApiParameter("chat_session_id", str),
+            OpenApiParameter("app_id", str),
+            OpenApiParameter("q", str, description="Full-text search (web syntax) over the text."),
+        ],
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        filters = self.FilterSerializer(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        data = filters.validated_data
+        return memories_for_user(
+            user=self.request.user,
+            project_id=data.get("project_id"),
+            source=data.get("role"),
+            chat_session_id=data.get("chat_session_id"),
+            app_id=data.get("app_id"),
+            q=(data.get("q") or "").strip() or None,
+        )
+
+
+class MemoryDetailApi(APIView):
+    class UpdateInputSerializer(serializers.Serializer):
+        content = StrictCharField(required=False, max_length=20_000, trim_whitespace=False)
+        topics = serializers.ListField(
+            child=StrictCharField(max_length=64), required=False, max_length=20
+        )
+        metadata = JSONObjectField(required=False)
+        project_id = StrictCharField(required=False, allow_blank=True, max_length=128)
+        reason = StrictCharField(required=False, allow_blank=True, max_length=500, default="")
+
+    @extend_schema(responses={200: MemoryOutput}, tags=["memories"])
+    def get(self, request, memory_id: int):
+        memory = memory_get_for_user(user=request.user, memory_id=memory_id)
+        return Response(MemoryOutput(memory).data)
+
+    @extend_schema(
+        request=UpdateInputSerializer,
+        responses={200: MemoryOutput},
+        tags=["memories"],
+        description="Edit a memory; new content is redacted, re-embedded and kept in history.",
+    )
+    def patch(self, request, memory_id: int):
+        serializer = self.UpdateInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        memory = memory_update(user=request.user, memory_id=memory_id, **serializer.validated_data)
+        return Response(MemoryOutput(memory).data)
+
+    @extend_schema(responses={204: None}, tags=["memories"], description="Delete for real.")
+    def delete(self, request, memory_id: int):
+        memory_delete(user=request.user, memory_id=memory_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MemoryHistoryApi(APIView):
+    class OutputSerializer(serializers.ModelSerializer):
+        class Meta:
+            model = FactHistory
+            fields = ["id", "event", "previous_content", "new_content", "reason", "created_at"]
+
+    @extend_schema(responses={200: OutputSerializer(many=True)}, tags=["memories"])
+    def get(self, request, memory_id: int):
+        memory = memory_get_for_user(user=request.user, memory_id=memory_id)
+        history = list(memory_history(memory=memory))
+        return Response(
+            {
+                "memory_id": memory.id,
+                "count": len(history),
+                "results": self.OutputSerializer(history, many=True).data,
+            }
+        )

@@ -1,0 +1,122 @@
+"""Reads of the rag_store and of the commit bookkeeping, always scoped to the caller."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.db import connection, transaction
+from django.db.models import F, Q, QuerySet
+
+from ingestion_app.models import FactHistory, MemoryCommitLog, MemoryItem, ProjectContext
+from memory_site.errors import NotFound
+from sessions_app.models import ChatSession
+
+
+def memories_for_user(
+    *,
+    user,
+    project_id: str | None = None,
+    source: str | None = None,
+    chat_session_id: uuid.UUID | str | None = None,
+    app_id: str | None = None,
+    q: str | None = None,
+) -> QuerySet[MemoryItem]:
+    """The caller's memories, newest first, or best text match first when `q` is given.
+
+    `q` is a web-style full-text query (`websearch_to_tsquery('english', q)`) over header and
+    content; a case-insensitive substring match on content is OR-ed in so that partial words
+    ("Berl") and stop-word-only queries ("the who") still find what the user typed.
+    """
+    queryset = MemoryItem.objects.filter(user=user).defer("embedding", "raw_content")
+    if project_id:
+        queryset = queryset.filter(project_id=project_id)
+    if source:
+        queryset = queryset.filter(source=source)
+    if chat_session_id:
+        queryset = queryset.filter(chat_session_id=chat_session_id)
+    if app_id:
+        queryset = queryset.filter(app_id=app_id)
+    if q:
+        query = SearchQuery(q, search_type="websearch", config="english")
+        queryset = (
+            queryset.filter(Q(search_vector=query) | Q(content__icontains=q))
+            .annotate(rank=SearchRank(F("search_vector"), query))
+            .order_by("-rank", "-created_at", "-id")
+        )
+    else:
+        queryset = queryset.order_by("-created_at", "-id")
+    return queryset
+
+
+def memory_get_for_user(*, user, memory_id: int, lock: bool = False) -> MemoryItem:
+    """The caller's memory item, or NotFound: another user's item is indistinguishable from none.
+
+    With lock=True the row is locked (SELECT ... FOR UPDATE) for the current transaction.
+    """
+    queryset = MemoryItem.objects.filter(user=user)
+    if lock:
+        queryset = queryset.select_for_update()
+    try:
+        return queryset.get(id=memory_id)
+    except (MemoryItem.DoesNotExist, ValueError, TypeError):
+        raise NotFound(
+            f"Memory {memory_id} not found.", code="memory_not_found", field="memory_id"
+        ) from None
+
+
+def memory_history(*, memory: MemoryItem) -> QuerySet[FactHistory]:
+    """Every recorded change of one memory, oldest first."""
+    return FactHistory.objects.filter(memory=memory).order_by("created_at", "id")
+
+
+@dataclass(frozen=True)
+class FactNeighbour:
+    id: int
+    content: str
+    similarity: float
+
+
+def facts_nearest(
+    *, user, embedding: list[float], limit: int = 5, min_similarity: float = 0.0
+) -> list[FactNeighbour]:
+    """The caller's stored facts closest to `embedding` (cosine), most similar first.
+
+    Uses the HNSW index with iterative scans so the per-user filter does not starve the
+    result, then re-sorts by exact similarity. Sees uncommitted rows of the caller's own
+    transaction, so facts added earlier in the same commit count as neighbours.
+    """
+    vector = "[" + ",".join(f"{x:.7g}" for x in embedding) + "]"
+    # SET LOCAL needs a transaction; atomic() reuses the caller's when there is one.
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(100, limit * 4)])
+        cursor.execute(
+            """SELECT id, content, 1 - (embedding <=> %s::vector) AS similarity FROM rag_store
+               WHERE user_id = %s AND source = %s AND embedding IS NOT NULL
+               ORDER BY embedding <=> %s::vector LIMIT %s""",
+            [vector, user.pk, MemoryItem.Source.FACT, vector, limit],
+        )
+        rows = cursor.fetchall()
+    neighbours = [
+        FactNeighbour(id=row[0], content=row[1], similarity=float(row[2]))
+        for row in rows
+        if row[2] is not None and row[2] >= min_similarity
+    ]
+    return sorted(neighbours, key=lambda neighbour: (-neighbour.similarity, neighbour.id))
+
+
+def session_project_id(*, session: ChatSession) -> str:
+    """The project a session's memories are filed under: the admin-managed ProjectContext
+    mapping when there is one (for the session's owner), else the session's own project_id."""
+    mapped = (
+        ProjectContext.objects.filter(chat_session=session, user_id=session.user_id)
+        .values_list("project_id", flat=True)
+        .first()
+    )
+    return mapped or session.project_id
+
+
+def commit_log_for_session(*, session: ChatSession) -> MemoryCommitLog | None:
+    return MemoryCommitLog.objects.filter(chat_session=session).first()
