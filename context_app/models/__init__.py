@@ -7,3 +7,4 @@ from context_app.models.context import (  # noqa: F401
     TopicOverride,
     TopicSummary,
 )
+from context_app.models.rollups import SessionConsolidation, UserChatSummary  # noqa: F401
