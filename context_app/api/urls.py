@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from context_app.api import privacy
+
+urlpatterns: list = [
+    path("me/export", privacy.MeExportApi.as_view(), name="me-export"),
+    path("me", privacy.MeEraseApi.as_view(), name="me"),
+    path("usage", privacy.UsageApi.as_view(), name="usage"),
+]

@@ -1,0 +1,81 @@
+"""The caller's own data: export, erasure, usage. Thin views over services.privacy and usage_report."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from context_app.services.privacy import erasure_check_confirmation, user_erase, user_export
+from context_app.usage_report import usage_parse_bound, usage_report
+from memory_site.errors import InvalidInput
+
+
+class MeExportApi(APIView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, tags=["privacy"])
+    def get(self, request):
+        """Everything the caller owns as one JSON document (original message text included)."""
+        document = user_export(user=request.user)
+        response = Response(document)
+        filename = f"mnemo-export-{request.user.pk}.json"
+        response["Content-Disposition"] = f'inline; filename="{filename}"'
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+class MeEraseApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        confirm = serializers.JSONField(required=False, help_text="Your username, to confirm.")
+
+    class OutputSerializer(serializers.Serializer):
+        erased = serializers.BooleanField()
+        user_id = serializers.IntegerField()
+        rows_deleted = serializers.IntegerField()
+        deleted = serializers.DictField(child=serializers.IntegerField())
+        files_deleted = serializers.IntegerField()
+
+    @extend_schema(request=InputSerializer, responses={200: OutputSerializer}, tags=["privacy"])
+    def delete(self, request):
+        """Erase the caller's account and all their data. Cannot be undone.
+
+        Body `{"confirm": "<username>"}`; missing or wrong -> 400 naming `confirm`.
+        """
+        if not isinstance(request.data, dict):
+            raise InvalidInput("Expected a JSON object with `confirm`.", field="confirm")
+        erasure_check_confirmation(user=request.user, confirm=request.data.get("confirm"))
+        report = user_erase(user=request.user)
+        return Response(
+            self.OutputSerializer(
+                {
+                    "erased": True,
+                    "user_id": report.user_id,
+                    "rows_deleted": report.rows_deleted,
+                    "deleted": report.deleted,
+                    "files_deleted": report.files_deleted,
+                }
+            ).data
+        )
+
+
+class UsageApi(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "since", OpenApiTypes.STR, description="ISO date or datetime (inclusive)"
+            ),
+            OpenApiParameter(
+                "until", OpenApiTypes.STR, description="ISO date (inclusive) or datetime"
+            ),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+        tags=["privacy"],
+    )
+    def get(self, request):
+        """The caller's token usage and cost: totals, per model, and per day and model."""
+        since = usage_parse_bound(request.query_params.get("since"), field="since")
+        until = usage_parse_bound(request.query_params.get("until"), field="until", end=True)
+        if since and until and until <= since:
+            raise InvalidInput("until must be after since.", code="invalid_range", field="until")
+        return Response(usage_report(user=request.user, since=since, until=until))
