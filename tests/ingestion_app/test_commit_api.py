@@ -12,6 +12,13 @@ from tests.factories import add_message, open_session
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def no_message_hooks(settings):
+    """Messages are stored without the after-message hooks (inline chunk indexing, which may
+    call the model too): these tests are about what a commit stores and asks."""
+    settings.MNEMO_AFTER_MESSAGE_HOOKS = []
+
+
 def commit(api, session, **extra):
     response = api.post(
         "/api/v1/memory/commit", {"chat_session_id": str(session.id), **extra}, format="json"

@@ -15,6 +15,13 @@ from tests.factories import add_message, open_session
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def no_message_hooks(settings):
+    """Messages are stored without the after-message hooks (inline chunk indexing, which may
+    call the model too): these tests are about what a commit stores and asks."""
+    settings.MNEMO_AFTER_MESSAGE_HOOKS = []
+
+
 def schema_name(body) -> str:
     return body["response_format"]["json_schema"]["name"]
 
