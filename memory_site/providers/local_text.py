@@ -42,6 +42,7 @@ __all__ = [
     "fold_summaries",
     "is_update",
     "keywords",
+    "STOP_WORDS",
     "summarize",
     "tags",
     "title",
