@@ -7,6 +7,7 @@ priced from MNEMO_PRICE_TABLE at the time of the call.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from decimal import Decimal
 
 from django.db.models import Count, QuerySet, Sum
@@ -17,6 +18,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from memory_site.errors import InvalidInput
 from sessions_app.models import UsageLog
 
+DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 SUMS = {
     "calls": Count("id"),
     "tokens_in": Sum("tokens_in"),
@@ -35,9 +37,13 @@ def usage_parse_bound(raw: str | None, *, field: str, end: bool = False) -> dt.d
     if raw is None or raw.strip() == "":
         return None
     raw = raw.strip()
+    moment = day = None
     try:
-        moment = parse_datetime(raw)
-        day = None if moment else parse_date(raw)
+        # fromisoformat (behind parse_datetime) reads a bare date as midnight: test dates first.
+        if DATE_ONLY.fullmatch(raw):
+            day = parse_date(raw)
+        else:
+            moment = parse_datetime(raw)
     except ValueError:
         moment = day = None
     if moment is None and day is None:
