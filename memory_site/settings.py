@@ -207,6 +207,12 @@ MNEMO_CONSOLIDATION_TOKENS = env_int("MNEMO_CONSOLIDATION_TOKENS", 4000)
 MNEMO_OPT_OUT_USERNAMES = env_list("MNEMO_OPT_OUT_USERNAMES")
 MNEMO_FACT_DUPLICATE_SIMILARITY = env_float("MNEMO_FACT_DUPLICATE_SIMILARITY", 0.92)
 MNEMO_INLINE_HEADER_BUDGET_SECONDS = env_float("MNEMO_INLINE_HEADER_BUDGET_SECONDS", 1.5)
+# Session close: digest size, and the user rollups ("recent" = sessions within N days of the
+# user's newest session, by last message time; "history" = everything older), each capped.
+MNEMO_SESSION_SUMMARY_MAX_CHARS = env_int("MNEMO_SESSION_SUMMARY_MAX_CHARS", 800)
+MNEMO_RECENT_WINDOW_DAYS = env_int("MNEMO_RECENT_WINDOW_DAYS", 28)
+MNEMO_ROLLUP_RECENT_MAX_CHARS = env_int("MNEMO_ROLLUP_RECENT_MAX_CHARS", 800)
+MNEMO_ROLLUP_HISTORY_MAX_CHARS = env_int("MNEMO_ROLLUP_HISTORY_MAX_CHARS", 600)
 # Called (dotted paths, keyword argument `message`) right after any message is stored, in the
 # request: the exchange indexer makes a reply retrievable before the next turn, consolidation
 # queues a summary of long sessions. They live in higher layers than sessions_app.

@@ -1,0 +1,555 @@
+"""Durable memory written when a session closes: mini summary, tags, title, user rollups.
+
+The close pipeline runs in a django-q2 task (queued by sessions_app after the session flips to
+`closing`). Everything slow (model calls, embeddings) happens before the single write
+transaction, so a failure leaves nothing half-written: the session stays `closing` with the
+error in `close_error`, and a retry is scheduled until Q_CLUSTER["max_attempts"] is reached.
+
+With an LLM configured the digest and title come from it (JSON output); offline they come from
+`memory_site.providers.local_text`. Tags always come from the local keyword extractor: they are
+"top keywords from the user's turns" with a confidence grounded in counts, which is exactly what
+it computes, deterministically and for free.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F, Max
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+from django_q.models import Schedule
+
+from context_app.models import UserChatSummary
+from ingestion_app.models import MemoryItem
+from memory_site.providers import get_embedder, get_llm, local_text
+from memory_site.providers.base import ProviderError
+from memory_site.redaction import redact
+from memory_site.tokens import count_tokens
+from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag
+from sessions_app.services.usage import usage_record
+
+logger = logging.getLogger(__name__)
+
+SESSION_SUMMARY_KIND = "session_summary"
+CLOSE_TASK = "context_app.tasks.session_close_task"
+# Seconds before the 2nd, 3rd... attempt of a failed close.
+RETRY_DELAYS_SECONDS = (60, 300, 900)
+# What an LLM is shown of one session; longer sessions keep their newest turns.
+MAX_TRANSCRIPT_TOKENS = 12_000
+MAX_TAGS = 8
+MIN_TAG_CONFIDENCE = 0.12
+MIN_TAG_CHARS, MAX_TAG_CHARS = 3, 40
+# Older sessions folded into "history": beyond this many, the cap has long been filled.
+HISTORY_MAX_SESSIONS = 100
+UNTITLED = "Untitled Conversation"
+
+DIGEST_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "points": {"type": "array", "items": {"type": "string"}},
+        "title": {"type": "string"},
+    },
+    "required": ["points", "title"],
+    "additionalProperties": False,
+}
+
+DIGEST_INSTRUCTIONS = (
+    "You write the long-term memory of a chat assistant. Read the conversation and return JSON "
+    'with "points": 3 to 8 short bullet points (one sentence each, no leading dash) recording '
+    "what the user said about themselves, their goals, decisions, preferences, plans and open "
+    "questions, and what was concluded; refer to the user as 'the user'; do not quote the "
+    "transcript or replay it turn by turn; skip greetings and small talk. "
+    'Also return "title": a 3-5 word title for the conversation, no quotes or final period.'
+)
+
+
+@dataclass
+class Digest:
+    """What a model (or the local summarizer) made of a span of messages."""
+
+    summary: str
+    model: str
+    title: str = ""
+
+
+@dataclass
+class SessionDigest:
+    summary: str
+    model: str
+    title: str
+    tags: list[tuple[str, float]]
+    session_date: datetime
+    message_count: int
+    header: str = ""
+    embedding: list[float] | None = None
+    tokens: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------
+# Summaries, titles and tags (shared with consolidation)
+# --------------------------------------------------------------------------------------------
+
+
+def turns_of(messages: Sequence[Message]) -> list[tuple[str, str]]:
+    """(role, sanitized text) of the user and assistant messages, in order."""
+    return [
+        (message.role, message.content_sanitized)
+        for message in messages
+        if message.role in (Message.Role.USER, Message.Role.ASSISTANT)
+        and message.content_sanitized.strip()
+    ]
+
+
+def _transcript(turns: list[tuple[str, str]], *, max_tokens: int) -> str:
+    """The newest turns that fit max_tokens, oldest first, with a note of what was left out."""
+    lines: list[str] = []
+    used = 0
+    for role, text in reversed(turns):
+        line = f"{'User' if role == Message.Role.USER else 'Assistant'}: {text.strip()}"
+        cost = count_tokens(line)
+        if used + cost > max_tokens and lines:
+            break
+        lines.append(line)
+        used += cost
+    omitted = len(turns) - len(lines)
+    lines.reverse()
+    if omitted:
+        lines.insert(0, f"({omitted} earlier messages are not shown.)")
+    return "\n\n".join(lines)
+
+
+def _clean_point(point: object) -> str:
+    if not isinstance(point, str):
+        return ""
+    point = re.sub(r"^\s*(?:[-*•]+|\d{1,2}[.)])\s*", "", point).strip()
+    point = re.sub(r"\s+", " ", point)
+    return point[:300]
+
+
+def _fit_lines(points: list[str], max_chars: int) -> str:
+    lines: list[str] = []
+    used = 0
+    for point in points:
+        line = f"- {point}"
+        cost = len(line) + (1 if lines else 0)
+        if used + cost > max_chars:
+            if not lines:
+                lines.append(line[: max(max_chars - 1, 1)].rstrip() + "…")
+            break
+        lines.append(line)
+        used += cost
+    return "\n".join(lines)
+
+
+def clean_title(title: object, *, fallback_texts: list[str]) -> str:
+    """A 3-5 word title: the model's if usable, else the local one; "" when there is no topic."""
+    words = re.sub(r"[\"'“”‘’`*#]", "", title).split() if isinstance(title, str) else []
+    words = [word.strip(".:;,!") for word in words if word.strip(".:;,!")]
+    if len(words) >= 3:
+        return " ".join(words[:5])[:200]
+    local = local_text.title(fallback_texts)
+    return "" if local == UNTITLED else local
+
+
+def transcript_digest(
+    *,
+    turns: list[tuple[str, str]],
+    max_chars: int,
+    user,
+    session: ChatSession | None,
+    want_title: bool,
+) -> Digest:
+    """A bullet digest (never a replay) of sanitized turns, plus a title when asked.
+
+    Uses the configured LLM (JSON schema output, one UsageLog row of kind "summary") or, offline,
+    the local summarizer. Raises ProviderError if the model fails or returns no usable points:
+    callers retry rather than store a worse digest silently.
+    """
+    user_texts = [text for role, text in turns if role == Message.Role.USER]
+    if not turns:
+        return Digest(summary="", model="")
+    llm = get_llm()
+    if llm.is_local:
+        title = clean_title(None, fallback_texts=user_texts) if want_title else ""
+        return Digest(
+            summary=local_text.summarize(turns, max_chars=max_chars), model="local", title=title
+        )
+    messages = [
+        {"role": "system", "content": DIGEST_INSTRUCTIONS},
+        {"role": "user", "content": _transcript(turns, max_tokens=MAX_TRANSCRIPT_TOKENS)},
+    ]
+    data = llm.chat_json(messages, schema=DIGEST_SCHEMA, schema_name="session_digest")
+    # chat_json reports no usage; the counts are exact cl100k counts of what was exchanged.
+    usage_record(
+        user=user,
+        session=session,
+        model=llm.model,
+        kind="summary",
+        tokens_in=sum(count_tokens(message["content"]) for message in messages),
+        tokens_out=count_tokens(json.dumps(data, ensure_ascii=False)),
+        app_id=session.app_id if session else None,
+    )
+    raw_points = data.get("points")
+    points = (
+        [p for p in (_clean_point(p) for p in raw_points or []) if p]
+        if isinstance(raw_points, list)
+        else []
+    )
+    if not points:
+        raise ProviderError("the model returned no summary points")
+    # A model may echo PII it inferred; the digest is stored and injected, so redact it again.
+    summary = redact(_fit_lines(points, max_chars))
+    title = clean_title(data.get("title"), fallback_texts=user_texts) if want_title else ""
+    return Digest(summary=summary, model=llm.model, title=redact(title) if title else "")
+
+
+def _kebab(phrase: str) -> str:
+    return re.sub(r"[^\w]+", "-", phrase.lower()).strip("-_")
+
+
+def session_tags(user_texts: list[str]) -> list[tuple[str, float]]:
+    """Top keywords of the user's turns as kebab-case tags with a confidence in [0, 1].
+
+    Stop-words, chat filler, numbers and placeholders never qualify (local_text.keywords);
+    tags shorter than 3 or longer than 40 characters, weaker than MIN_TAG_CONFIDENCE, or whose
+    words all sit inside a stronger tag are dropped. At most MAX_TAGS, best first.
+    """
+    chosen: list[tuple[str, float]] = []
+    chosen_words: list[set[str]] = []
+    for phrase, confidence in local_text.keywords(user_texts, k=MAX_TAGS * 2):
+        tag = _kebab(phrase)
+        if confidence < MIN_TAG_CONFIDENCE or not MIN_TAG_CHARS <= len(tag) <= MAX_TAG_CHARS:
+            continue
+        words = set(tag.split("-"))
+        if any(tag == earlier for earlier, _ in chosen) or any(
+            words <= earlier for earlier in chosen_words
+        ):
+            continue
+        chosen.append((tag, round(float(confidence), 3)))
+        chosen_words.append(words)
+        if len(chosen) == MAX_TAGS:
+            break
+    return chosen
+
+
+def summary_header(*, title: str, date: datetime, what: str = "the conversation") -> str:
+    day = date.date().isoformat()
+    if title:
+        return f'Summary of {what} "{title}" from {day}.'
+    return f"Summary of {what} from {day}."
+
+
+# --------------------------------------------------------------------------------------------
+# Locks
+# --------------------------------------------------------------------------------------------
+
+
+def _lock_key(name: str) -> int:
+    return int.from_bytes(hashlib.sha1(name.encode()).digest()[:8], "big", signed=True)
+
+
+@contextlib.contextmanager
+def advisory_lock(name: str) -> Iterator[bool]:
+    """A PostgreSQL session-level advisory lock, tried without waiting; yields whether it was got.
+
+    Held for the whole pipeline (model calls included) so two workers never pay for the same
+    close; released on exit, or by PostgreSQL if the worker dies with its connection.
+    """
+    key = _lock_key(name)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
+        acquired = bool(cursor.fetchone()[0])
+    try:
+        yield acquired
+    finally:
+        if acquired:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+
+
+def _transaction_lock(name: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_lock_key(name)])
+
+
+# --------------------------------------------------------------------------------------------
+# Session close
+# --------------------------------------------------------------------------------------------
+
+
+def session_date_of(session: ChatSession, messages: Sequence[Message]) -> datetime:
+    """The session's own date: its last message's time (historical imports keep theirs)."""
+    if messages:
+        return max(message.created_at for message in messages)
+    return session.last_activity_at or session.opened_at
+
+
+def session_digest_build(*, session: ChatSession) -> SessionDigest:
+    """Summary, title proposal, tags and embedding of a session, computed without writing.
+
+    Raises ProviderError (model or embedder failure). A session without user or assistant
+    text gives an empty digest: it is closed with no summary, tags or title.
+    """
+    messages = list(
+        Message.objects.filter(session=session)
+        .exclude(role=Message.Role.SYSTEM)
+        .only("id", "role", "content_sanitized", "created_at")
+        .order_by("id")
+    )
+    turns = turns_of(messages)
+    session_date = session_date_of(session, messages)
+    digest = transcript_digest(
+        turns=turns,
+        max_chars=settings.MNEMO_SESSION_SUMMARY_MAX_CHARS,
+        user=session.user,
+        session=session,
+        want_title=not session.title,
+    )
+    user_texts = [text for role, text in turns if role == Message.Role.USER]
+    result = SessionDigest(
+        summary=digest.summary.strip(),
+        model=digest.model,
+        title=digest.title,
+        tags=session_tags(user_texts) if digest.summary.strip() else [],
+        session_date=session_date,
+        message_count=len(messages),
+    )
+    if result.summary:
+        title = result.title or redact(session.title)
+        result.header = summary_header(title=title, date=session_date)
+        result.embedding = get_embedder().embed([f"{result.header}\n{result.summary}"])[0]
+        result.tokens = count_tokens(result.summary)
+        result.extra = {"title": title}
+    return result
+
+
+def session_digest_store(
+    *, session_id, digest: SessionDigest, allowed_statuses: tuple[str, ...]
+) -> bool:
+    """Write a digest and mark the session closed, in one transaction; False if not allowed.
+
+    Locks the session row (SELECT ... FOR UPDATE) and the user's rollups (advisory lock), then:
+    replaces the SessionSummary, the tags and the summary's searchable copy in rag_store, sets
+    the title if the session has none, marks the session closed and rebuilds the user's
+    rollups. Does nothing and returns False when the session's status is not allowed (another
+    worker closed it first), which is what makes a second close write no second summary.
+    """
+    with transaction.atomic():
+        session = ChatSession.objects.select_for_update().filter(id=session_id).first()
+        if session is None or session.status not in allowed_statuses:
+            return False
+        if digest.summary:
+            SessionSummary.objects.update_or_create(
+                session=session,
+                defaults={
+                    "user_id": session.user_id,
+                    "summary": digest.summary,
+                    "token_estimate": digest.tokens,
+                    "model": digest.model,
+                },
+            )
+        else:
+            SessionSummary.objects.filter(session=session).delete()
+        SessionTag.objects.filter(session=session).delete()
+        SessionTag.objects.bulk_create(
+            SessionTag(session=session, user_id=session.user_id, tag=tag, confidence=confidence)
+            for tag, confidence in digest.tags
+        )
+        MemoryItem.objects.filter(
+            chat_session=session,
+            source=MemoryItem.Source.SUMMARY,
+            metadata__kind=SESSION_SUMMARY_KIND,
+        ).delete()
+        if not session.title and digest.title:
+            session.title = digest.title[:200]
+        if digest.summary:
+            MemoryItem.objects.create(
+                user_id=session.user_id,
+                app_id=session.app_id,
+                project_id=session.project_id,
+                agent_id=session.agent_id,
+                chat_session=session,
+                source=MemoryItem.Source.SUMMARY,
+                content=digest.summary,
+                header=digest.header,
+                embedding=digest.embedding,
+                topics=[tag for tag, _ in digest.tags[:3]],
+                metadata={
+                    "kind": SESSION_SUMMARY_KIND,
+                    "session_id": str(session.id),
+                    "title": digest.extra.get("title", ""),
+                    "tags": [tag for tag, _ in digest.tags],
+                    "message_count": digest.message_count,
+                    "model": digest.model,
+                    "session_date": digest.session_date.isoformat(),
+                },
+                content_hash=hashlib.sha256(digest.summary.encode()).hexdigest(),
+                token_count=digest.tokens,
+                occurred_at=digest.session_date,
+            )
+        session.status = ChatSession.Status.CLOSED
+        session.closed_at = session.closed_at or timezone.now()
+        session.close_error = ""
+        session.save(update_fields=["title", "status", "closed_at", "close_error"])
+        user_rollups_rebuild(user_id=session.user_id, app_id=session.app_id)
+    return True
+
+
+def session_close_run(*, session_id) -> str:
+    """Run the close pipeline for a `closing` session: once and only once per session.
+
+    Returns "closed", "skipped" (not `closing`: already closed, or never closed), "busy"
+    (another worker holds the session) or "failed". A failure is recorded on the session
+    (`close_error`, `close_attempts`), the session stays `closing` with nothing written, and a
+    retry is scheduled while attempts remain; the exception is logged, not raised, so a close
+    request served with synchronous tasks still answers.
+    """
+    with advisory_lock(f"session-close:{session_id}") as acquired:
+        if not acquired:
+            return "busy"
+        claimed = ChatSession.objects.filter(
+            id=session_id, status=ChatSession.Status.CLOSING
+        ).update(close_attempts=F("close_attempts") + 1)
+        if not claimed:
+            return "skipped"
+        try:
+            session = ChatSession.objects.select_related("user").get(id=session_id)
+            digest = session_digest_build(session=session)
+            stored = session_digest_store(
+                session_id=session_id,
+                digest=digest,
+                allowed_statuses=(ChatSession.Status.CLOSING,),
+            )
+        except Exception as exc:
+            logger.exception("closing session %s failed", session_id)
+            _close_failed(session_id=session_id, error=exc, retry=True)
+            return "failed"
+    return "closed" if stored else "skipped"
+
+
+def session_resummarize(*, session_id) -> str:
+    """Rebuild the summary, tags and rollups of a closed (or stuck `closing`) session.
+
+    Idempotent (the previous summary, tags and summary memory are replaced, not added to); sets
+    a title only if the session still has none. An open session is left alone ("skipped").
+    A failure is recorded in `close_error` without scheduling retries.
+    """
+    allowed = (ChatSession.Status.CLOSING, ChatSession.Status.CLOSED)
+    with advisory_lock(f"session-close:{session_id}") as acquired:
+        if not acquired:
+            return "busy"
+        session = ChatSession.objects.select_related("user").filter(id=session_id).first()
+        if session is None or session.status not in allowed:
+            return "skipped"
+        try:
+            digest = session_digest_build(session=session)
+            stored = session_digest_store(
+                session_id=session_id, digest=digest, allowed_statuses=allowed
+            )
+        except Exception as exc:
+            logger.exception("re-summarizing session %s failed", session_id)
+            _close_failed(session_id=session_id, error=exc, retry=False)
+            return "failed"
+    return "resummarized" if stored else "skipped"
+
+
+def _close_failed(*, session_id, error: Exception, retry: bool) -> None:
+    """Record the error on the session and, while attempts remain, schedule the next one."""
+    attempts = (
+        ChatSession.objects.filter(id=session_id).values_list("close_attempts", flat=True).first()
+        or 0
+    )
+    max_attempts = int(settings.Q_CLUSTER.get("max_attempts") or 3)
+    detail = f"{type(error).__name__}: {error}"[:800]
+    if retry and attempts < max_attempts:
+        delay = RETRY_DELAYS_SECONDS[min(attempts, len(RETRY_DELAYS_SECONDS)) - 1]
+        next_run = timezone.now() + timedelta(seconds=delay)
+        Schedule.objects.create(
+            name=f"close-retry-{session_id}-{attempts + 1}"[:100],
+            func=CLOSE_TASK,
+            args=repr(str(session_id)),
+            schedule_type=Schedule.ONCE,
+            repeats=-1,
+            next_run=next_run,
+        )
+        message = (
+            f"attempt {attempts}/{max_attempts} failed: {detail}; "
+            f"retry scheduled at {next_run.isoformat(timespec='seconds')}"
+        )
+    elif retry:
+        message = f"gave up after {attempts} attempts: {detail}"
+    else:
+        message = f"re-summarize failed: {detail}"
+    ChatSession.objects.filter(id=session_id).update(close_error=message)
+
+
+# --------------------------------------------------------------------------------------------
+# User rollups
+# --------------------------------------------------------------------------------------------
+
+
+def user_rollups_rebuild(*, user_id: int, app_id: str) -> dict[str, UserChatSummary]:
+    """Recompute the user's "recent" and "history" digests for one app from session summaries.
+
+    Sessions are dated by their last message (so imported or back-dated sessions fall where
+    they happened). "recent" holds the closed sessions within MNEMO_RECENT_WINDOW_DAYS of the
+    user's newest closed session, "history" folds every older one (newest HISTORY_MAX_SESSIONS),
+    each within its character cap. Idempotent; serialized per user and app by a transaction
+    advisory lock, so concurrent closes of the same user's sessions never lose one another.
+    """
+    with transaction.atomic():
+        _transaction_lock(f"rollups:{user_id}:{app_id}")
+        rows = list(
+            SessionSummary.objects.filter(
+                user_id=user_id,
+                session__app_id=app_id,
+                session__status=ChatSession.Status.CLOSED,
+            )
+            .exclude(summary="")
+            .annotate(
+                session_date=Coalesce(
+                    Max("session__messages__created_at"), F("session__last_activity_at")
+                )
+            )
+            .values_list("summary", "session_date", "session_id")
+        )
+        rows.sort(key=lambda row: (row[1], str(row[2])), reverse=True)
+        recent: list[tuple[str, datetime]] = []
+        history: list[tuple[str, datetime]] = []
+        if rows:
+            cutoff = rows[0][1] - timedelta(days=settings.MNEMO_RECENT_WINDOW_DAYS)
+            for summary, date, _session_id in rows:
+                (recent if date >= cutoff else history).append((summary, date))
+        buckets = {
+            UserChatSummary.Kind.RECENT: (recent, settings.MNEMO_ROLLUP_RECENT_MAX_CHARS),
+            UserChatSummary.Kind.HISTORY: (history, settings.MNEMO_ROLLUP_HISTORY_MAX_CHARS),
+        }
+        rollups: dict[str, UserChatSummary] = {}
+        for kind, (entries, max_chars) in buckets.items():
+            folded = entries[:HISTORY_MAX_SESSIONS]
+            rollup, _ = UserChatSummary.objects.update_or_create(
+                user_id=user_id,
+                app_id=app_id,
+                kind=kind,
+                defaults={
+                    "summary": local_text.fold_summaries(
+                        [summary for summary, _ in folded], max_chars=max_chars
+                    ),
+                    "session_count": len(entries),
+                    "period_start": entries[-1][1] if entries else None,
+                    "period_end": entries[0][1] if entries else None,
+                },
+            )
+            rollups[str(kind)] = rollup
+    return rollups
