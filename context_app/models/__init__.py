@@ -8,3 +8,4 @@ from context_app.models.context import (  # noqa: F401
     TopicSummary,
 )
 from context_app.models.rollups import SessionConsolidation, UserChatSummary  # noqa: F401
+from context_app.models.access import AccessLog  # noqa: F401
