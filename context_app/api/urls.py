@@ -1,9 +1,16 @@
 from django.urls import path
 
-from context_app.api import privacy
+from context_app.api import chat, context, privacy
 
 urlpatterns: list = [
     path("me/export", privacy.MeExportApi.as_view(), name="me-export"),
     path("me", privacy.MeEraseApi.as_view(), name="me"),
     path("usage", privacy.UsageApi.as_view(), name="usage"),
+    path("ai/chat/stream", chat.ChatStreamApi.as_view(), name="ai-chat-stream"),
+    path("summaries/context", context.ContextSnapshotApi.as_view(), name="summaries-context"),
+    path(
+        "chat/sessions/<uuid:session_id>/context",
+        context.SessionContextApi.as_view(),
+        name="chat-session-context",
+    ),
 ]

@@ -30,7 +30,7 @@ class Migration(migrations.Migration):
                 ('topic_cap_chars', models.PositiveIntegerField(default=600, help_text='[Topic: ...] segment cap.')),
                 ('memories_cap_chars', models.PositiveIntegerField(default=1200, help_text='[Relevant memories] segment cap.')),
                 ('max_context_share', models.FloatField(default=0.35, help_text="The pack may use at most this share of the turn's estimated tokens (pack + conversation + attachments + reply reserve).", validators=[django.core.validators.MinValueValidator(0.05), django.core.validators.MaxValueValidator(0.9)])),
-                ('reply_reserve_tokens', models.PositiveIntegerField(default=1000, help_text="Tokens assumed for the reply when estimating a turn's budget.")),
+                ('reply_reserve_tokens', models.PositiveIntegerField(default=1500, help_text="Tokens assumed for the reply when estimating a turn's budget.")),
                 ('attachment_cap_chars', models.PositiveIntegerField(default=15000, help_text='Inline attachment text across all files; larger files are referenced by name.')),
                 ('memory_top_k', models.PositiveSmallIntegerField(default=6, validators=[django.core.validators.MaxValueValidator(50)])),
                 ('memory_min_similarity', models.FloatField(default=0.35, help_text='Cosine similarity a stored memory needs to the current turn to be included.', validators=[django.core.validators.MinValueValidator(-1.0), django.core.validators.MaxValueValidator(1.0)])),

@@ -66,7 +66,7 @@ class ContextSettings(models.Model):
         "(pack + conversation + attachments + reply reserve).",
     )
     reply_reserve_tokens = models.PositiveIntegerField(
-        default=1000, help_text="Tokens assumed for the reply when estimating a turn's budget."
+        default=1500, help_text="Tokens assumed for the reply when estimating a turn's budget."
     )
     attachment_cap_chars = models.PositiveIntegerField(
         default=15_000,

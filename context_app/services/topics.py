@@ -1,0 +1,238 @@
+"""Topics of a conversation: inference, drift, admin overrides and topic summaries.
+
+Inference is a cheap heuristic that fits the context pack's latency budget: keywords of the
+user's turns (``local_text.keywords``) are scored against the user's tag inventory (the
+``SessionTag`` rows written when sessions close). A tag the user has talked about in many
+sessions is a stronger candidate than a keyword seen only in this conversation; either must
+reach ``topic_score_threshold``. An admin override (per session, then per user) always wins.
+
+Topic summaries are extractive folds of the summaries of the sessions tagged with the topic, so
+rebuilding one costs a query and some string work, never a model call.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from context_app.models import ContextSettings, TopicOverride, TopicSummary
+from context_app.models.context import topic_key
+from memory_site.providers import local_text
+from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag
+
+logger = logging.getLogger(__name__)
+
+# Weight of a candidate with no history (prevalence 0); a tag present in every one of the
+# user's tagged sessions gets weight 1.
+BASE_WEIGHT = 0.6
+INVENTORY_LIMIT = 300
+KEYWORDS_PER_INFERENCE = 12
+SUMMARIES_PER_TOPIC = 12
+
+
+@dataclass(frozen=True)
+class TopicChoice:
+    """The topic of a turn: `source` is inferred, session_override or user_override."""
+
+    key: str
+    title: str
+    score: float
+    source: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> TopicChoice | None:
+        if not data or not data.get("key"):
+            return None
+        return cls(
+            key=str(data["key"]),
+            title=str(data.get("title") or data["key"]),
+            score=float(data.get("score") or 0.0),
+            source=str(data.get("source") or "inferred"),
+        )
+
+
+def _fold(word: str) -> str:
+    word = word.lower()
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def _words(phrase: str) -> list[str]:
+    return [_fold(word) for word in phrase.replace("-", " ").split() if word]
+
+
+def topic_title(key_or_phrase: str) -> str:
+    """ "japan-rail-pass" -> "Japan Rail Pass"."""
+    words = key_or_phrase.replace("-", " ").split()
+    return " ".join(word[:1].upper() + word[1:] for word in words)[:200]
+
+
+def tag_inventory(*, user, app_id: str) -> dict[str, int]:
+    """The user's tags in this app with the number of sessions carrying each (most used first)."""
+    rows = (
+        SessionTag.objects.filter(user=user, session__app_id=app_id)
+        .values("tag")
+        .annotate(sessions=Count("session_id"), weight=Sum("confidence"))
+        .order_by("-sessions", "-weight", "tag")[:INVENTORY_LIMIT]
+    )
+    return {row["tag"]: row["sessions"] for row in rows}
+
+
+def topic_candidates(*, texts: list[str], inventory: dict[str, int]) -> list[TopicChoice]:
+    """Score every plausible topic for `texts`, best first (no threshold applied).
+
+    An inventory tag scores the share of its words found among the keywords (each word weighted
+    by its keyword's confidence), times a weight growing with how many sessions carry the tag.
+    A keyword phrase that is not a known tag scores its confidence times BASE_WEIGHT.
+    """
+    keywords = local_text.keywords([text for text in texts if text], k=KEYWORDS_PER_INFERENCE)
+    if not keywords:
+        return []
+    word_confidence: dict[str, float] = {}
+    for phrase, confidence in keywords:
+        for word in _words(phrase):
+            word_confidence[word] = max(word_confidence.get(word, 0.0), confidence)
+    most_sessions = max(inventory.values(), default=1) or 1
+    candidates: dict[str, TopicChoice] = {}
+    for tag, sessions in inventory.items():
+        words = _words(tag)
+        if not words:
+            continue
+        coverage = sum(word_confidence.get(word, 0.0) for word in words) / len(words)
+        if coverage <= 0:
+            continue
+        weight = BASE_WEIGHT + (1 - BASE_WEIGHT) * (sessions / most_sessions)
+        candidates[tag] = TopicChoice(
+            key=tag, title=topic_title(tag), score=round(coverage * weight, 4), source="inferred"
+        )
+    for phrase, confidence in keywords:
+        key = topic_key(phrase)
+        if not key or key in candidates:
+            continue
+        candidates[key] = TopicChoice(
+            key=key,
+            title=topic_title(phrase),
+            score=round(confidence * BASE_WEIGHT, 4),
+            source="inferred",
+        )
+    return sorted(candidates.values(), key=lambda choice: (-choice.score, choice.key))
+
+
+def topic_override_for(*, session: ChatSession) -> TopicChoice | None:
+    """The admin override for this session, else for its user, else None."""
+    override = (
+        TopicOverride.objects.filter(
+            Q(session=session) | Q(user_id=session.user_id, session__isnull=True)
+        )
+        .order_by("session_id")  # NULLS LAST: the session-specific row first
+        .first()
+    )
+    if override is None:
+        return None
+    source = "session_override" if override.session_id else "user_override"
+    return TopicChoice(key=override.key, title=override.title, score=1.0, source=source)
+
+
+def _user_turn_texts(session: ChatSession, count: int) -> tuple[list[str], list[str]]:
+    """Sanitized text of the first and of the latest `count` user turns of the session."""
+    user_messages = Message.objects.filter(session=session, role=Message.Role.USER)
+    first = list(user_messages.order_by("id").values_list("content_sanitized", flat=True)[:count])
+    latest = list(user_messages.order_by("-id").values_list("content_sanitized", flat=True)[:count])
+    return first, latest[::-1]
+
+
+def topic_infer(
+    *, session: ChatSession, current: TopicChoice | None, context_settings: ContextSettings
+) -> tuple[TopicChoice | None, str]:
+    """The topic for this turn and why: (topic or None, reason).
+
+    Reasons: override, established (first inference), kept, drift (a stronger candidate
+    replaced the current topic), none. Without a current topic the first and latest turns are
+    used together; with one, only the latest turns can make it drift, and only by beating its
+    own score on those turns by `topic_drift_margin`.
+    """
+    override = topic_override_for(session=session)
+    if override is not None:
+        return override, "override"
+    threshold = context_settings.topic_score_threshold
+    first, latest = _user_turn_texts(session, context_settings.topic_keyword_turns)
+    inventory = tag_inventory(user=session.user, app_id=session.app_id)
+    if current is None or current.source != "inferred":
+        texts = list(dict.fromkeys(first + latest))
+        candidates = topic_candidates(texts=texts, inventory=inventory)
+        if candidates and candidates[0].score >= threshold:
+            return candidates[0], "established"
+        return None, "none"
+    candidates = topic_candidates(texts=latest, inventory=inventory)
+    if not candidates:
+        return current, "kept"
+    best = candidates[0]
+    current_now = next((c.score for c in candidates if c.key == current.key), 0.0)
+    if (
+        best.key != current.key
+        and best.score >= threshold
+        and best.score >= current_now + context_settings.topic_drift_margin
+    ):
+        return best, "drift"
+    return current, "kept"
+
+
+def _relevant_summaries(*, user, app_id: str, key: str) -> list[tuple[str, str]]:
+    """(session id, summary) of the sessions tagged with `key`, newest first; when no session
+    carries the tag, summaries mentioning one of its words."""
+    base = SessionSummary.objects.filter(user=user, session__app_id=app_id).order_by("-created_at")
+    tagged = list(
+        base.filter(session__tags__tag=key).values_list("session_id", "summary")[
+            :SUMMARIES_PER_TOPIC
+        ]
+    )
+    if tagged:
+        return [(str(session_id), text) for session_id, text in tagged]
+    words = [word for word in key.split("-") if len(word) >= 3]
+    if not words:
+        return []
+    mention = Q()
+    for word in words:
+        mention |= Q(summary__icontains=word)
+    rows = base.filter(mention).values_list("session_id", "summary")[:SUMMARIES_PER_TOPIC]
+    return [(str(session_id), text) for session_id, text in rows]
+
+
+def topic_summary_get_or_build(
+    *, user, app_id: str, topic: TopicChoice, context_settings: ContextSettings
+) -> TopicSummary:
+    """The topic's summary, rebuilt first when missing or past its TTL.
+
+    Idempotent (one row per user, app and topic key, upserted). The summary may be empty when
+    no session summary relates to the topic; it is still stored so the lookup is not repeated
+    until the TTL passes.
+    """
+    now = timezone.now()
+    existing = TopicSummary.objects.filter(user=user, app_id=app_id, key=topic.key).first()
+    if existing is not None and existing.expires_at > now and existing.title == topic.title:
+        return existing
+    sources = _relevant_summaries(user=user, app_id=app_id, key=topic.key)
+    summary = local_text.fold_summaries(
+        [text for _, text in sources], max_chars=max(context_settings.topic_cap_chars, 200)
+    )
+    row, _ = TopicSummary.objects.update_or_create(
+        user=user,
+        app_id=app_id,
+        key=topic.key,
+        defaults={
+            "title": topic.title,
+            "summary": summary,
+            "source_session_ids": [session_id for session_id, _ in sources],
+            "built_at": now,
+            "expires_at": now + timedelta(hours=context_settings.topic_summary_ttl_hours),
+        },
+    )
+    return row

@@ -1,0 +1,124 @@
+"""The chat stream served by the real ASGI app (uvicorn on loopback): incremental delivery and
+what happens when the client goes away mid-reply."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+import uvicorn
+from rest_framework.authtoken.models import Token
+
+from memory_site.asgi import application
+from sessions_app.models import Message, UsageLog
+from tests.context_app.stream_helpers import STREAM_URL, parse_sse
+from tests.factories import open_session
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def live_url():
+    """uvicorn serving memory_site.asgi on a free loopback port, in a background thread."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(
+            application, log_level="warning", lifespan="off", timeout_graceful_shutdown=2
+        )
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+    sock.close()
+
+
+def auth_headers(user) -> dict:
+    token, _ = Token.objects.get_or_create(user=user)
+    return {"Authorization": f"Token {token.key}", "Accept": "text/event-stream"}
+
+
+def test_chunks_arrive_while_the_model_is_still_writing(live_url, user, fake_openai_embeddings):
+    fake_openai = fake_openai_embeddings
+    fake_openai.reply_text = "one two three four five six"
+    fake_openai.stream_delay_seconds = 0.25
+    session = open_session(user)
+    body = {
+        "session_id": str(session.id),
+        "context_version": "v2",
+        "messages": [{"role": "user", "content": "Count."}],
+    }
+
+    started = time.monotonic()
+    arrivals: list[float] = []
+    raw = b""
+    with httpx.stream(
+        "POST", live_url + STREAM_URL, json=body, headers=auth_headers(user), timeout=20
+    ) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        assert response.headers["cache-control"] == "no-cache"
+        assert response.headers["x-accel-buffering"] == "no"
+        for piece in response.iter_raw():
+            raw += piece
+            if b"event: message" in piece:
+                arrivals.append(time.monotonic() - started)
+    events, _ = parse_sse(raw)
+    assert [name for name, _ in events] == ["message"] * 6 + ["done"]
+    # Each word reached the client as the model produced it (0.25 s apart), not all at the end.
+    assert len(arrivals) == 6
+    assert arrivals[-1] - arrivals[0] >= 1.0
+    assert (
+        Message.objects.get(role="assistant", session=session).content
+        == "one two three four five six"
+    )
+
+
+def test_client_disconnect_stores_the_partial_reply(live_url, user, fake_openai_embeddings):
+    fake_openai = fake_openai_embeddings
+    words = [f"word{index}" for index in range(40)]
+    fake_openai.reply_text = " ".join(words)
+    fake_openai.stream_delay_seconds = 0.1
+    session = open_session(user)
+    body = {"session_id": str(session.id), "messages": [{"role": "user", "content": "Talk a lot."}]}
+
+    received = ""
+    with httpx.stream(
+        "POST", live_url + STREAM_URL, json=body, headers=auth_headers(user), timeout=20
+    ) as response:
+        assert response.status_code == 200
+        buffer = ""
+        for text in response.iter_text():
+            buffer += text
+            events, _ = parse_sse(buffer.rsplit("\n\n", 1)[0])
+            chunks = [data["chunk"] for name, data in events if name == "message"]
+            if len(chunks) >= 3:
+                received = "".join(chunks)
+                break
+    # Leaving the block closed the connection mid-reply.
+
+    deadline = time.monotonic() + 10
+    reply = None
+    while time.monotonic() < deadline:
+        reply = Message.objects.filter(session=session, role="assistant").first()
+        if reply is not None:
+            break
+        time.sleep(0.1)
+    assert reply is not None, "the partial reply was not stored"
+    assert reply.incomplete is True
+    assert reply.content.startswith(received)
+    assert len(reply.content.split()) < len(words)
+    assert reply.metadata["finish"] == "disconnected"
+    assert Message.objects.filter(session=session, role="user").count() == 1
+    assert UsageLog.objects.filter(user=user, kind="chat", session=session).count() == 1
