@@ -479,6 +479,13 @@ def dump_frontmatter(frontmatter: dict) -> str:
     )
 
 
+def frontmatter_from_metadata(metadata: dict) -> dict:
+    """The nine frontmatter fields of a stored chunk, from its metadata JSON."""
+    frontmatter = {key: metadata.get(key) for key in FRONTMATTER_FIELDS}
+    frontmatter["topics"] = list(frontmatter.get("topics") or [])
+    return frontmatter
+
+
 def render_markdown(*, frontmatter: dict, header: str, exchange: str) -> str:
     """The reference chunk file: frontmatter, ``## Context`` header, ``## Exchange`` body."""
     return (

@@ -1,0 +1,27 @@
+"""Thin django-q2 task entry points for ingestion_app (load by id, call a service)."""
+
+from __future__ import annotations
+
+import logging
+
+from ingestion_app.services.imports import import_job_run
+from ingestion_app.services.inline import chunk_header_backfill
+
+logger = logging.getLogger(__name__)
+
+
+def import_job_task(job_id: str) -> dict:
+    """Run (or resume) a chat-export import; safe to deliver twice (the job is claimed)."""
+    job = import_job_run(job_id=job_id)
+    return {"import_id": str(job.id), "status": job.status}
+
+
+def chunk_header_backfill_task(memory_item_id: int) -> str:
+    """Write the model's contextual header (and embedding) of an inline chunk stored with a
+    placeholder. Failures are logged, not raised: with synchronous tasks they would surface in
+    the chat request that queued the backfill."""
+    try:
+        return chunk_header_backfill(memory_item_id=int(memory_item_id))
+    except Exception:
+        logger.exception("header backfill of chunk %s failed", memory_item_id)
+        return "failed"
