@@ -26,17 +26,17 @@ class MeExportApi(APIView):
 
 
 class MeEraseApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class MeEraseInput(serializers.Serializer):
         confirm = serializers.JSONField(required=False, help_text="Your username, to confirm.")
 
-    class OutputSerializer(serializers.Serializer):
+    class MeEraseOutput(serializers.Serializer):
         erased = serializers.BooleanField()
         user_id = serializers.IntegerField()
         rows_deleted = serializers.IntegerField()
         deleted = serializers.DictField(child=serializers.IntegerField())
         files_deleted = serializers.IntegerField()
 
-    @extend_schema(request=InputSerializer, responses={200: OutputSerializer}, tags=["privacy"])
+    @extend_schema(request=MeEraseInput, responses={200: MeEraseOutput}, tags=["privacy"])
     def delete(self, request):
         """Erase the caller's account and all their data. Cannot be undone.
 
@@ -47,7 +47,7 @@ class MeEraseApi(APIView):
         erasure_check_confirmation(user=request.user, confirm=request.data.get("confirm"))
         report = user_erase(user=request.user)
         return Response(
-            self.OutputSerializer(
+            self.MeEraseOutput(
                 {
                     "erased": True,
                     "user_id": report.user_id,
