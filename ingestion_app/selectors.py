@@ -81,30 +81,48 @@ class FactNeighbour:
 def facts_nearest(
     *, user, embedding: list[float], limit: int = 5, min_similarity: float = 0.0
 ) -> list[FactNeighbour]:
-    """The caller's stored facts closest to `embedding` (cosine), most similar first.
+    """The caller's stored facts closest to `embedding` (cosine), most similar first."""
+    return facts_nearest_many(
+        user=user, embeddings=[embedding], limit=limit, min_similarity=min_similarity
+    )[0]
+
+
+def facts_nearest_many(
+    *, user, embeddings: list[list[float]], limit: int = 5, min_similarity: float = 0.0
+) -> list[list[FactNeighbour]]:
+    """For each embedding, the caller's stored facts closest to it (cosine), most similar
+    first, in one query.
 
     Uses the HNSW index with iterative scans so the per-user filter does not starve the
     result, then re-sorts by exact similarity. Sees uncommitted rows of the caller's own
-    transaction, so facts added earlier in the same commit count as neighbours.
+    transaction.
     """
-    vector = "[" + ",".join(f"{x:.7g}" for x in embedding) + "]"
+    if not embeddings:
+        return []
+    vectors = ["[" + ",".join(f"{x:.7g}" for x in embedding) + "]" for embedding in embeddings]
     # SET LOCAL needs a transaction; atomic() reuses the caller's when there is one.
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(100, limit * 4)])
         cursor.execute(
-            """SELECT id, content, 1 - (embedding <=> %s::vector) AS similarity FROM rag_store
-               WHERE user_id = %s AND source = %s AND embedding IS NOT NULL
-               ORDER BY embedding <=> %s::vector LIMIT %s""",
-            [vector, user.pk, MemoryItem.Source.FACT, vector, limit],
+            """SELECT query.position, nearest.id, nearest.content, nearest.similarity
+               FROM unnest(%s::vector[]) WITH ORDINALITY AS query(vector, position)
+               CROSS JOIN LATERAL (
+                   SELECT id, content, 1 - (embedding <=> query.vector) AS similarity
+                   FROM rag_store
+                   WHERE user_id = %s AND source = %s AND embedding IS NOT NULL
+                   ORDER BY embedding <=> query.vector LIMIT %s
+               ) AS nearest""",
+            [vectors, user.pk, MemoryItem.Source.FACT, limit],
         )
         rows = cursor.fetchall()
-    neighbours = [
-        FactNeighbour(id=row[0], content=row[1], similarity=float(row[2]))
-        for row in rows
-        if row[2] is not None and row[2] >= min_similarity
-    ]
-    return sorted(neighbours, key=lambda neighbour: (-neighbour.similarity, neighbour.id))
+    results: list[list[FactNeighbour]] = [[] for _ in embeddings]
+    for position, memory_id, content, similarity in rows:
+        if similarity is not None and similarity >= min_similarity:
+            results[position - 1].append(
+                FactNeighbour(id=memory_id, content=content, similarity=float(similarity))
+            )
+    return [sorted(found, key=lambda n: (-n.similarity, n.id)) for found in results]
 
 
 def session_project_id(*, session: ChatSession) -> str:

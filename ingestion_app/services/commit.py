@@ -19,17 +19,17 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import re
 import uuid
 from dataclasses import dataclass, field
 
+import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from ingestion_app.models import FactHistory, MemoryCommitLog, MemoryItem
-from ingestion_app.selectors import facts_nearest, memory_get_for_user, session_project_id
+from ingestion_app.selectors import facts_nearest_many, memory_get_for_user, session_project_id
 from memory_site.errors import UpstreamError
 from memory_site.providers import ProviderError, get_embedder, get_llm, local_text
 from memory_site.redaction import redact
@@ -407,31 +407,39 @@ def _embed(facts: list[_Fact]) -> None:
         fact.embedding = list(vector)
 
 
-def _cosine(a: list[float], b: list[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=False))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
+def _unit_matrix(facts: list[_Fact]) -> np.ndarray:
+    """Rows are the facts' embeddings scaled to unit length, so a dot product is the cosine."""
+    matrix = np.asarray([fact.embedding for fact in facts], dtype=np.float64)
+    if not len(matrix):
+        return matrix.reshape(0, 0)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1.0, norms)
 
 
 def _drop_duplicates(*, user, facts: list[_Fact]) -> tuple[list[_Fact], int]:
     """Skip facts nearly identical to a stored fact or to one kept earlier in this commit;
     remember each kept fact's nearest stored facts for the decision step."""
     threshold = settings.MNEMO_FACT_DUPLICATE_SIMILARITY
+    similarities = _unit_matrix(facts)
+    similarities = similarities @ similarities.T if len(facts) else similarities
     kept: list[_Fact] = []
+    kept_indexes: list[int] = []
     duplicates = 0
-    for fact in facts:
-        fact.neighbours = facts_nearest(
-            user=user,
-            embedding=fact.embedding,
-            limit=NEIGHBOURS_PER_FACT,
-            min_similarity=CANDIDATE_MIN_SIMILARITY,
-        )
+    neighbours = facts_nearest_many(
+        user=user,
+        embeddings=[fact.embedding for fact in facts],
+        limit=NEIGHBOURS_PER_FACT,
+        min_similarity=CANDIDATE_MIN_SIMILARITY,
+    )
+    for index, fact in enumerate(facts):
+        fact.neighbours = neighbours[index]
         best_stored = fact.neighbours[0].similarity if fact.neighbours else 0.0
-        best_batch = max((_cosine(fact.embedding, other.embedding) for other in kept), default=0.0)
+        best_batch = max((float(similarities[index, k]) for k in kept_indexes), default=0.0)
         if max(best_stored, best_batch) >= threshold:
             duplicates += 1
             continue
         kept.append(fact)
+        kept_indexes.append(index)
     return kept, duplicates
 
 
@@ -440,6 +448,8 @@ def _decide_offline(facts: list[_Fact]) -> list[_Decision]:
     in this commit) that `local_text.is_update` says it replaces; otherwise it is added."""
     decisions: list[_Decision] = []
     current_text: dict[int, str] = {}
+    similarities = _unit_matrix(facts)
+    similarities = similarities @ similarities.T if len(facts) else similarities
     for index, fact in enumerate(facts):
         options: list[tuple[float, int | None, int | None, str]] = [
             (n.similarity, n.id, None, current_text.get(n.id, n.content)) for n in fact.neighbours
@@ -447,7 +457,7 @@ def _decide_offline(facts: list[_Fact]) -> list[_Decision]:
         for earlier in range(index):
             if decisions[earlier].event != FactHistory.Event.ADD:
                 continue
-            similarity = _cosine(fact.embedding, facts[earlier].embedding)
+            similarity = float(similarities[index, earlier])
             if similarity >= CANDIDATE_MIN_SIMILARITY:
                 options.append((similarity, None, earlier, facts[earlier].text))
         decision = _Decision(event=FactHistory.Event.ADD, reason="New information.")
