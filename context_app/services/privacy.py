@@ -61,6 +61,10 @@ SECTIONS = {
     "ingestion_app.FactHistory": "memory_history",
     "ingestion_app.MemoryCommitLog": "memory_commits",
     "ingestion_app.ProjectContext": "project_contexts",
+    "ingestion_app.ImportJob": "imports",
+    "ingestion_app.ImportFile": "import_files",
+    "ingestion_app.ImportedConversation": "imported_conversations",
+    "ingestion_app.Document": "documents",
     "context_app.TopicSummary": "topics",
     "context_app.TopicOverride": "topic_overrides",
     "context_app.OptOut": "opt_out",
@@ -303,7 +307,16 @@ def user_export(*, user) -> dict:
             parent = parents.get(str(child.get(parent_key)))
             if parent is not None:
                 parent[nested_key].append(child)
-    for section in ("sessions", "messages", "summaries", "tags", "memories", "chunks", "topics"):
+    for section in (
+        "sessions",
+        "messages",
+        "summaries",
+        "tags",
+        "memories",
+        "chunks",
+        "topics",
+        "imports",
+    ):
         document.setdefault(section, [])
     root = Path(settings.MNEMO_UPLOAD_DIR).resolve()
     document["files"] = [

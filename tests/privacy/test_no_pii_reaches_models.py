@@ -220,6 +220,23 @@ def test_consolidation_of_a_long_session_sees_redacted_text(
     assert_nothing_leaked(model)
 
 
+def test_edited_memories_are_redacted_before_re_embedding(api, model):
+    session_id = open_chat(api)
+    log_turns(api, session_id)
+    committed = api.post("/api/v1/memory/commit", {"chat_session_id": session_id}, format="json")
+    memory_id = committed.json()["facts"][0]["id"]
+    before = calls(model, "/embeddings")
+    response = api.patch(
+        f"/api/v1/memories/{memory_id}",
+        {"content": f"Maria's card is {PII['card']}, mail {PII['email']}"},
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    assert calls(model, "/embeddings") > before
+    assert "[CARD]" in response.json()["content"]
+    assert_nothing_leaked(model)
+
+
 def chatgpt_export() -> bytes:
     def node(node_id, parent, role, text, ts):
         return {
@@ -289,23 +306,25 @@ def test_ingested_documents_are_redacted_before_any_model(api, model):
 # --- the whole journey, then the database and the export ---------------------------------------
 
 
+def post_ok(api, url: str, body: dict, **kwargs) -> dict:
+    response = api.post(url, body, **kwargs)
+    assert response.status_code in (200, 201, 202), (url, response.content)
+    return response.json()
+
+
 def test_whole_journey_database_and_export(api, user, model, django_capture_on_commit_callbacks):
     session_id = open_chat(api)
+    upload = io.BytesIO(chatgpt_export())
+    upload.name = "conversations.json"
     with django_capture_on_commit_callbacks(execute=True):
         log_turns(api, session_id)
         stream(
             api, {"session_id": session_id, "messages": [{"role": "user", "content": USER_TURN}]}
         )
-        assert (
-            api.post(
-                "/api/v1/memory/commit", {"chat_session_id": session_id}, format="json"
-            ).status_code
-            == 200
-        )
-        api.post(
-            "/api/v1/knowledge/ingest", {"text": SECOND_USER_TURN, "title": "notes"}, format="json"
-        )
-        api.post("/api/v1/chat/close", {"session_id": session_id}, format="json")
+        post_ok(api, "/api/v1/memory/commit", {"chat_session_id": session_id}, format="json")
+        post_ok(api, "/api/v1/knowledge/ingest", {"text": SECOND_USER_TURN}, format="json")
+        post_ok(api, "/api/v1/imports", {"files": [upload]}, format="multipart")
+        post_ok(api, "/api/v1/chat/close", {"session_id": session_id}, format="json")
     assert_nothing_leaked(model)
 
     # The database holds the originals only encrypted: no table has any of them in plain text.
@@ -317,5 +336,9 @@ def test_whole_journey_database_and_export(api, user, model, django_capture_on_c
     originals = " ".join(m["content"] for m in document["messages"])
     assert PII["email"] in originals and PII["secret"] in originals
     assert leaks(" ".join(m["content_sanitized"] for m in document["messages"])) == []
-    assert document["memories"] and document["chunks"]
-    assert leaks(json.dumps(document["memories"] + document["summaries"])) == []
+    assert document["memories"] and document["chunks"] and document["documents"]
+    assert document["summaries"] and document["imports"][0]["status"] == "done"
+    # Imported turns and documents keep their original text (encrypted at rest) for the export.
+    assert PII["ssn"] in " ".join(c["raw_content"] for c in document["chunks"])
+    sanitized = [{k: v for k, v in c.items() if k != "raw_content"} for c in document["chunks"]]
+    assert leaks(json.dumps(document["memories"] + document["summaries"] + sanitized)) == []
