@@ -20,6 +20,7 @@ from django.urls import path
 from context_app.admin.usage import usage_report_view
 from context_app.services.privacy import user_data_counts, user_erase, user_export
 from memory_site.errors import DomainError
+from sessions_app.models import RetentionLog
 
 User = get_user_model()
 _registered = admin.site.get_model_admin(User) if admin.site.is_registered(User) else None
@@ -98,3 +99,26 @@ class PrivacyUserAdmin(BaseUserAdmin):
 if _registered is not None:
     admin.site.unregister(User)
 admin.site.register(User, PrivacyUserAdmin)
+
+
+@admin.register(RetentionLog)
+class RetentionLogAdmin(admin.ModelAdmin):
+    """What each daily retention run deleted; read-only (the log is the audit trail)."""
+
+    list_display = [
+        "ran_at",
+        "retention_days",
+        "cutoff",
+        "sessions_purged",
+        "messages_deleted",
+        "raw_texts_cleared",
+    ]
+    date_hierarchy = "ran_at"
+    readonly_fields = [f.name for f in RetentionLog._meta.fields]
+    show_full_result_count = False
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

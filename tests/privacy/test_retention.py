@@ -21,7 +21,7 @@ from sessions_app.models import (
 from sessions_app.services.retention import retention_purge
 from sessions_app.services.usage import usage_record
 from sessions_app.tasks import retention_task
-from tests.factories import add_message, open_session
+from tests.factories import add_message, make_user, open_session
 
 pytestmark = pytest.mark.django_db
 
@@ -139,3 +139,16 @@ def test_the_daily_task_runs_the_purge(user):
     assert result["sessions_purged"] == 1
     assert result["messages_deleted"] == 2
     assert message_rows(session) == 0
+
+
+def test_admins_can_read_the_retention_log(user, client):
+    make_session(user, inactive_days=31)
+    retention_purge()
+    admin = make_user("root", staff=True)
+    admin.is_superuser = True
+    admin.save()
+    client.force_login(admin)
+    page = client.get("/admin/sessions_app/retentionlog/")
+    assert page.status_code == 200
+    assert "1 retention log" in page.content.decode()
+    assert client.get("/admin/sessions_app/retentionlog/add/").status_code == 403
