@@ -12,23 +12,23 @@ from memory_site.api_fields import StrictCharField, StrictUUIDField
 
 
 class MemoryCommitApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class MemoryCommitInput(serializers.Serializer):
         chat_session_id = StrictUUIDField()
         rag_session_id = StrictCharField(
             required=False, allow_blank=True, allow_null=True, max_length=128, default=""
         )
 
-    class ToastSerializer(serializers.Serializer):
+    class MemoryCommitToast(serializers.Serializer):
         level = serializers.ChoiceField(choices=["info", "success", "warning", "error"])
         message = serializers.CharField()
 
-    class FactSerializer(serializers.Serializer):
+    class MemoryCommitFact(serializers.Serializer):
         id = serializers.IntegerField()
         content = serializers.CharField()
         event = serializers.ChoiceField(choices=["ADD", "UPDATE"])
         previous_content = serializers.CharField(allow_blank=True)
 
-    class OutputSerializer(serializers.Serializer):
+    class MemoryCommitOutput(serializers.Serializer):
         chat_session_id = serializers.UUIDField()
         project_id = serializers.CharField(allow_blank=True)
         messages_read = serializers.IntegerField()
@@ -43,11 +43,11 @@ class MemoryCommitApi(APIView):
             return result.toast
 
         def get_facts(self, result) -> list[dict]:
-            return MemoryCommitApi.FactSerializer(result.facts, many=True).data
+            return MemoryCommitApi.MemoryCommitFact(result.facts, many=True).data
 
     @extend_schema(
-        request=InputSerializer,
-        responses={200: OutputSerializer},
+        request=MemoryCommitInput,
+        responses={200: MemoryCommitOutput},
         tags=["memories"],
         summary="Commit the session's new messages to long-term memory",
         description=(
@@ -59,7 +59,7 @@ class MemoryCommitApi(APIView):
         ),
     )
     def post(self, request):
-        serializer = self.InputSerializer(data=request.data)
+        serializer = self.MemoryCommitInput(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         result = memory_commit(
@@ -67,4 +67,4 @@ class MemoryCommitApi(APIView):
             chat_session_id=data["chat_session_id"],
             rag_session_id=data.get("rag_session_id") or "",
         )
-        return Response(self.OutputSerializer(result).data)
+        return Response(self.MemoryCommitOutput(result).data)

@@ -44,7 +44,7 @@ class MemoryOutput(serializers.ModelSerializer):
 class MemoryListApi(ListAPIView):
     serializer_class = MemoryOutput
 
-    class FilterSerializer(serializers.Serializer):
+    class MemoryListFilter(serializers.Serializer):
         project_id = StrictCharField(required=False, max_length=128)
         role = serializers.ChoiceField(required=False, choices=MemoryItem.Source.choices)
         chat_session_id = StrictUUIDField(required=False)
@@ -65,7 +65,7 @@ class MemoryListApi(ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
-        filters = self.FilterSerializer(data=self.request.query_params)
+        filters = self.MemoryListFilter(data=self.request.query_params)
         filters.is_valid(raise_exception=True)
         data = filters.validated_data
         return memories_for_user(
@@ -79,7 +79,7 @@ class MemoryListApi(ListAPIView):
 
 
 class MemoryDetailApi(APIView):
-    class UpdateInputSerializer(serializers.Serializer):
+    class MemoryUpdateInput(serializers.Serializer):
         content = StrictCharField(required=False, max_length=20_000, trim_whitespace=False)
         topics = serializers.ListField(
             child=StrictCharField(max_length=64), required=False, max_length=20
@@ -94,13 +94,13 @@ class MemoryDetailApi(APIView):
         return Response(MemoryOutput(memory).data)
 
     @extend_schema(
-        request=UpdateInputSerializer,
+        request=MemoryUpdateInput,
         responses={200: MemoryOutput},
         tags=["memories"],
         description="Edit a memory; new content is redacted, re-embedded and kept in history.",
     )
     def patch(self, request, memory_id: int):
-        serializer = self.UpdateInputSerializer(data=request.data)
+        serializer = self.MemoryUpdateInput(data=request.data)
         serializer.is_valid(raise_exception=True)
         memory = memory_update(user=request.user, memory_id=memory_id, **serializer.validated_data)
         return Response(MemoryOutput(memory).data)
@@ -112,12 +112,22 @@ class MemoryDetailApi(APIView):
 
 
 class MemoryHistoryApi(APIView):
-    class OutputSerializer(serializers.ModelSerializer):
+    class MemoryHistoryOutput(serializers.ModelSerializer):
         class Meta:
             model = FactHistory
             fields = ["id", "event", "previous_content", "new_content", "reason", "created_at"]
 
-    @extend_schema(responses={200: OutputSerializer(many=True)}, tags=["memories"])
+    class MemoryHistoryResponse(serializers.Serializer):
+        memory_id = serializers.IntegerField()
+        count = serializers.IntegerField()
+        results = serializers.ListField(child=serializers.DictField())
+
+    @extend_schema(
+        responses={200: MemoryHistoryResponse},
+        tags=["memories"],
+        description="`{memory_id, count, results}`: every ADD/UPDATE/EDIT, oldest first, "
+        "with the previous and new text and the reason.",
+    )
     def get(self, request, memory_id: int):
         memory = memory_get_for_user(user=request.user, memory_id=memory_id)
         history = list(memory_history(memory=memory))
@@ -125,6 +135,6 @@ class MemoryHistoryApi(APIView):
             {
                 "memory_id": memory.id,
                 "count": len(history),
-                "results": self.OutputSerializer(history, many=True).data,
+                "results": self.MemoryHistoryOutput(history, many=True).data,
             }
         )
