@@ -1,3 +1,6 @@
 """Admin screens, one module per concept (Django autodiscovers this package)."""
 
-from context_app.admin import privacy  # noqa: F401
+from context_app.admin import (
+    context,  # noqa: F401
+    privacy,  # noqa: F401
+)

@@ -463,7 +463,8 @@ def _build(
 ) -> tuple[list[Segment], list[dict], str, TopicChoice | None, str, float]:
     """Read and assemble; raises DatabaseError or ContextBudgetExceeded (nothing written but
     an upserted topic summary)."""
-    query_future = _embedding_pool.submit(_embed_query, query) if query.strip() else None
+    wants_memories = bool(query.strip()) and context_settings.memory_top_k > 0
+    query_future = _embedding_pool.submit(_embed_query, query) if wants_memories else None
     try:
         with transaction.atomic():
             # Bounds every statement of the build, so a stuck query cannot hold the turn.
