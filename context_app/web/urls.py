@@ -1,3 +1,33 @@
-from django.urls import path  # noqa: F401
+"""Staff pages, included at `/` by memory_site/urls.py."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from context_app.web.views import chat, imports, memories, sessions, settings_page
+
+app_name = "web"
+
+urlpatterns = [
+    path("", chat.chat, name="chat"),
+    path("chat/<uuid:session_id>/", chat.chat, name="chat-session"),
+    path("memories/", memories.memory_list, name="memories"),
+    path("memories/<int:memory_id>/", memories.memory_detail, name="memory-detail"),
+    path("memories/<int:memory_id>/edit/", memories.memory_edit, name="memory-edit"),
+    path("memories/<int:memory_id>/delete/", memories.memory_delete_view, name="memory-delete"),
+    path("memories/sessions/", sessions.session_list, name="sessions"),
+    path("memories/sessions/<uuid:session_id>/", sessions.session_detail, name="session-detail"),
+    path("memories/imports/", imports.import_list, name="imports"),
+    path("memories/imports/<uuid:import_id>/", imports.import_detail, name="import-detail"),
+    path("settings/", settings_page.settings_page, name="settings"),
+    path("settings/opt-outs/", settings_page.opt_out_add, name="opt-out-add"),
+    path(
+        "settings/opt-outs/<int:opt_out_id>/remove/",
+        settings_page.opt_out_remove,
+        name="opt-out-remove",
+    ),
+    path("settings/topic-overrides/", settings_page.override_add, name="override-add"),
+    path(
+        "settings/topic-overrides/<int:override_id>/remove/",
+        settings_page.override_remove,
+        name="override-remove",
+    ),
+]

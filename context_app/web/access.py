@@ -1,0 +1,51 @@
+"""Whose data a page may show, and the record of every look at someone else's.
+
+Users see only their own memories, sessions and imports. Staff holding
+`context_app.browse_all_memories` may pick another user (`?user=<username>`) or open another
+user's object by id; each such page view writes one `AccessLog` row. Anyone else asking for
+another user's data gets the same 404 as for data that does not exist.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.http import Http404
+
+from context_app.models import AccessLog
+
+BROWSE_ALL_PERMISSION = "context_app.browse_all_memories"
+
+
+def can_browse_all(user) -> bool:
+    """Staff with the browse permission (superusers have every permission)."""
+    return bool(user.is_authenticated and user.is_active and user.is_staff) and user.has_perm(
+        BROWSE_ALL_PERMISSION
+    )
+
+
+def browse_target(request):
+    """The user whose data a list page shows: the caller, or `?user=<username>` for staff with
+    the browse permission. Raises Http404 for an unknown username or a caller without it."""
+    username = (request.GET.get("user") or "").strip()
+    if not username or username == request.user.get_username():
+        return request.user
+    if not can_browse_all(request.user):
+        raise Http404("No such user.")
+    target = get_user_model().objects.filter(username=username).first()
+    if target is None:
+        raise Http404("No such user.")
+    return target
+
+
+def access_log_record(*, request, target_user, object_type: str, object_id: str = "") -> None:
+    """Record one staff view of `target_user`'s data; a user's own pages are not logged."""
+    if target_user.pk == request.user.pk:
+        return
+    AccessLog.objects.create(
+        viewer=request.user,
+        viewer_username=request.user.get_username(),
+        target_user=target_user,
+        object_type=object_type,
+        object_id=str(object_id)[:64],
+        path=request.get_full_path()[:500],
+    )

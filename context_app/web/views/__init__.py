@@ -1,0 +1,1 @@
+"""Staff pages: chat, memory browser (memories, sessions, imports) and context settings."""

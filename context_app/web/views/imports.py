@@ -1,0 +1,89 @@
+"""Imports in the memory browser: upload chat exports, watch progress, read the summary."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from context_app.web.access import access_log_record, browse_target
+from context_app.web.forms import ImportUploadForm
+from context_app.web.selectors import import_job_files, import_job_for_viewer, import_jobs_for_user
+from context_app.web.views.memories import viewing_context
+from ingestion_app.models import ImportFile, ImportJob
+from ingestion_app.services.imports import import_job_create, import_summary_lines
+from memory_site.errors import InvalidInput
+
+PAGE_SIZE = 20
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def import_list(request):
+    """GET lists the imports; POST uploads files into a new import of the caller's own."""
+    target = browse_target(request)
+    form = ImportUploadForm()
+    status = 200
+    if request.method == "POST":
+        target = request.user
+        form = ImportUploadForm(request.POST, request.FILES)
+        if form.is_valid():
+            try:
+                job = import_job_create(
+                    user=request.user,
+                    uploads=form.cleaned_data["files"],
+                    project_id=form.cleaned_data["project_id"].strip(),
+                    origin=ImportJob.Origin.API,
+                )
+            except InvalidInput as exc:
+                form.add_error("files" if exc.field == "files" else None, exc.message)
+            else:
+                count = len(form.cleaned_data["files"])
+                messages.success(
+                    request, f"Import started: {count} file{'s' if count != 1 else ''} uploaded."
+                )
+                return redirect("web:import-detail", import_id=job.id)
+        status = 400
+    page_obj = Paginator(import_jobs_for_user(user=target), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    access_log_record(request=request, target_user=target, object_type="import_list")
+    return render(
+        request,
+        "memories/imports.html",
+        {
+            "nav": "memories",
+            "subnav": "imports",
+            "form": form,
+            "page_obj": page_obj,
+            **viewing_context(request, target),
+        },
+        status=status,
+    )
+
+
+@login_required
+def import_detail(request, import_id):
+    """One import: per-file progress while it runs (htmx polls the status partial), then the
+    processing summary."""
+    job = import_job_for_viewer(viewer=request.user, import_id=import_id)
+    access_log_record(request=request, target_user=job.user, object_type="import", object_id=job.id)
+    files = import_job_files(job=job)
+    done = sum(1 for f in files if f.status != ImportFile.Status.PENDING)
+    running = job.status in (ImportJob.Status.QUEUED, ImportJob.Status.RUNNING)
+    context = {
+        "nav": "memories",
+        "subnav": "imports",
+        "job": job,
+        "files": files,
+        "files_done": done,
+        "running": running,
+        "summary": job.summary or {},
+        "summary_text": "\n".join(import_summary_lines(job.summary)) if job.summary else "",
+        "is_owner": job.user_id == request.user.pk,
+    }
+    if request.headers.get("HX-Request"):
+        return render(request, "memories/_import_status.html", context)
+    return render(request, "memories/import_detail.html", context)

@@ -1,0 +1,77 @@
+"""Sessions in the memory browser: titles, summaries and tags, and one session's transcript."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.shortcuts import render
+
+from context_app.web.access import access_log_record, browse_target
+from context_app.web.display import session_label
+from context_app.web.selectors import (
+    chat_history,
+    session_for_viewer,
+    session_memories,
+    sessions_overview,
+)
+from context_app.web.views.memories import viewing_context
+
+PAGE_SIZE = 20
+
+
+@login_required
+def session_list(request):
+    target = browse_target(request)
+    page_obj = Paginator(sessions_overview(user=target), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    for session in page_obj.object_list:
+        session.label = session_label(session, width=80)
+    access_log_record(request=request, target_user=target, object_type="session_list")
+    return render(
+        request,
+        "memories/sessions.html",
+        {
+            "nav": "memories",
+            "subnav": "sessions",
+            "page_obj": page_obj,
+            **viewing_context(request, target),
+        },
+    )
+
+
+@login_required
+def session_detail(request, session_id):
+    """A session's summary, tags, transcript and memories. The owner reads the original text;
+    staff browsing another user's session read the redacted copy."""
+    session = session_for_viewer(viewer=request.user, session_id=session_id)
+    is_owner = session.user_id == request.user.pk
+    access_log_record(
+        request=request, target_user=session.user, object_type="session", object_id=session.id
+    )
+    transcript = chat_history(session=session)
+    session.first_message = next((m.content_sanitized for m in transcript if m.role == "user"), "")
+    return render(
+        request,
+        "memories/session_detail.html",
+        {
+            "nav": "memories",
+            "subnav": "sessions",
+            "session": session,
+            "label": session_label(session, width=120),
+            "is_owner": is_owner,
+            "summary": getattr(session, "summary", None),
+            "tags": list(session.tags.all()),
+            "transcript": [
+                {
+                    "role": m.role,
+                    "text": m.content if is_owner else m.content_sanitized,
+                    "created_at": m.created_at,
+                    "id": m.id,
+                    "incomplete": m.incomplete,
+                }
+                for m in transcript
+            ],
+            "memories": list(session_memories(session=session)),
+        },
+    )
