@@ -62,7 +62,7 @@ def test_first_commit_stores_atomic_facts_with_provenance(api, user):
     assert paris.embedding is not None and len(paris.embedding) == 384
     assert paris.token_count > 0
     # Nothing the assistant said becomes a fact.
-    assert not MemoryItem.objects.filter(content__icontains="Rome").exists()
+    assert not MemoryItem.objects.filter(source="fact", content__icontains="Rome").exists()
     assert list(paris.history.values_list("event", flat=True)) == [FactHistory.Event.ADD]
     log = MemoryCommitLog.objects.get(chat_session=session)
     assert (log.high_water_mark, log.commit_count, log.facts_committed) == (last.id, 1, 3)
