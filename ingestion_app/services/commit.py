@@ -192,8 +192,10 @@ def memory_commit(
     try:
         with transaction.atomic():
             with connection.cursor() as cursor:
+                # int4 keys; two users sharing a key would only wait for each other.
                 cursor.execute(
-                    "SELECT pg_advisory_xact_lock(%s, %s)", [_COMMIT_LOCK_NAMESPACE, user.pk]
+                    "SELECT pg_advisory_xact_lock(%s, %s)",
+                    [_COMMIT_LOCK_NAMESPACE, int(user.pk) & 0x7FFFFFFF],
                 )
             log = MemoryCommitLog.objects.select_for_update().get(chat_session=session)
             messages = list(session_messages(session=session, after_id=log.high_water_mark))
