@@ -170,7 +170,8 @@ def _consolidate_once(*, session: ChatSession, high_water: int) -> tuple[bool, M
     header = summary_header(
         title=title, date=first.created_at, what="an earlier part of the conversation"
     )
-    embedding = get_embedder().embed([f"{header}\n{summary}"])[0] if summary else None
+    embedding_text = f"{header}\n\n{summary}"
+    embedding = get_embedder().embed([embedding_text])[0] if summary else None
     with transaction.atomic():
         state = SessionConsolidation.objects.select_for_update().get(session=session)
         if state.high_water_message_id != high_water:
@@ -187,6 +188,7 @@ def _consolidate_once(*, session: ChatSession, high_water: int) -> tuple[bool, M
                 content=summary,
                 header=header,
                 embedding=embedding,
+                embedding_text=embedding_text,
                 metadata={
                     "kind": CONSOLIDATION_KIND,
                     "session_id": str(session.id),

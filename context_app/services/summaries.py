@@ -92,6 +92,7 @@ class SessionDigest:
     message_count: int
     header: str = ""
     embedding: list[float] | None = None
+    embedding_text: str = ""
     tokens: int = 0
     extra: dict = field(default_factory=dict)
 
@@ -328,7 +329,8 @@ def session_digest_build(*, session: ChatSession) -> SessionDigest:
     if result.summary:
         title = result.title or redact(session.title)
         result.header = summary_header(title=title, date=session_date)
-        result.embedding = get_embedder().embed([f"{result.header}\n{result.summary}"])[0]
+        result.embedding_text = f"{result.header}\n\n{result.summary}"
+        result.embedding = get_embedder().embed([result.embedding_text])[0]
         result.tokens = count_tokens(result.summary)
         result.extra = {"title": title}
     return result
@@ -384,6 +386,7 @@ def session_digest_store(
                 content=digest.summary,
                 header=digest.header,
                 embedding=digest.embedding,
+                embedding_text=digest.embedding_text,
                 topics=[tag for tag, _ in digest.tags[:3]],
                 metadata={
                     "kind": SESSION_SUMMARY_KIND,

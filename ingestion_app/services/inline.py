@@ -1,0 +1,467 @@
+"""Inline exchange processing: each assistant reply becomes a retrievable turn-pair chunk.
+
+Runs in the request, right after the reply is stored (after-message hook), so the exchange is
+in the rag_store before the next user turn is answered. The chunk has the same shape as an
+imported one (ingestion_app.chunking: reference frontmatter, contextual header, topics, chunk
+id) with ``source_platform: local``, the session's raw log as ``source_file`` and the user's
+ordinal message number as the pair number.
+
+The request never waits on a slow model: with an LLM configured the header is asked for in a
+worker thread and awaited for MNEMO_INLINE_HEADER_BUDGET_SECONDS; past that, the deterministic
+local header is stored as a placeholder, the chunk is embedded on the user prompt alone, and
+`chunk_header_backfill` (a django-q2 task) writes the model's header later. Offline the local
+header is instant and final.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import json
+import logging
+import re
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django_q.tasks import async_task
+
+from ingestion_app.chunking import (
+    HEADER_ASSISTANT_CHARS,
+    HEADER_USER_CHARS,
+    Chunk,
+    build_frontmatter,
+    conversation_key,
+    local_header,
+    local_tags,
+    make_chunk_id,
+)
+from ingestion_app.models import MemoryItem
+from ingestion_app.parsers.base import Conversation, TurnPair
+from ingestion_app.parsers.detect import LOCAL_MARKDOWN
+from memory_site.providers import get_embedder, get_llm
+from memory_site.providers.base import LLM, ProviderError
+from memory_site.redaction import redact
+from memory_site.tokens import count_tokens
+from sessions_app.models import ChatSession, Message
+from sessions_app.services.usage import usage_record
+
+logger = logging.getLogger(__name__)
+
+PLATFORM = "local"
+TURN_PAIR_KIND = "turn_pair"
+DEFAULT_AGENT_ID = "user"  # the reference's agent id for personal conversations
+BACKFILL_TASK = "ingestion_app.tasks.chunk_header_backfill_task"
+# Earlier prompts shown as prior context; one more is read to know whether there were more.
+PRIOR_PROMPTS = 3
+
+
+class HeaderStatus:
+    LOCAL = "local"  # deterministic local header (offline, or the model failed on backfill)
+    LLM = "llm"  # written by the model
+    PENDING = "pending"  # local placeholder; the model's header is being backfilled
+
+
+HEADER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "header": {"type": "string"},
+        "topics": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["header", "topics"],
+    "additionalProperties": False,
+}
+
+HEADER_INSTRUCTIONS = (
+    "Generate a 2-4 sentence contextual header for the exchange below: what it is about, what "
+    "the user was trying to accomplish, and any relevant prior context. It will be read by a "
+    "model that sees this exchange out of context, so be specific (never 'a conversation about "
+    "AI'). Also provide 1-3 topic tags as short descriptive phrases. Answer with JSON: "
+    '"header" (string) and "topics" (array of strings).'
+)
+
+# Header calls run here so the request can stop waiting; a few threads are plenty because a
+# call that outlives its budget is abandoned, and queued calls past the budget are cancelled.
+_HEADER_POOL = concurrent.futures.ThreadPoolExecutor(
+    max_workers=4, thread_name_prefix="mnemo-inline-header"
+)
+
+
+@dataclass
+class Exchange:
+    session: ChatSession
+    user_message: Message
+    assistant_message: Message
+    pair_number: int
+    prior_prompts: list[str]  # earlier user prompts of the session, oldest first
+
+
+# --------------------------------------------------------------------------------------------
+# Hook
+# --------------------------------------------------------------------------------------------
+
+
+def exchange_index(*, message: Message) -> MemoryItem | None:
+    """After-message hook: store an assistant reply and its prompt as a turn-pair chunk.
+
+    Only an assistant message directly following a user message makes a chunk. Idempotent:
+    the chunk id is derived from the session and pair number, so running the hook twice returns
+    the stored chunk. Holds no lock; the model call for the header is bounded by
+    MNEMO_INLINE_HEADER_BUDGET_SECONDS. Raises nothing the caller must handle beyond database
+    errors (model and embedder failures degrade to the placeholder path).
+    """
+    if message.role != Message.Role.ASSISTANT:
+        return None
+    exchange = exchange_load(message=message)
+    if exchange is None:
+        return None
+    conversation, chunk = exchange_chunk(exchange)
+    existing = MemoryItem.objects.filter(chunk_id=chunk.chunk_id).first()
+    if existing is not None:
+        return existing
+
+    topics = local_tags(chunk, conversation)
+    status = HeaderStatus.LOCAL
+    llm = get_llm()
+    header = ""
+    if not llm.is_local:
+        described = _header_within_budget(
+            llm=llm, chunk=chunk, conversation=conversation, exchange=exchange
+        )
+        if described is not None:
+            header, topics = described[0], described[1] or topics
+            status = HeaderStatus.LLM
+        else:
+            status = HeaderStatus.PENDING
+    if not header:
+        header = local_header(chunk, conversation, topics)
+    chunk.header, chunk.topics = header, topics
+
+    # Embedding Dilution: header + user prompt, never the reply; a placeholder header is left
+    # out so the backfilled header, not the provisional one, shapes the final vector.
+    embedding_text = chunk.user_text if status == HeaderStatus.PENDING else chunk.embedding_text()
+    try:
+        embedding = get_embedder().embed([embedding_text])[0]
+    except ProviderError:
+        logger.warning("embedding chunk %s failed; the backfill task will retry", chunk.chunk_id)
+        embedding = None
+
+    item = _chunk_store(
+        exchange=exchange,
+        conversation=conversation,
+        chunk=chunk,
+        status=status,
+        embedding=embedding,
+        embedding_text=embedding_text,
+    )
+    if item is not None and (status == HeaderStatus.PENDING or embedding is None):
+        item_id = item.id
+        transaction.on_commit(
+            lambda: async_task(BACKFILL_TASK, item_id, task_name=f"chunk-backfill-{item_id}")
+        )
+    return item
+
+
+def exchange_load(*, message: Message) -> Exchange | None:
+    """The exchange an assistant message completes, or None if it does not follow a prompt."""
+    previous = (
+        Message.objects.filter(session_id=message.session_id, id__lt=message.id)
+        .only("id", "role", "content_sanitized", "created_at", "session_id", "user_id")
+        .order_by("-id")
+        .first()
+    )
+    if previous is None or previous.role != Message.Role.USER:
+        return None
+    earlier_users = Message.objects.filter(
+        session_id=message.session_id, role=Message.Role.USER, id__lt=previous.id
+    )
+    prior = list(
+        earlier_users.order_by("-id").values_list("content_sanitized", flat=True)[
+            : PRIOR_PROMPTS + 1
+        ]
+    )
+    pair_number = len(prior) + 1
+    if len(prior) > PRIOR_PROMPTS:
+        pair_number = earlier_users.count() + 1
+    prior.reverse()
+    return Exchange(
+        session=message.session,
+        user_message=previous,
+        assistant_message=message,
+        pair_number=pair_number,
+        prior_prompts=prior,
+    )
+
+
+def exchange_chunk(exchange: Exchange) -> tuple[Conversation, Chunk]:
+    """The chunking module's view of one live exchange (sanitized text, redacted title)."""
+    session = exchange.session
+    user_message, assistant_message = exchange.user_message, exchange.assistant_message
+    pair = TurnPair(
+        index=exchange.pair_number,
+        user_text=user_message.content_sanitized,
+        assistant_text=assistant_message.content_sanitized,
+        user_at=user_message.created_at,
+        assistant_at=assistant_message.created_at,
+        model=assistant_message.model or None,
+        message_ids=[str(user_message.id), str(assistant_message.id)],
+    )
+    first_prior = exchange.pair_number - len(exchange.prior_prompts)
+    earlier = [
+        TurnPair(index=first_prior + offset, user_text=text, assistant_text="")
+        for offset, text in enumerate(exchange.prior_prompts)
+    ]
+    conversation = Conversation(
+        platform=PLATFORM,
+        format=LOCAL_MARKDOWN,
+        conversation_id=str(session.id),
+        source_file=f"{session.id}.md",
+        title=redact(session.title) if session.title else None,
+        model=assistant_message.model or None,
+        pairs=[*earlier, pair],
+    )
+    key = conversation_key(
+        namespace=str(session.user_id), platform=PLATFORM, conversation_id=str(session.id)
+    )
+    turn_range = str(exchange.pair_number)
+    chunk = Chunk(
+        chunk_id=make_chunk_id(
+            platform=PLATFORM, key=key, turn_range=turn_range, timestamp=user_message.created_at
+        ),
+        conversation_key=key,
+        pairs=[pair],
+        turn_range=turn_range,
+    )
+    return conversation, chunk
+
+
+def _chunk_store(
+    *,
+    exchange: Exchange,
+    conversation: Conversation,
+    chunk: Chunk,
+    status: str,
+    embedding,
+    embedding_text: str,
+) -> MemoryItem | None:
+    session = exchange.session
+    frontmatter = build_frontmatter(
+        chunk, conversation, agent_id=session.agent_id or DEFAULT_AGENT_ID
+    )
+    content = chunk.exchange_markdown()
+    metadata = {
+        **frontmatter,
+        "kind": TURN_PAIR_KIND,
+        "session_id": str(session.id),
+        "pair_number": exchange.pair_number,
+        "header_status": status,
+    }
+    if exchange.assistant_message.incomplete:
+        metadata["incomplete"] = True
+    try:
+        with transaction.atomic():
+            return MemoryItem.objects.create(
+                user_id=session.user_id,
+                app_id=session.app_id,
+                project_id=session.project_id,
+                agent_id=session.agent_id,
+                chat_session=session,
+                source=MemoryItem.Source.CHUNK,
+                content=content,
+                header=chunk.header,
+                embedding=embedding,
+                embedding_text=embedding_text,
+                topics=list(chunk.topics),
+                metadata=metadata,
+                chunk_id=chunk.chunk_id,
+                content_hash=hashlib.sha256(content.encode()).hexdigest(),
+                source_message_ids=[exchange.user_message.id, exchange.assistant_message.id],
+                token_count=exchange.user_message.token_count
+                + exchange.assistant_message.token_count
+                + count_tokens(chunk.header),
+                occurred_at=exchange.user_message.created_at,
+            )
+    except IntegrityError:
+        # The same exchange indexed concurrently: the first writer's chunk stands.
+        return MemoryItem.objects.filter(chunk_id=chunk.chunk_id).first()
+
+
+# --------------------------------------------------------------------------------------------
+# Model headers
+# --------------------------------------------------------------------------------------------
+
+
+def _header_messages(*, chunk: Chunk, conversation: Conversation, prior: list[str]) -> list[dict]:
+    lines = []
+    if conversation.title:
+        lines.append(f"Conversation title: {conversation.title}")
+    if chunk.timestamp:
+        lines.append(f"Date: {chunk.timestamp.date().isoformat()}")
+    if prior:
+        lines.append("Earlier user prompts: " + " | ".join(p.strip()[:200] for p in prior[-3:]))
+    lines.append(f"User: {chunk.user_text[:HEADER_USER_CHARS]}")
+    lines.append(f"Assistant: {chunk.assistant_text[:HEADER_ASSISTANT_CHARS]}")
+    return [
+        {"role": "system", "content": HEADER_INSTRUCTIONS},
+        {"role": "user", "content": "\n\n".join(lines)},
+    ]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _clean_header(header: object) -> str:
+    if not isinstance(header, str):
+        return ""
+    header = re.sub(r"\s+", " ", header).strip()
+    sentences = _SENTENCE_END.split(header)
+    return redact(" ".join(sentences[:4])[:800])
+
+
+def _clean_topics(topics: object) -> list[str]:
+    if not isinstance(topics, list):
+        return []
+    cleaned: list[str] = []
+    for topic in topics:
+        if not isinstance(topic, str):
+            continue
+        tag = re.sub(r"[^\w]+", "-", topic.lower()).strip("-_")[:40].strip("-")
+        if len(tag) >= 2 and tag not in cleaned:
+            cleaned.append(tag)
+    return cleaned[:3]
+
+
+def _ask_header(llm: LLM, messages: list[dict]) -> tuple[str, list[str], dict]:
+    data = llm.chat_json(messages, schema=HEADER_SCHEMA, schema_name="contextual_header")
+    header = _clean_header(data.get("header"))
+    if not header:
+        raise ProviderError("the model returned no header")
+    return header, _clean_topics(data.get("topics")), data
+
+
+def _record_header_usage(
+    *, session: ChatSession, llm: LLM, messages: list[dict], data: dict | None
+) -> None:
+    # chat_json reports no usage; counts are exact cl100k counts of what was exchanged, and an
+    # abandoned call is recorded with its input (it was sent and is billed) and no output.
+    usage_record(
+        user=session.user,
+        session=session,
+        model=llm.model,
+        kind="header",
+        tokens_in=sum(count_tokens(message["content"]) for message in messages),
+        tokens_out=count_tokens(json.dumps(data, ensure_ascii=False)) if data else 0,
+    )
+
+
+def _header_within_budget(
+    *, llm: LLM, chunk: Chunk, conversation: Conversation, exchange: Exchange
+) -> tuple[str, list[str]] | None:
+    """The model's (header, topics) if it answers within the budget, else None."""
+    messages = _header_messages(
+        chunk=chunk, conversation=conversation, prior=exchange.prior_prompts
+    )
+    future = _HEADER_POOL.submit(_ask_header, llm, messages)
+    try:
+        header, topics, data = future.result(timeout=settings.MNEMO_INLINE_HEADER_BUDGET_SECONDS)
+    except concurrent.futures.TimeoutError:
+        if not future.cancel():
+            _record_header_usage(session=exchange.session, llm=llm, messages=messages, data=None)
+        logger.info("header for %s not ready within budget; placeholder stored", chunk.chunk_id)
+        return None
+    except ProviderError as exc:
+        logger.warning("header for %s failed (%s); placeholder stored", chunk.chunk_id, exc)
+        return None
+    _record_header_usage(session=exchange.session, llm=llm, messages=messages, data=data)
+    return header, topics
+
+
+# --------------------------------------------------------------------------------------------
+# Backfill
+# --------------------------------------------------------------------------------------------
+
+
+def _exchange_texts(item: MemoryItem) -> tuple[str, str]:
+    """(user prompt, reply) of a chunk: from its messages, or from its stored exchange text."""
+    texts = dict(
+        Message.objects.filter(id__in=item.source_message_ids).values_list(
+            "role", "content_sanitized"
+        )
+    )
+    if Message.Role.USER in texts:
+        return texts[Message.Role.USER], texts.get(Message.Role.ASSISTANT, "")
+    # Messages purged by retention: the chunk keeps the exchange it was built from.
+    body = item.content.removeprefix("**User:**\n")
+    user_text, _, reply = body.partition("\n\n**Assistant:**\n")
+    return user_text, reply
+
+
+def chunk_header_backfill(*, memory_item_id: int) -> str:
+    """Replace a chunk's placeholder header with the model's and embed header + user prompt.
+
+    Also embeds a chunk whose embedding failed in the request. Idempotent: a chunk whose
+    header is final and embedding present is left alone ("noop"); the write is a conditional
+    update on the header status read at the start, so two runs cannot both apply. If the model
+    fails, the local placeholder becomes the final header (status "local"): a chunk is never
+    left without a header. Raises ProviderError only when the embedder fails.
+    """
+    item = (
+        MemoryItem.objects.select_related("chat_session", "user")
+        .filter(id=memory_item_id, source=MemoryItem.Source.CHUNK)
+        .first()
+    )
+    if item is None:
+        return "missing"
+    status = item.metadata.get("header_status", HeaderStatus.LOCAL)
+    if status != HeaderStatus.PENDING and item.embedding is not None:
+        return "noop"
+    user_text, reply = _exchange_texts(item)
+    header, topics = item.header, list(item.topics)
+    new_status = status
+    if status == HeaderStatus.PENDING:
+        new_status = HeaderStatus.LOCAL
+        llm = get_llm()
+        if not llm.is_local:
+            title = item.metadata.get("conversation_title") or ""
+            lines = [f"Conversation title: {title}"] if title else []
+            lines += [
+                f"User: {user_text[:HEADER_USER_CHARS]}",
+                f"Assistant: {reply[:HEADER_ASSISTANT_CHARS]}",
+            ]
+            messages = [
+                {"role": "system", "content": HEADER_INSTRUCTIONS},
+                {"role": "user", "content": "\n\n".join(lines)},
+            ]
+            try:
+                header, model_topics, data = _ask_header(llm, messages)
+            except ProviderError as exc:
+                logger.warning("header backfill of chunk %s failed: %s", item.id, exc)
+            else:
+                topics = model_topics or topics
+                new_status = HeaderStatus.LLM
+                session = item.chat_session
+                usage_record(
+                    user=item.user,
+                    session=session,
+                    model=llm.model,
+                    kind="header",
+                    tokens_in=sum(count_tokens(m["content"]) for m in messages),
+                    tokens_out=count_tokens(json.dumps(data, ensure_ascii=False)),
+                    app_id=item.app_id,
+                )
+    embedding_text = f"{header}\n\n{user_text}".strip()
+    embedding = get_embedder().embed([embedding_text])[0]
+    metadata = {**item.metadata, "header_status": new_status, "topics": topics}
+    updated = MemoryItem.objects.filter(
+        id=item.id, metadata__header_status=item.metadata.get("header_status")
+    ).update(
+        header=header,
+        topics=topics,
+        metadata=metadata,
+        embedding=embedding,
+        embedding_text=embedding_text,
+        token_count=count_tokens(user_text) + count_tokens(reply) + count_tokens(header),
+        updated_at=timezone.now(),
+    )
+    return f"backfilled ({new_status})" if updated else "noop"

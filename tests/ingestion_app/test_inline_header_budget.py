@@ -1,0 +1,106 @@
+"""With a model configured, the header is the model's when it answers within the budget;
+otherwise a placeholder is stored at once and the model's header is backfilled by a task."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from ingestion_app.models import MemoryItem
+from ingestion_app.tasks import chunk_header_backfill_task
+from memory_site.providers import get_embedder
+from sessions_app.models import UsageLog
+from tests.factories import add_message, open_session
+
+pytestmark = pytest.mark.django_db
+
+PROMPT = "How long should I rest a brisket after smoking it?"
+REPLY = "Rest it wrapped for at least an hour, ideally two, in a cooler."
+MODEL_HEADER = (
+    "The user is smoking a brisket at home and asks about resting time. "
+    "They want juicy slices and are planning the timing of a barbecue."
+)
+
+
+def header_responder(body):
+    return {"header": MODEL_HEADER, "topics": ["Brisket Smoking", "barbecue timing", "x" * 80, 7]}
+
+
+def cosine(a, b) -> float:
+    return float(np.array(a) @ np.array(b))
+
+
+def test_a_fast_model_header_is_used_directly(user, fake_openai):
+    fake_openai.json_responder = header_responder
+    session = open_session(user)
+    add_message(session, "user", PROMPT)
+    add_message(session, "assistant", REPLY)
+
+    chunk = MemoryItem.objects.get(user=user, source="chunk")
+    assert chunk.header == MODEL_HEADER
+    assert chunk.topics == ["brisket-smoking", "barbecue-timing", "x" * 40]
+    assert chunk.metadata["header_status"] == "llm"
+    expected = get_embedder().embed([f"{MODEL_HEADER}\n\n{PROMPT}"])[0]
+    assert cosine(chunk.embedding, expected) > 0.999
+    usage = UsageLog.objects.get(session=session, kind="header")
+    assert usage.tokens_in > 0 and usage.tokens_out > 0
+    # The model saw the redacted exchange and the header instruction.
+    body = fake_openai.bodies("/chat/completions")[-1]
+    assert PROMPT in body["messages"][1]["content"]
+
+
+def test_a_slow_model_gets_a_placeholder_then_a_backfilled_header(
+    user, fake_openai, settings, django_capture_on_commit_callbacks
+):
+    fake_openai.json_responder = header_responder
+    fake_openai.delay_seconds = 1.0
+    settings.MNEMO_INLINE_HEADER_BUDGET_SECONDS = 0.2
+    session = open_session(user)
+    add_message(session, "user", PROMPT)
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        started = time.perf_counter()
+        add_message(session, "assistant", REPLY)
+        elapsed = time.perf_counter() - started
+
+    assert elapsed < 0.9  # the request did not wait for the model
+    chunk = MemoryItem.objects.get(user=user, source="chunk")
+    assert chunk.metadata["header_status"] == "pending"
+    assert chunk.header and chunk.header != MODEL_HEADER  # the local placeholder
+    # Indexed immediately, on the user prompt alone.
+    assert cosine(chunk.embedding, get_embedder().embed([PROMPT])[0]) > 0.999
+    assert len(callbacks) == 1
+    # The abandoned call is accounted for (its input was sent).
+    assert UsageLog.objects.filter(session=session, kind="header", tokens_out=0).count() == 1
+
+    callbacks[0]()  # the queued backfill task runs (synchronously in tests)
+
+    chunk.refresh_from_db()
+    assert chunk.header == MODEL_HEADER
+    assert chunk.metadata["header_status"] == "llm"
+    assert chunk.topics[:2] == ["brisket-smoking", "barbecue-timing"]
+    assert chunk.metadata["topics"] == chunk.topics
+    expected = get_embedder().embed([f"{MODEL_HEADER}\n\n{PROMPT}"])[0]
+    assert cosine(chunk.embedding, expected) > 0.999
+    assert UsageLog.objects.filter(session=session, kind="header", tokens_out__gt=0).count() == 1
+    # A second run of the task changes nothing.
+    assert chunk_header_backfill_task(chunk.id) == "noop"
+
+
+def test_a_failing_model_keeps_the_local_header_as_final(
+    user, fake_openai, django_capture_on_commit_callbacks
+):
+    fake_openai.json_responder = header_responder
+    fake_openai.fail_count = 2  # the inline call and the backfill call
+    session = open_session(user)
+    add_message(session, "user", PROMPT)
+    with django_capture_on_commit_callbacks(execute=True):
+        add_message(session, "assistant", REPLY)
+
+    chunk = MemoryItem.objects.get(user=user, source="chunk")
+    assert chunk.metadata["header_status"] == "local"
+    assert "brisket" in chunk.header.lower()
+    expected = get_embedder().embed([f"{chunk.header}\n\n{PROMPT}"])[0]
+    assert cosine(chunk.embedding, expected) > 0.999
