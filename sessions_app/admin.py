@@ -1,4 +1,5 @@
-from django.contrib import admin
+from django.contrib import admin, messages
+from django_q.tasks import async_task
 
 from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag, UsageLog
 
@@ -22,6 +23,22 @@ class ChatSessionAdmin(admin.ModelAdmin):
     readonly_fields = ["id", "opened_at", "closed_at", "close_error", "close_attempts", "messages_purged_at"]
     date_hierarchy = "opened_at"
     inlines = [MessageInline]
+    actions = ["resummarize_sessions", "rebuild_user_rollups"]
+
+    # The work lives in context_app (a higher layer): queue it by dotted path.
+    @admin.action(description="Re-summarize session")
+    def resummarize_sessions(self, request, queryset):
+        ids = [str(session_id) for session_id in queryset.values_list("id", flat=True)]
+        for session_id in ids:
+            async_task("context_app.tasks.session_resummarize_task", session_id)
+        self.message_user(request, f"Queued re-summarizing of {len(ids)} session(s).", messages.SUCCESS)
+
+    @admin.action(description="Rebuild user rollups")
+    def rebuild_user_rollups(self, request, queryset):
+        pairs = set(queryset.values_list("user_id", "app_id"))
+        for user_id, app_id in pairs:
+            async_task("context_app.tasks.user_rollups_rebuild_task", user_id, app_id)
+        self.message_user(request, f"Queued rollup rebuilds for {len(pairs)} user/app pair(s).", messages.SUCCESS)
 
 
 @admin.register(Message)
