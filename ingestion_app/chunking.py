@@ -19,6 +19,7 @@ Document chunking (``chunk_document``) implements the rag-pipeline strategies ``
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 import unicodedata
@@ -31,6 +32,7 @@ import yaml
 from ingestion_app.parsers.base import Conversation, TurnPair, iso_utc
 from memory_site.providers import local_text
 from memory_site.redaction import redact
+from memory_site.tokens import count_tokens
 
 MAX_CHUNK_WORDS = 2000
 MAX_PAIRS_PER_CHUNK = 4
@@ -49,8 +51,8 @@ FRONTMATTER_FIELDS = (
 )
 
 # The summarizer's cost grows with the text; the head of a long reply carries its topic.
-HEADER_USER_CHARS = 1500
-HEADER_ASSISTANT_CHARS = 2500
+HEADER_USER_CHARS = 800
+HEADER_ASSISTANT_CHARS = 1200
 
 
 @dataclass(slots=True)
@@ -67,6 +69,7 @@ class Chunk:
     header: str = ""
     topics: list[str] = field(default_factory=list)
     frontmatter: dict = field(default_factory=dict)
+    token_count: int = 0
 
     @property
     def first_index(self) -> int:
@@ -378,7 +381,8 @@ def _first_line(text: str, limit: int) -> str:
 
 def local_tags(chunk: Chunk, conversation: Conversation) -> list[str]:
     """1-3 topic tags from the user's words (weighted double), the reply and the title."""
-    user = chunk.user_text[: HEADER_USER_CHARS * 2]
+    # Same clipped strings as local_header: the summarizer caches its analysis per text.
+    user = chunk.user_text[:HEADER_USER_CHARS]
     texts = [user, user, chunk.assistant_text[:HEADER_ASSISTANT_CHARS]]
     topics = local_text.tags(texts, k=3)
     if not topics and conversation.title:
@@ -453,30 +457,71 @@ def chunk_conversation(
     return chunks
 
 
+def prepare_conversations(
+    work: Sequence[tuple[Conversation, frozenset[str]]],
+    *,
+    namespace: str,
+    describe: bool = True,
+) -> list[tuple[Conversation, list[Chunk]]]:
+    """Redact, plan and (locally) describe the new chunks of each (conversation, covered keys).
+
+    Pure CPU work with no database access, so the importer can run it in worker processes
+    while the main process parses and stores; returns (redacted conversation, chunks) in the
+    order given. With ``describe=False`` headers and topics are left for the caller (LLM).
+    """
+    prepared: list[tuple[Conversation, list[Chunk]]] = []
+    for conversation, covered in work:
+        redacted = redact_conversation(conversation)
+        chunks = plan_chunks(redacted, namespace=namespace, skip_pair_keys=covered)
+        if describe:
+            describe_locally(chunks, redacted)
+        for chunk in chunks:
+            chunk.token_count = count_tokens(chunk.exchange_markdown())
+        prepared.append((redacted, chunks))
+    return prepared
+
+
 # --------------------------------------------------------------------------------------------
 # Markdown with YAML frontmatter
 # --------------------------------------------------------------------------------------------
 
-try:  # libyaml is ~10x faster; the pure-Python classes give identical output
-    _Dumper: type = yaml.CSafeDumper
+try:  # libyaml is much faster; the pure-Python loader gives identical results
     _Loader: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on how PyYAML was built
-    _Dumper = yaml.SafeDumper
     _Loader = yaml.SafeLoader
 
 
+_PLAIN_SCALAR = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]*")
+_YAML_KEYWORDS = frozenset("y n yes no on off true false null".split())
+# Characters a YAML reader treats as line breaks or refuses, escaped inside quoted scalars.
+_YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
+
+
+def _yaml_scalar(value: object) -> str:
+    text = "" if value is None else str(value)
+    if _PLAIN_SCALAR.fullmatch(text) and text.lower() not in _YAML_KEYWORDS:
+        return text
+    # A JSON string is a valid YAML double-quoted scalar with the same escapes.
+    quoted = json.dumps(text, ensure_ascii=False)
+    return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
+
+
 def dump_frontmatter(frontmatter: dict) -> str:
-    """YAML that any parser reads back to the same strings (dates and numbers are quoted)."""
+    """YAML that any parser (1.1 or 1.2) reads back to the same strings.
+
+    Written by hand rather than by a YAML library: every value is a string (or ``topics``, a
+    list of strings); anything that is not a plain word is double-quoted JSON-style, so dates,
+    numbers, "yes"/"no", colons and quotes can never change type or meaning on the way back.
+    """
     ordered = {key: frontmatter.get(key) for key in FRONTMATTER_FIELDS}
     ordered.update({k: v for k, v in frontmatter.items() if k not in ordered})
-    return yaml.dump(
-        ordered,
-        Dumper=_Dumper,
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=None,
-        width=10_000,
-    )
+    lines = []
+    for key, value in ordered.items():
+        if isinstance(value, list | tuple):
+            lines.append(f"{key}: [{', '.join(_yaml_scalar(item) for item in value)}]")
+        else:
+            lines.append(f"{key}: {_yaml_scalar(value)}")
+    return "\n".join(lines) + "\n"
 
 
 def frontmatter_from_metadata(metadata: dict) -> dict:

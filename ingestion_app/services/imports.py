@@ -25,13 +25,17 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import shutil
 import time
 import zipfile
+from collections import deque
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +55,7 @@ from ingestion_app.chunking import (
     frontmatter_from_metadata,
     pair_key,
     parse_markdown,
-    plan_chunks,
-    redact_conversation,
+    prepare_conversations,
     render_markdown,
 )
 from ingestion_app.models import ImportedConversation, ImportFile, ImportJob, MemoryItem
@@ -80,6 +83,9 @@ STALE_AFTER = timedelta(minutes=10)
 TASK_TIMEOUT_SECONDS = 6 * 3600
 # Conversations are written in rounds of about this many turn pairs (bounded memory).
 PAIRS_PER_ROUND = 500
+# Files at least this large are prepared in worker processes (0 workers: one per CPU).
+PARALLEL_MIN_BYTES = 8 * 1024 * 1024
+PARALLEL_WORKERS = 0
 HEADER_BATCH_SIZE = 8
 HEADER_CONCURRENCY = 4
 ARCHIVE_MAX_DEPTH = 2
@@ -277,11 +283,15 @@ def import_job_claim(*, job_id) -> bool:
     return bool(claimed)
 
 
-def import_job_run(*, job_id, progress: ImportProgress | None = None) -> ImportJob:
+def import_job_run(
+    *, job_id, progress: ImportProgress | None = None, embed: bool = True
+) -> ImportJob:
     """Process every pending file of the job, then verify and summarize. Idempotent.
 
     A job already done, or running in another worker, is returned unchanged. Unexpected
     errors outside a single file mark the job failed (files already imported stay imported).
+    ``embed=False`` stores chunks without vectors (backfill with ``manage.py reembed
+    --only-missing``), for very large imports on slow machines.
     """
     progress = progress or ImportProgress()
     if not import_job_claim(job_id=job_id):
@@ -297,7 +307,7 @@ def import_job_run(*, job_id, progress: ImportProgress | None = None) -> ImportJ
             )
             if import_file is None:
                 break
-            import_file_process(import_file=import_file, job=job, progress=progress)
+            import_file_process(import_file=import_file, job=job, progress=progress, embed=embed)
             ImportJob.objects.filter(id=job.id).update(heartbeat_at=timezone.now())
         job.summary = import_job_summary(job=job, duration_seconds=time.monotonic() - started)
         job.status = ImportJob.Status.DONE
@@ -315,7 +325,11 @@ def import_job_run(*, job_id, progress: ImportProgress | None = None) -> ImportJ
 
 
 def import_file_process(
-    *, import_file: ImportFile, job: ImportJob, progress: ImportProgress | None = None
+    *,
+    import_file: ImportFile,
+    job: ImportJob,
+    progress: ImportProgress | None = None,
+    embed: bool = True,
 ) -> ImportFile:
     """Import one file atomically and record the outcome in its manifest row.
 
@@ -360,27 +374,40 @@ def import_file_process(
                 f"(imported {previous.processed_at:%Y-%m-%d %H:%M} UTC)"
             )
             return _finish(import_file, progress)
-        with transaction.atomic():
-            outcome = _import_conversations(
-                path=path,
-                file_format=file_format,
-                import_file=import_file,
-                job=job,
-                progress=progress,
-            )
-            if outcome.turn_pairs == 0:
-                raise NoTurnPairs(
-                    f"no turn pairs found: the file looks like a {file_format} export but no "
-                    "conversation in it has any text (parser failure or empty export)"
+
+        def attempt(parallel: bool) -> ImportFile:
+            # The chunks, the ledger and this manifest row commit together or not at all.
+            with transaction.atomic():
+                outcome = _import_conversations(
+                    path=path,
+                    file_format=file_format,
+                    import_file=import_file,
+                    job=job,
+                    progress=progress,
+                    embed=embed,
+                    parallel=parallel,
                 )
-            import_file.conversations = outcome.conversations
-            import_file.turn_pairs = outcome.turn_pairs
-            import_file.chunks_written = len(outcome.chunk_ids)
-            import_file.duplicates_skipped = outcome.duplicates_skipped
-            import_file.chunk_ids = outcome.chunk_ids
-            import_file.status = ImportFile.Status.IMPORTED
-            import_file.error = ""
-            return _finish(import_file, progress)
+                if outcome.turn_pairs == 0:
+                    raise NoTurnPairs(
+                        f"no turn pairs found: the file looks like a {file_format} export but "
+                        "no conversation in it has any text (parser failure or empty export)"
+                    )
+                import_file.conversations = outcome.conversations
+                import_file.turn_pairs = outcome.turn_pairs
+                import_file.chunks_written = len(outcome.chunk_ids)
+                import_file.duplicates_skipped = outcome.duplicates_skipped
+                import_file.chunk_ids = outcome.chunk_ids
+                import_file.status = ImportFile.Status.IMPORTED
+                import_file.error = ""
+                return _finish(import_file, progress)
+
+        try:
+            return attempt(path.stat().st_size >= PARALLEL_MIN_BYTES)
+        except BrokenProcessPool:
+            # A worker died (out of memory, killed); everything rolled back, so the file is
+            # imported again in this process.
+            logger.warning("worker pool broke while importing %s; retrying inline", path)
+            return attempt(False)
     except Exception as exc:
         if not isinstance(exc, ParseError | NoTurnPairs | ProviderError | UnrecognizedFormat):
             logger.exception("import of %s failed", import_file.name)
@@ -505,35 +532,99 @@ def _import_conversations(
     import_file: ImportFile,
     job: ImportJob,
     progress: ImportProgress,
+    embed: bool = True,
+    parallel: bool = False,
 ) -> _Outcome:
-    writer = _ChunkWriter(job=job, import_file=import_file)
-    batch: list[Conversation] = []
-    pairs_in_batch = 0
-    for conversation in parse_file(path, source_file=import_file.name, file_format=file_format):
-        batch.append(conversation)
-        pairs_in_batch += len(conversation.pairs)
-        if pairs_in_batch >= PAIRS_PER_ROUND:
+    pool = _worker_pool() if parallel else None
+    try:
+        writer = _ChunkWriter(job=job, import_file=import_file, embed=embed, pool=pool)
+        batch: list[Conversation] = []
+        pairs_in_batch = 0
+        for conversation in parse_file(path, source_file=import_file.name, file_format=file_format):
+            batch.append(conversation)
+            pairs_in_batch += len(conversation.pairs)
+            if pairs_in_batch >= PAIRS_PER_ROUND:
+                writer.write(batch)
+                progress.pairs_done(pairs_in_batch)
+                batch, pairs_in_batch = [], 0
+        if batch:
             writer.write(batch)
             progress.pairs_done(pairs_in_batch)
-            batch, pairs_in_batch = [], 0
-    if batch:
-        writer.write(batch)
-        progress.pairs_done(pairs_in_batch)
+        writer.finish()
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     return writer.outcome
 
 
-class _ChunkWriter:
-    """Writes rounds of conversations: ledger lookup, chunking, headers, embeddings, insert."""
+def _worker_pool() -> Executor | None:
+    """Processes for redaction, chunk planning and local headers of large files, or None.
 
-    def __init__(self, *, job: ImportJob, import_file: ImportFile) -> None:
+    Spawned (not forked) so no database connection or thread state is inherited.
+    """
+    workers = PARALLEL_WORKERS if PARALLEL_WORKERS > 0 else (os.cpu_count() or 1)
+    if workers < 1:
+        return None
+    return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+
+
+class _ChunkWriter:
+    """Writes rounds of conversations: ledger lookup, chunking, headers, embeddings, insert.
+
+    The CPU-heavy part of a round (redaction, chunk planning, local headers and tags) runs in
+    worker processes when a pool is given, while this process parses the next round and
+    PostgreSQL stores the previous one; at most ``max_in_flight`` rounds are pending, which
+    bounds memory. Everything touching the database stays in this process and transaction.
+    """
+
+    def __init__(
+        self,
+        *,
+        job: ImportJob,
+        import_file: ImportFile,
+        embed: bool = True,
+        pool: Executor | None = None,
+    ) -> None:
         self.job = job
         self.import_file = import_file
         self.namespace = str(job.user_id)
         self.outcome = _Outcome()
-        self.embedder = get_embedder()
+        self.embedder = get_embedder() if embed else None
         self.llm = get_llm()
+        self.pool = pool
+        self.max_in_flight = (getattr(pool, "_max_workers", 1) + 1) if pool else 0
+        self.ledger: dict[str, ImportedConversation] = {}
+        self.in_flight: deque[tuple[list[Conversation], list[ImportedConversation], Any]] = deque()
 
     def write(self, conversations: list[Conversation]) -> None:
+        work, rows = self._select(conversations)
+        if not work:
+            return
+        args = ([(c, covered) for c, covered in work],)
+        options = {"namespace": self.namespace, "describe": bool(self.llm.is_local)}
+        if self.pool is None:
+            self._store([c for c, _ in work], rows, prepare_conversations(*args, **options))
+            return
+        self.in_flight.append(
+            ([c for c, _ in work], rows, self.pool.submit(prepare_conversations, *args, **options))
+        )
+        while len(self.in_flight) >= self.max_in_flight:
+            self._store_oldest()
+
+    def finish(self) -> None:
+        while self.in_flight:
+            self._store_oldest()
+
+    def _store_oldest(self) -> None:
+        raw, rows, future = self.in_flight.popleft()
+        self._store(raw, rows, future.result())
+
+    def _select(
+        self, conversations: list[Conversation]
+    ) -> tuple[list[tuple[Conversation, frozenset[str]]], list[ImportedConversation]]:
+        """Conversations with pairs not stored yet, each with the keys already covered; the
+        in-memory ledger is updated here so a conversation repeated later in the file is not
+        imported twice even before this round is stored."""
         keyed = [
             (
                 conversation_key(
@@ -545,27 +636,25 @@ class _ChunkWriter:
             )
             for c in conversations
         ]
-        ledger = {
-            row.conversation_key: row
+        unknown = {key for key, _ in keyed if key not in self.ledger}
+        if unknown:
             for row in ImportedConversation.objects.filter(
-                user_id=self.job.user_id, conversation_key__in={key for key, _ in keyed}
-            )
-        }
-        planned: list[tuple[Chunk, Conversation, Conversation]] = []
-        touched: dict[str, ImportedConversation] = {}
+                user_id=self.job.user_id, conversation_key__in=unknown
+            ):
+                self.ledger[row.conversation_key] = row
+        work: list[tuple[Conversation, frozenset[str]]] = []
+        rows: dict[str, ImportedConversation] = {}
         for key, conversation in keyed:
             self.outcome.conversations += 1
             self.outcome.turn_pairs += len(conversation.pairs)
-            row = touched.get(key) or ledger.get(key)
-            covered = set(row.pair_keys) if row else set()
+            row = self.ledger.get(key)
+            covered = frozenset(row.pair_keys) if row else frozenset()
             keys = [pair_key(p) for p in conversation.pairs]
             fresh = [k for k in keys if k not in covered]
             self.outcome.duplicates_skipped += len(keys) - len(fresh)
             if not fresh:
                 continue
-            redacted = redact_conversation(conversation)
-            chunks = plan_chunks(redacted, namespace=self.namespace, skip_pair_keys=covered)
-            planned.extend((chunk, redacted, conversation) for chunk in chunks)
+            work.append((conversation, covered))
             if row is None:
                 row = ImportedConversation(
                     user_id=self.job.user_id,
@@ -573,22 +662,49 @@ class _ChunkWriter:
                     platform=conversation.platform,
                     conversation_id=conversation.conversation_id[:255],
                 )
-            row.title = (redacted.title or "")[:500]
+                self.ledger[key] = row
             row.pair_keys = list(dict.fromkeys([*row.pair_keys, *fresh]))
             row.last_file = self.import_file
             row.updated_at = timezone.now()
-            touched[key] = row
-        if not planned:
-            return
-        describe_chunks(
-            [(chunk, redacted) for chunk, redacted, _ in planned], llm=self.llm, user=self.job.user
-        )
+            rows[key] = row
+        return work, list(rows.values())
+
+    def _store(
+        self,
+        raw: list[Conversation],
+        rows: list[ImportedConversation],
+        prepared: list[tuple[Conversation, list[Chunk]]],
+    ) -> None:
+        planned = [
+            (chunk, redacted, original)
+            for original, (redacted, chunks) in zip(raw, prepared, strict=True)
+            for chunk in chunks
+        ]
+        titles = {
+            conversation_key(
+                namespace=self.namespace,
+                platform=redacted.platform,
+                conversation_id=redacted.conversation_id,
+            ): redacted.title
+            for redacted, _ in prepared
+        }
+        for row in rows:
+            row.title = (titles.get(row.conversation_key) or "")[:500]
+        if not self.llm.is_local:
+            describe_chunks(
+                [(chunk, redacted) for chunk, redacted, _ in planned],
+                llm=self.llm,
+                user=self.job.user,
+            )
         self._resolve_collisions([chunk for chunk, _, _ in planned])
-        items = [self._memory_item(chunk, redacted, raw) for chunk, redacted, raw in planned]
-        embed_items(items, embedder=self.embedder)
+        items = [
+            self._memory_item(chunk, redacted, original) for chunk, redacted, original in planned
+        ]
+        if self.embedder is not None:
+            embed_items(items, embedder=self.embedder)
         MemoryItem.objects.bulk_create(items, batch_size=500)
         ImportedConversation.objects.bulk_create(
-            touched.values(),
+            rows,
             update_conflicts=True,
             unique_fields=["user", "conversation_key"],
             update_fields=["pair_keys", "title", "last_file", "updated_at"],
@@ -651,7 +767,7 @@ class _ChunkWriter:
             metadata=metadata,
             chunk_id=chunk.chunk_id,
             content_hash=hashlib.sha256(content.encode("utf-8")).hexdigest(),
-            token_count=count_tokens(content),
+            token_count=chunk.token_count or count_tokens(content),
             occurred_at=chunk.timestamp or timezone.now(),
         )
 

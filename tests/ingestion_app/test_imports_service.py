@@ -8,6 +8,7 @@ import pytest
 
 from ingestion_app.chunking import FRONTMATTER_FIELDS, parse_markdown, render_markdown
 from ingestion_app.models import ImportedConversation, ImportFile, ImportJob, MemoryItem
+from ingestion_app.services import imports
 from ingestion_app.services.imports import (
     import_job_create_from_paths,
     import_job_run,
@@ -330,3 +331,52 @@ def test_llm_headers_are_batched_and_fall_back_to_local_per_chunk(
     assert chunks["1"].topics == ["dutch-vat", "tax-rules"]
     assert chunks["3"].header.startswith("ChatGPT conversation")  # local fallback
     assert chunks["3"].topics
+
+
+def test_worker_processes_give_the_same_chunks_as_inline(
+    user, other_user, tmp_path, fake_embedder, upload_dir, monkeypatch
+):
+    conversations = [
+        chatgpt_linear(f"Topic {n}", EXCHANGES, conversation_id=f"conv-{n}") for n in range(40)
+    ]
+    path = write_json(tmp_path / "c.json", conversations)
+    monkeypatch.setattr(imports, "PAIRS_PER_ROUND", 20)  # many rounds in flight
+
+    _run(user, path)  # inline (small file)
+    monkeypatch.setattr(imports, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(imports, "PARALLEL_WORKERS", 2)
+    job = _run(other_user, path)
+
+    assert job.files.get().chunks_written == 120
+    inline = {
+        (c.metadata["conversation_id"], c.metadata["turn_range"]): (c.header, c.topics, c.content)
+        for c in _chunks(user)
+    }
+    pooled = {
+        (c.metadata["conversation_id"], c.metadata["turn_range"]): (c.header, c.topics, c.content)
+        for c in _chunks(other_user)
+    }
+    assert pooled == inline
+    assert job.summary["verification"]["ok"] is True
+
+
+def test_a_broken_worker_pool_falls_back_to_inline_import(
+    user, tmp_path, fake_embedder, upload_dir, monkeypatch
+):
+    class BrokenPool:
+        _max_workers = 1
+
+        def submit(self, *args, **kwargs):
+            raise imports.BrokenProcessPool("worker killed")
+
+        def shutdown(self, **kwargs):
+            pass
+
+    monkeypatch.setattr(imports, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(imports, "_worker_pool", lambda: BrokenPool())
+    path = write_json(tmp_path / "c.json", [chatgpt_linear("A", EXCHANGES)])
+
+    job = _run(user, path)
+
+    assert job.files.get().status == "imported"
+    assert _chunks(user).count() == 3

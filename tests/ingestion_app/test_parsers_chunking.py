@@ -218,6 +218,34 @@ def test_markdown_round_trip_with_any_yaml_parser():
     assert "日本語" in exchange and exchange.startswith("**User:**")
 
 
+@pytest.mark.parametrize(
+    "title",
+    [
+        "yes",
+        "1e3",
+        "2024-03-13",
+        "key: value # not a comment",
+        'quote " and \\ backslash',
+        "line\u2028separator and next\x85line",
+        "C1 control \x9c and BOM \ufeff",
+        "  leading spaces",
+        "- looks like a list",
+        "[flow] {map} & *alias !tag %directive @at `tick`",
+        "日本語 😀 Ünïcödé",
+        "",
+    ],
+)
+def test_frontmatter_survives_hostile_titles(title):
+    conversation = _conversation([("q", "a")], title=title)
+
+    [chunk] = chunk_conversation(conversation)
+    frontmatter, _, _ = parse_markdown(chunk_markdown(chunk))
+
+    assert frontmatter["conversation_title"] == title
+    raw_yaml = chunk_markdown(chunk).split("---\n")[1]
+    assert yaml.load(raw_yaml, Loader=yaml.SafeLoader) == chunk.frontmatter
+
+
 def test_chunk_file_name_follows_the_reference_pattern():
     conversation = _conversation([("How do I switch models?", "Use the picker.")] * 4)
     chunks = chunk_conversation(conversation)

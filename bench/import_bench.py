@@ -1,0 +1,347 @@
+"""Chat-export import throughput and peak memory on a generated ChatGPT export.
+
+Generates a ChatGPT ``conversations.json`` of the requested size (default 200 MB) with the
+real schema: a tree per conversation with a hidden system root, regenerated answers on side
+branches, browsing tool calls and multi-paragraph replies. Then imports it through the real
+service (parse, redact, chunk, local headers and tags, store in PostgreSQL, verify) into a
+throwaway database, each mode in its own process so peak memory is measured per mode:
+
+- ``no-embed``: parse + chunk + store, embeddings left empty (backfilled later by
+  ``manage.py reembed --only-missing``);
+- ``embed``: the same with the local all-MiniLM-L6-v2 embedder, on a smaller export
+  (``--embed-mb``, default 10 MB) because CPU embedding dominates and scales linearly.
+
+Prints turn pairs per second and peak RSS (the whole Python process: Django, parser, model).
+Run: ``.venv/bin/python bench/import_bench.py [--size-mb 200] [--embed-mb 10] [--keep FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TOPICS = {
+    "sourdough baking": (
+        "starter hydration levain autolyse crumb proofing banneton scoring flour rye "
+        "fermentation oven steam crust gluten dough temperature"
+    ),
+    "Django migrations": (
+        "model migration schema field index constraint queryset transaction postgres "
+        "makemigrations squash dependency rollback database column"
+    ),
+    "trip to Kyoto": (
+        "temple shrine ryokan train itinerary kaiseki geisha bamboo garden pass station "
+        "arashiyama fushimi gion autumn maple"
+    ),
+    "marathon training": (
+        "pace interval tempo long-run taper recovery shoes cadence heart-rate hydration "
+        "carbohydrates injury stretching mileage race"
+    ),
+    "Dutch VAT filing": (
+        "btw quarter invoice deduction freelancer kvk return exemption tax belastingdienst "
+        "turnover receipt deadline administration"
+    ),
+    "kubernetes networking": (
+        "pod service ingress cluster node dns network-policy loadbalancer sidecar mesh "
+        "namespace port selector kubelet cni"
+    ),
+    "vegetable gardening": (
+        "tomato compost seedling soil raised-bed mulch watering pest harvest trellis "
+        "germination sunlight fertilizer pruning"
+    ),
+    "jazz piano": (
+        "voicing chord scale improvisation comping swing rhythm ii-v-i standards "
+        "shell bebop pedal modal blues"
+    ),
+}
+FILLER = (
+    "the a to of and in that is for it with as on be this you can will your are or from "
+    "but not by more when also which if so about into then use make time good well"
+).split()
+OPENERS = ["How do I", "Can you explain", "What is the best way to", "Why does", "Help me with"]
+UNICODE_BITS = ["café", "naïve", "— ", "Zürich", "日本", "ñ", "😊", "€"]
+
+
+def _sentence(rng: random.Random, words: list[str], length: int) -> str:
+    picked = [
+        rng.choice(words) if rng.random() < 0.45 else rng.choice(FILLER) for _ in range(length)
+    ]
+    if rng.random() < 0.1:
+        picked.insert(rng.randrange(len(picked)), rng.choice(UNICODE_BITS))
+    text = " ".join(picked)
+    return text[:1].upper() + text[1:] + "."
+
+
+def _paragraphs(rng: random.Random, words: list[str], total_words: int) -> str:
+    paragraphs, remaining = [], total_words
+    while remaining > 0:
+        size = min(remaining, rng.randint(30, 90))
+        sentences, left = [], size
+        while left > 0:
+            length = min(left, rng.randint(8, 20))
+            sentences.append(_sentence(rng, words, length))
+            left -= length
+        paragraphs.append(" ".join(sentences))
+        remaining -= size
+    return "\n\n".join(paragraphs)
+
+
+def _node(node_id, role, text, parent, t, *, recipient="all", content_type="text", model=None,
+          hidden=False, name=None):  # fmt: skip
+    metadata = {"timestamp_": "absolute", "message_type": None}
+    if model:
+        metadata.update(
+            {"model_slug": model, "finish_details": {"type": "stop", "stop": "<|im_end|>"}}
+        )
+    if hidden:
+        metadata["is_visually_hidden_from_conversation"] = True
+    if content_type == "text":
+        content = {"content_type": "text", "parts": [text]}
+    elif content_type == "code":
+        content = {"content_type": "code", "language": "unknown", "text": text}
+    else:
+        content = {"content_type": content_type, "result": text, "summary": None, "assets": []}
+    return {
+        "id": node_id,
+        "message": {
+            "id": node_id,
+            "author": {"role": role, "name": name, "metadata": {}},
+            "create_time": t,
+            "update_time": None,
+            "content": content,
+            "status": "finished_successfully",
+            "end_turn": role == "assistant" and recipient == "all",
+            "weight": 1.0,
+            "metadata": metadata,
+            "recipient": recipient,
+        },
+        "parent": parent,
+        "children": [],
+    }
+
+
+def make_conversation(rng: random.Random, number: int) -> tuple[dict, int]:
+    topic = rng.choice(list(TOPICS))
+    words = TOPICS[topic].split()
+    conversation_id = str(uuid.UUID(int=rng.getrandbits(128)))
+    model = rng.choice(["gpt-4o", "gpt-4", "gpt-4o-mini"])
+    t = 1_600_000_000 + number * 3_600 + rng.random()
+    mapping: dict[str, dict] = {}
+    root = f"{conversation_id}-root"
+    mapping[root] = {"id": root, "message": None, "parent": None, "children": []}
+    previous = f"{conversation_id}-sys"
+    mapping[previous] = _node(previous, "system", "", root, None, hidden=True)
+    mapping[root]["children"].append(previous)
+    pairs = rng.randint(2, 12)
+    for index in range(pairs):
+        t += rng.randint(20, 600)
+        user_id = f"{conversation_id}-u{index}"
+        question = f"{rng.choice(OPENERS)} {topic}? " + _paragraphs(rng, words, rng.randint(15, 90))
+        mapping[user_id] = _node(user_id, "user", question, previous, t)
+        mapping[previous]["children"].append(user_id)
+        parent = user_id
+        if rng.random() < 0.08:  # a browsing call, hidden from the displayed text
+            call, tool = f"{user_id}-call", f"{user_id}-tool"
+            mapping[call] = _node(call, "assistant", f'search("{topic}")', parent, t + 1,
+                                  recipient="browser", content_type="code", model=model)  # fmt: skip
+            mapping[tool] = _node(tool, "tool", _paragraphs(rng, words, 60), call, t + 2,
+                                  content_type="tether_browsing_display", name="browser")  # fmt: skip
+            mapping[parent]["children"].append(call)
+            mapping[call]["children"].append(tool)
+            parent = tool
+        answer_id = f"{conversation_id}-a{index}"
+        answer = _paragraphs(rng, words, rng.randint(80, 320))
+        mapping[answer_id] = _node(answer_id, "assistant", answer, parent, t + 5, model=model)
+        if rng.random() < 0.1:  # a regeneration the user did not keep, shown as a sibling
+            other = f"{answer_id}-regen"
+            mapping[other] = _node(other, "assistant", _paragraphs(rng, words, 100), parent,
+                                   t + 9, model=model)  # fmt: skip
+            mapping[parent]["children"].append(other)
+        mapping[parent]["children"].insert(0, answer_id)
+        previous = answer_id
+    conversation = {
+        "title": f"{topic.title()} #{number}",
+        "create_time": 1_600_000_000 + number * 3_600,
+        "update_time": t + 5,
+        "mapping": mapping,
+        "moderation_results": [],
+        "current_node": previous,
+        "plugin_ids": None,
+        "conversation_id": conversation_id,
+        "id": conversation_id,
+        "default_model_slug": model,
+    }
+    return conversation, pairs
+
+
+def generate_export(path: Path, target_bytes: int, seed: int = 7) -> tuple[int, int]:
+    """Write conversations until the file reaches ``target_bytes``; returns (conversations,
+    displayed turn pairs). Streams to disk: the generator never holds the export."""
+    rng = random.Random(seed)
+    conversations = pairs = 0
+    with open(path, "w", encoding="utf-8") as out:
+        out.write("[")
+        while out.tell() < target_bytes:
+            conversation, count = make_conversation(rng, conversations)
+            if conversations:
+                out.write(",\n")
+            out.write(json.dumps(conversation, ensure_ascii=False))
+            conversations += 1
+            pairs += count
+        out.write("]\n")
+    return conversations, pairs
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _own_cpu() -> float:
+    """CPU seconds of this process and its finished worker processes."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _backend_cpu_reader(connection):
+    """CPU seconds used so far by this connection's PostgreSQL backend (same machine)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def read() -> float:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / ticks
+
+    return read
+
+
+def run_import(path: Path, *, embed: bool) -> dict:
+    """Import ``path`` into a throwaway database (this process only); returns figures."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_site.settings")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ["LLM_PROVIDER"] = "local"
+    os.environ["EMBEDDING_PROVIDER"] = "local"
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from ingestion_app.models import MemoryItem
+    from ingestion_app.services.imports import import_job_create_from_paths, import_job_run
+
+    database = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    try:
+        user = get_user_model().objects.create_user(username="bench-import")
+        if embed:
+            from memory_site.providers import get_embedder
+
+            get_embedder().embed(["warm up"])  # model load is not import time
+        job = import_job_create_from_paths(user=user, paths=[path])
+        backend_cpu = _backend_cpu_reader(connection)
+        cpu_before = _own_cpu() + backend_cpu()
+        started = time.perf_counter()
+        job = import_job_run(job_id=job.id, embed=embed)
+        seconds = time.perf_counter() - started
+        cpu_seconds = _own_cpu() + backend_cpu() - cpu_before
+        summary = job.summary
+        embedded = MemoryItem.objects.filter(user=user, embedding__isnull=False).count()
+    finally:
+        connection.creation.destroy_test_db(database, verbosity=0)
+    peak_kib = max(
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+    )
+    pairs = summary.get("turn_pairs", 0)
+    return {
+        "mode": "embed" if embed else "no-embed",
+        "file_mb": round(path.stat().st_size / 1e6, 1),
+        "status": job.status,
+        "turn_pairs": summary.get("turn_pairs", 0),
+        "chunks": summary.get("chunks_generated", 0),
+        "embedded": embedded,
+        "seconds": round(seconds, 1),
+        "pairs_per_second": round(pairs / seconds, 1) if seconds else 0,
+        "cpu_ms_per_pair": round(cpu_seconds * 1000 / pairs, 2) if pairs else 0,
+        "peak_rss_mb": round(peak_kib / 1024, 1),
+        "verification_ok": summary.get("verification", {}).get("ok"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size-mb", type=float, default=200)
+    parser.add_argument("--embed-mb", type=float, default=10)
+    parser.add_argument("--keep", type=Path, default=None, help="write the big export here")
+    parser.add_argument("--run", choices=["embed", "no-embed"], help=argparse.SUPPRESS)
+    parser.add_argument("--file", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.run:
+        print(json.dumps(run_import(args.file, embed=args.run == "embed")))
+        return
+
+    workdir = Path(tempfile.mkdtemp(prefix="import-bench-"))
+    big = args.keep or workdir / "conversations.json"
+    small = workdir / "conversations-small.json"
+    started = time.perf_counter()
+    conversations, pairs = generate_export(big, int(args.size_mb * 1e6))
+    print(
+        f"Generated {big.stat().st_size / 1e6:.0f} MB ChatGPT export: {conversations} conversations, "
+        f"{pairs} displayed turn pairs ({time.perf_counter() - started:.0f} s)"
+    )
+    generate_export(small, int(args.embed_mb * 1e6), seed=11)
+    runs = [("no-embed", big), ("embed", small)]
+    print(f"{'mode':9} {'file MB':>8} {'pairs':>8} {'chunks':>8} {'seconds':>8} "
+          f"{'pairs/s':>8} {'CPU ms/pair':>12} {'peak RSS MB':>12} verified")  # fmt: skip
+    try:
+        for mode, path in runs:
+            completed = subprocess.run(
+                [sys.executable, __file__, "--run", mode, "--file", str(path)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if completed.returncode != 0:
+                print(f"{mode}: failed\n{completed.stderr[-3000:]}")
+                continue
+            result = json.loads(completed.stdout.strip().splitlines()[-1])
+            print(
+                f"{result['mode']:9} {result['file_mb']:>8} {result['turn_pairs']:>8} "
+                f"{result['chunks']:>8} {result['seconds']:>8} {result['pairs_per_second']:>8} "
+                f"{result['cpu_ms_per_pair']:>12} {result['peak_rss_mb']:>12} "
+                f"{result['verification_ok']}"
+            )
+    finally:
+        for path in (small, big):
+            if path != args.keep:
+                path.unlink(missing_ok=True)
+        if not args.keep:
+            workdir.rmdir()
+    print(
+        "CPU ms/pair counts this process, its worker processes and its PostgreSQL backend;\n"
+        "on an otherwise idle machine with N cores, pairs/s is bounded by N * 1000 / that.\n"
+        f"Load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores.\n"
+        "Targets: >= 1,000 pairs/s without embeddings, peak memory < 500 MB (no-embed mode)."
+    )
+
+
+if __name__ == "__main__":
+    main()
