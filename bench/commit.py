@@ -38,6 +38,7 @@ from django.db import connection  # noqa: E402
 
 from ingestion_app.models import MemoryItem  # noqa: E402
 from ingestion_app.services.commit import memory_commit  # noqa: E402
+from memory_site.providers import get_embedder  # noqa: E402
 from sessions_app.services.messages import message_create  # noqa: E402
 from sessions_app.services.sessions import session_open  # noqa: E402
 
@@ -134,6 +135,19 @@ def main() -> None:
         measure("empty store", lambda run: fresh[run], rng, args.runs)
         regular = user_model.objects.create_user(username="bench-regular")
         measure("warm store", lambda run: regular, rng, args.runs)
+        # For reading the figures on a busy machine: the embedder's share of a commit.
+        facts = list(
+            MemoryItem.objects.filter(source="fact").values_list("content", flat=True)[:20]
+        )
+        embed_ms = []
+        for _ in range(args.runs):
+            started = time.perf_counter()
+            get_embedder().embed(facts)
+            embed_ms.append((time.perf_counter() - started) * 1000)
+        print(
+            f"{'embed only':<12} runs={args.runs:<3} p50={percentile(embed_ms, 0.5):7.1f} ms  "
+            f"p95={percentile(embed_ms, 0.95):7.1f} ms  (one batch of {len(facts)} facts)"
+        )
     finally:
         connection.creation.destroy_test_db(database, verbosity=0)
 
