@@ -94,9 +94,13 @@ class MultipleFileField(forms.FileField):
 
     def clean(self, data, initial=None):
         single = super().clean
+        if not data:
+            if self.required:
+                raise ValidationError(self.error_messages["required"], code="required")
+            return []
         if isinstance(data, list | tuple):
             return [single(item, initial) for item in data]
-        return [single(data, initial)] if data else single(data, initial)
+        return [single(data, initial)]
 
 
 class ImportUploadForm(forms.Form):
@@ -115,6 +119,29 @@ class ContextSettingsForm(forms.ModelForm):
     class Meta:
         model = ContextSettings
         exclude = ["updated_at"]
+        labels = {
+            "augmentation_enabled": "Add stored context to replies",
+            "min_user_turns": "Start at user message number",
+            "max_context_share": "Max share of a turn's tokens",
+            "reply_reserve_tokens": "Tokens reserved for the reply",
+            "total_cap_chars": "Total cap",
+            "recent_cap_chars": "[Recent context] cap",
+            "history_cap_chars": "[Long-term history] cap",
+            "topic_cap_chars": "[Topic] cap",
+            "memories_cap_chars": "[Relevant memories] cap",
+            "attachment_cap_chars": "Attachment text cap",
+            "memory_top_k": "Memories per turn (top K)",
+            "memory_min_similarity": "Minimum similarity",
+            "memory_recency_half_life_days": "Recency half-life (days)",
+            "topic_keyword_turns": "User turns read for keywords",
+            "topic_score_threshold": "Topic score threshold",
+            "topic_drift_margin": "Drift margin",
+            "topic_summary_ttl_hours": "Topic summary lifetime (hours)",
+            "refresh_every_turns": "Rebuild every K user turns",
+            "refresh_every_minutes": "… or every T minutes",
+            "refresh_cooldown_seconds": "Cooldown (seconds)",
+            "latency_budget_ms": "Latency budget (ms)",
+        }
 
     FIELDSETS = [
         ("Logging", ["verbose_logging"]),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import datetime
 
 from django.utils import timezone
@@ -45,3 +46,35 @@ def store_memory(
         memory=item, user=user, event=FactHistory.Event.ADD, new_content=content, reason="test"
     )
     return item
+
+
+def chatgpt_export(title: str, turns: list[tuple[str, str]]) -> bytes:
+    """A minimal ChatGPT `conversations.json` with one linear conversation."""
+    mapping = {"root": {"id": "root", "message": None, "parent": None, "children": ["m0"]}}
+    parent = "root"
+    for index, (role, text) in enumerate(turns):
+        node = f"m{index}"
+        mapping[parent]["children"] = [node]
+        mapping[node] = {
+            "id": node,
+            "parent": parent,
+            "children": [],
+            "message": {
+                "id": node,
+                "author": {"role": role},
+                "create_time": 1714000000 + index * 60,
+                "content": {"content_type": "text", "parts": [text]},
+                "metadata": {},
+            },
+        }
+        parent = node
+    conversation = {
+        "title": title,
+        "create_time": 1714000000,
+        "update_time": 1714000600,
+        "mapping": mapping,
+        "current_node": parent,
+        "conversation_id": "conv-1",
+        "id": "conv-1",
+    }
+    return json.dumps([conversation]).encode()

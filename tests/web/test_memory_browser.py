@@ -80,11 +80,13 @@ def test_filters_by_source_topic_project_and_date(client, alice):
 
     assert result_ids(client.get("/memories/", {"source": "chunk"})) == [chunk.id]
     assert result_ids(client.get("/memories/", {"project": "health"})) == [fact.id]
-    recent = client.get("/memories/", {"topic": "running", "since": str((now - timedelta(days=30)).date())})
+    recent = client.get(
+        "/memories/", {"topic": "running", "since": str((now - timedelta(days=30)).date())}
+    )
     assert set(result_ids(recent)) == {fact.id, chunk.id}
-    assert result_ids(client.get("/memories/", {"until": str((now - timedelta(days=300)).date())})) == [
-        old.id
-    ]
+    assert result_ids(
+        client.get("/memories/", {"until": str((now - timedelta(days=300)).date())})
+    ) == [old.id]
 
 
 def test_search_respects_filters(client, alice):
@@ -130,7 +132,7 @@ def test_memory_page_shows_chat_source_and_history(client, alice):
     assert f"message #{message.id}" in html
     assert "My favourite tea is genmaicha." in html
     assert "Added" in html  # the ADD history row
-    assert 'action="/memories/%d/edit/"' % fact.id in html
+    assert f'action="/memories/{fact.id}/edit/"' in html
 
 
 def test_memory_page_shows_import_file_and_turn_range(client, alice):
@@ -210,7 +212,7 @@ def test_delete_asks_first_then_removes_for_good(client, alice):
     fact = store_memory(alice, "The user is allergic to peanuts.", embed=False)
 
     confirm = client.get(f"/memories/{fact.id}/delete/")
-    assert "Delete memory #%d?" % fact.id in confirm.content.decode()
+    assert f"Delete memory #{fact.id}?" in confirm.content.decode()
     assert MemoryItem.objects.filter(id=fact.id).exists()
 
     response = client.post(f"/memories/{fact.id}/delete/", follow=True)

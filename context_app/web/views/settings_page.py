@@ -34,6 +34,10 @@ def _require(request, permission: str) -> None:
         raise PermissionDenied("You do not have permission to change this.")
 
 
+# The two small forms share field names (username) on one page: prefixes keep ids unique.
+OPT_OUT_PREFIX = "opt_out"
+OVERRIDE_PREFIX = "override"
+
 ADMIN_SCREENS = [
     ("context settings", "admin:context_app_contextsettings_changelist"),
     ("opt-outs", "admin:context_app_optout_changelist"),
@@ -63,8 +67,8 @@ def _render(request, *, settings_form=None, opt_out_form=None, override_form=Non
             "nav": "settings",
             "context_settings": context_settings,
             "settings_form": settings_form or ContextSettingsForm(instance=context_settings),
-            "opt_out_form": opt_out_form or OptOutForm(),
-            "override_form": override_form or TopicOverrideForm(),
+            "opt_out_form": opt_out_form or OptOutForm(prefix=OPT_OUT_PREFIX),
+            "override_form": override_form or TopicOverrideForm(prefix=OVERRIDE_PREFIX),
             "opt_outs": OptOut.objects.select_related("user").order_by("user__username"),
             "configured_opt_outs": settings.MNEMO_OPT_OUT_USERNAMES,
             "overrides": TopicOverride.objects.select_related("user", "session").order_by(
@@ -100,7 +104,7 @@ def settings_page(request):
 @require_POST
 def opt_out_add(request):
     _require(request, "add_optout")
-    form = OptOutForm(request.POST)
+    form = OptOutForm(request.POST, prefix=OPT_OUT_PREFIX)
     if form.is_valid():
         opt_out = form.save()
         messages.success(request, f"{opt_out.user.get_username()} is opted out of stored context.")
@@ -122,7 +126,7 @@ def opt_out_remove(request, opt_out_id: int):
 @require_POST
 def override_add(request):
     _require(request, "add_topicoverride")
-    form = TopicOverrideForm(request.POST, created_by=request.user)
+    form = TopicOverrideForm(request.POST, prefix=OVERRIDE_PREFIX, created_by=request.user)
     if form.is_valid():
         override = form.save()
         messages.success(request, f"Topic override “{override.title}” saved.")

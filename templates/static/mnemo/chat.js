@@ -66,6 +66,7 @@
 
   function appendMessage(role, text, options) {
     if (emptyState) emptyState.hidden = true;
+    messagesList.classList.remove("is-empty");
     const item = el("li", { className: "message message-" + role });
     item.append(el("span", { className: "message-role", text: role === "user" ? "You" : "Assistant" }));
     const body = el("div", { className: "message-body" });
@@ -283,6 +284,7 @@
     if (!state.lifecycleStarted) return;
     const visible = document.visibilityState === "visible";
     postJSON(urls.visibility, { session_id: state.sessionId, visible: visible }, { keepalive: !visible }).catch(() => null);
+    if (visible) heartbeat(); // back on the tab: the session is fresh again
   });
 
   // Leaving the page (another chat, another page, closing the tab) closes the session, which

@@ -1,0 +1,133 @@
+"""Users see only their own data; staff with the browse permission see anyone's, and every such
+page view is written to the access log."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Permission
+
+from context_app.models import AccessLog
+from ingestion_app.models import ImportJob
+from tests.factories import add_message, make_user, open_session
+from tests.web.helpers import store_memory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def no_message_hooks(settings):
+    settings.MNEMO_AFTER_MESSAGE_HOOKS = []
+
+
+@pytest.fixture
+def auditor(client):
+    staff = make_user("auditor", staff=True)
+    staff.user_permissions.add(
+        Permission.objects.get(
+            codename="browse_all_memories", content_type__app_label="context_app"
+        )
+    )
+    client.force_login(staff)
+    return staff
+
+
+@pytest.fixture
+def bob_data(other_user):
+    session = open_session(other_user, title="Bee keeping")
+    message = add_message(session, "user", "I keep bees, call me at +1 415 555 0100")
+    fact = store_memory(
+        other_user,
+        "Bob keeps bees in Lyon.",
+        session=session,
+        message_ids=[message.id],
+        embed=False,
+    )
+    job = ImportJob.objects.create(user=other_user, status=ImportJob.Status.DONE)
+    return {"session": session, "fact": fact, "job": job}
+
+
+def test_plain_user_cannot_pick_another_user(client, user, bob_data):
+    client.force_login(user)
+    assert client.get("/memories/", {"user": "bob"}).status_code == 404
+    assert client.get(f"/memories/sessions/{bob_data['session'].id}/").status_code == 404
+    assert client.get(f"/memories/imports/{bob_data['job'].id}/").status_code == 404
+    assert not AccessLog.objects.exists()
+
+
+def test_staff_without_the_permission_sees_only_their_own(client, bob_data):
+    client.force_login(make_user("helpdesk", staff=True))
+    assert client.get("/memories/", {"user": "bob"}).status_code == 404
+    assert client.get(f"/memories/{bob_data['fact'].id}/").status_code == 404
+
+
+def test_staff_with_permission_browses_and_each_view_is_logged(
+    client, auditor, other_user, bob_data
+):
+    fact, session, job = bob_data["fact"], bob_data["session"], bob_data["job"]
+
+    listing = client.get("/memories/", {"user": "bob"})
+    detail = client.get(f"/memories/{fact.id}/")
+    sessions = client.get("/memories/sessions/", {"user": "bob"})
+    session_page = client.get(f"/memories/sessions/{session.id}/")
+    imports = client.get("/memories/imports/", {"user": "bob"})
+    import_page = client.get(f"/memories/imports/{job.id}/")
+
+    assert "Bob keeps bees in Lyon." in listing.content.decode()
+    assert "recorded in the access log" in listing.content.decode()
+    assert all(
+        r.status_code == 200
+        for r in (listing, detail, sessions, session_page, imports, import_page)
+    )
+    logs = list(AccessLog.objects.order_by("id"))
+    assert [(log.object_type, log.object_id) for log in logs] == [
+        ("memory_list", ""),
+        ("memory", str(fact.id)),
+        ("session_list", ""),
+        ("session", str(session.id)),
+        ("import_list", ""),
+        ("import", str(job.id)),
+    ]
+    assert {(log.viewer_id, log.viewer_username, log.target_user_id) for log in logs} == {
+        (auditor.id, "auditor", other_user.id)
+    }
+    assert logs[0].path == "/memories/?user=bob"
+
+
+def test_staff_reads_redacted_text_and_cannot_edit(client, auditor, bob_data):
+    fact, session = bob_data["fact"], bob_data["session"]
+
+    session_html = client.get(f"/memories/sessions/{session.id}/").content.decode()
+    detail_html = client.get(f"/memories/{fact.id}/").content.decode()
+
+    assert "555 0100" not in session_html  # the transcript shows the redacted copy
+    assert "Only its owner can edit or delete it." in detail_html
+    assert "/edit/" not in detail_html
+    assert client.post(f"/memories/{fact.id}/edit/", {"content": "changed"}).status_code == 404
+    assert client.post(f"/memories/{fact.id}/delete/").status_code == 404
+    fact.refresh_from_db()
+    assert fact.content == "Bob keeps bees in Lyon."
+
+
+def test_own_pages_are_not_logged(client, auditor):
+    store_memory(auditor, "The auditor likes audits.", embed=False)
+    client.get("/memories/")
+    client.get("/memories/", {"user": "auditor"})
+    assert not AccessLog.objects.exists()
+
+
+def test_unknown_user_is_not_found(client, auditor):
+    assert client.get("/memories/", {"user": "nobody"}).status_code == 404
+
+
+def test_access_log_admin_lists_views_and_is_read_only(client, auditor, bob_data):
+    from django.contrib.auth import get_user_model
+
+    client.get("/memories/", {"user": "bob"})
+    root = get_user_model().objects.create_superuser(username="root", password="pass-word-123")
+    client.force_login(root)
+
+    listing = client.get("/admin/context_app/accesslog/", {"q": "auditor"})
+
+    assert listing.status_code == 200
+    assert "/memories/?user=bob" in listing.content.decode()
+    assert client.get("/admin/context_app/accesslog/add/").status_code == 403
