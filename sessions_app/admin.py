@@ -31,14 +31,18 @@ class ChatSessionAdmin(admin.ModelAdmin):
         ids = [str(session_id) for session_id in queryset.values_list("id", flat=True)]
         for session_id in ids:
             async_task("context_app.tasks.session_resummarize_task", session_id)
-        self.message_user(request, f"Queued re-summarizing of {len(ids)} session(s).", messages.SUCCESS)
+        self.message_user(
+            request, f"Queued re-summarizing of {len(ids)} session(s).", messages.SUCCESS
+        )
 
     @admin.action(description="Rebuild user rollups")
     def rebuild_user_rollups(self, request, queryset):
         pairs = set(queryset.values_list("user_id", "app_id"))
         for user_id, app_id in pairs:
             async_task("context_app.tasks.user_rollups_rebuild_task", user_id, app_id)
-        self.message_user(request, f"Queued rollup rebuilds for {len(pairs)} user/app pair(s).", messages.SUCCESS)
+        self.message_user(
+            request, f"Queued rollup rebuilds for {len(pairs)} user/app pair(s).", messages.SUCCESS
+        )
 
 
 @admin.register(Message)

@@ -79,7 +79,9 @@ def test_past_the_budget_the_oldest_half_becomes_a_summary_memory(
     assert len(all_ids) == len(set(all_ids))
 
 
-def test_one_task_per_session_and_reruns_write_nothing(user, settings, django_capture_on_commit_callbacks):
+def test_one_task_per_session_and_reruns_write_nothing(
+    user, settings, django_capture_on_commit_callbacks
+):
     settings.MNEMO_CONSOLIDATION_TOKENS = 400
     session = open_session(user)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:

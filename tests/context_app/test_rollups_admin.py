@@ -79,7 +79,9 @@ def test_rebuild_rollups_action(staff_client, closed_session, user):
         ),
     ]:
         UserChatSummary.objects.filter(user=user).update(summary="", session_count=0)
-        response = staff_client.post(url, {"action": action, "_selected_action": [selected]}, follow=True)
+        response = staff_client.post(
+            url, {"action": action, "_selected_action": [selected]}, follow=True
+        )
         assert response.status_code == 200
         recent = UserChatSummary.objects.get(user=user, kind="recent")
         assert recent.session_count == 1 and "Vespa" in recent.summary

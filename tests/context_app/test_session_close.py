@@ -32,7 +32,9 @@ def post(api, path, body):
 
 def chat(api, session_id, turns):
     for role, content in turns:
-        response = post(api, "chat/messages", {"session_id": session_id, "role": role, "content": content})
+        response = post(
+            api, "chat/messages", {"session_id": session_id, "role": role, "content": content}
+        )
         assert response.status_code == 201, response.content
 
 
@@ -90,13 +92,17 @@ def test_a_second_close_makes_no_second_summary(api, django_capture_on_commit_ca
     assert SessionSummary.objects.filter(session_id=session_id).count() == 1
     assert SessionSummary.objects.get(session_id=session_id).updated_at == first.updated_at
     assert (
-        MemoryItem.objects.filter(chat_session_id=session_id, metadata__kind="session_summary").count()
+        MemoryItem.objects.filter(
+            chat_session_id=session_id, metadata__kind="session_summary"
+        ).count()
         == 1
     )
     assert ChatSession.objects.get(id=session_id).close_attempts == 1
 
 
-def test_a_session_with_zero_messages_closes_with_no_summary(api, user, django_capture_on_commit_callbacks):
+def test_a_session_with_zero_messages_closes_with_no_summary(
+    api, user, django_capture_on_commit_callbacks
+):
     session_id = post(api, "chat/new", {}).json()["session_id"]
     close(api, session_id, django_capture_on_commit_callbacks)
 
@@ -116,14 +122,18 @@ def test_a_title_given_by_the_client_is_kept(api, django_capture_on_commit_callb
     assert ChatSession.objects.get(id=session_id).title == "Spring holiday"
 
 
-def test_stale_sessions_are_closed_by_the_schedule(user, settings, django_capture_on_commit_callbacks):
+def test_stale_sessions_are_closed_by_the_schedule(
+    user, settings, django_capture_on_commit_callbacks
+):
     stale = open_session(user)
     for role, content in JAPAN_TRIP:
         add_message(stale, role, content)
     fresh = open_session(user)
     add_message(fresh, "user", "What is a good sourdough hydration for beginners?")
     long_ago = timezone.now() - timedelta(minutes=settings.MNEMO_STALE_SESSION_MINUTES + 5)
-    ChatSession.objects.filter(id=stale.id).update(last_activity_at=long_ago, last_heartbeat_at=long_ago)
+    ChatSession.objects.filter(id=stale.id).update(
+        last_activity_at=long_ago, last_heartbeat_at=long_ago
+    )
 
     with django_capture_on_commit_callbacks(execute=True):
         assert close_stale_sessions_task() == 1

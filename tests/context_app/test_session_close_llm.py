@@ -119,7 +119,9 @@ def test_retries_stop_after_max_attempts(closing_session, fake_openai, settings)
     assert Schedule.objects.filter(func=CLOSE_TASK).count() == max_attempts - 1
 
 
-def test_a_model_answer_without_points_is_a_failure_not_an_empty_summary(closing_session, fake_openai):
+def test_a_model_answer_without_points_is_a_failure_not_an_empty_summary(
+    closing_session, fake_openai
+):
     fake_openai.json_responder = lambda body: {"points": [], "title": ""}
 
     assert session_close_task(str(closing_session.id)) == "failed"

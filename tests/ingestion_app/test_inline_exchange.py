@@ -31,8 +31,9 @@ def post_message(api, session_id, role, content):
 def nearest_chunks(user, text, k=3):
     vector = get_embedder().embed([text])[0]
     return list(
-        MemoryItem.objects.filter(user=user, source="chunk")
-        .order_by(CosineDistance("embedding", vector))[:k]
+        MemoryItem.objects.filter(user=user, source="chunk").order_by(
+            CosineDistance("embedding", vector)
+        )[:k]
     )
 
 
@@ -40,7 +41,10 @@ def test_an_exchange_is_retrievable_by_vector_search_before_the_next_turn(api, u
     session_id = api.post("/api/v1/chat/new", {"agent_id": ""}, format="json").json()["session_id"]
     exchanges = [
         ("How do I repot an orchid without damaging its roots?", "Soak the pot, then ease it out."),
-        ("Which index fund has the lowest expense ratio?", "Broad total-market funds charge 0.03%."),
+        (
+            "Which index fund has the lowest expense ratio?",
+            "Broad total-market funds charge 0.03%.",
+        ),
         ("My cat keeps scratching the sofa, what can I do?", "Offer a tall sisal scratching post."),
     ]
     for prompt, reply in exchanges:
@@ -57,9 +61,15 @@ def test_an_exchange_is_retrievable_by_vector_search_before_the_next_turn(api, u
 
 
 def test_the_chunk_carries_the_reference_frontmatter_and_header(api, user):
-    session_id = api.post("/api/v1/chat/new", {"title": "Garden"}, format="json").json()["session_id"]
-    user_message = post_message(api, session_id, "user", "Why are the lower leaves of my tomato plants yellow?")
-    reply = post_message(api, session_id, "assistant", "Usually nitrogen deficiency; feed a balanced fertiliser.")
+    session_id = api.post("/api/v1/chat/new", {"title": "Garden"}, format="json").json()[
+        "session_id"
+    ]
+    user_message = post_message(
+        api, session_id, "user", "Why are the lower leaves of my tomato plants yellow?"
+    )
+    reply = post_message(
+        api, session_id, "assistant", "Usually nitrogen deficiency; feed a balanced fertiliser."
+    )
 
     chunk = MemoryItem.objects.get(user=user, source="chunk")
     meta = chunk.metadata
@@ -72,9 +82,9 @@ def test_the_chunk_carries_the_reference_frontmatter_and_header(api, user):
     assert meta["chunk_id"] == chunk.chunk_id
     assert chunk.chunk_id.startswith("local-") and chunk.chunk_id.split("-")[2] == "1"
     stored_user = Message.objects.get(id=user_message["id"])
-    assert datetime.fromisoformat(meta["timestamp"].replace("Z", "+00:00")) == stored_user.created_at.replace(
-        microsecond=0
-    )
+    assert datetime.fromisoformat(
+        meta["timestamp"].replace("Z", "+00:00")
+    ) == stored_user.created_at.replace(microsecond=0)
     assert 1 <= len(chunk.topics) <= 3 and chunk.topics == meta["topics"]
     assert "tomato" in " ".join(chunk.topics)
     sentences = [s for s in chunk.header.replace('?"', '"').split(". ") if s.strip()]
@@ -89,7 +99,9 @@ def test_the_chunk_carries_the_reference_frontmatter_and_header(api, user):
 def test_the_embedding_is_made_from_header_and_user_prompt_only(user):
     session = open_session(user)
     add_message(session, "user", "What is the capital of Australia?")
-    add_message(session, "assistant", "Canberra. Many people guess Sydney, which is the largest city.")
+    add_message(
+        session, "assistant", "Canberra. Many people guess Sydney, which is the largest city."
+    )
 
     chunk = MemoryItem.objects.get(user=user, source="chunk")
     expected = get_embedder().embed([f"{chunk.header}\n\nWhat is the capital of Australia?"])[0]
@@ -122,8 +134,12 @@ def test_pairs_are_numbered_and_only_user_then_assistant_makes_a_chunk(user):
 
 def test_only_redacted_text_is_indexed(user):
     session = open_session(user)
-    add_message(session, "user", "Email my landlord at landlord.smith@example.com about the boiler.")
-    add_message(session, "assistant", "Here is a draft for landlord.smith@example.com: the boiler ...")
+    add_message(
+        session, "user", "Email my landlord at landlord.smith@example.com about the boiler."
+    )
+    add_message(
+        session, "assistant", "Here is a draft for landlord.smith@example.com: the boiler ..."
+    )
 
     chunk = MemoryItem.objects.get(user=user, source="chunk")
     assert "landlord.smith@example.com" not in chunk.content
