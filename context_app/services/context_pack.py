@@ -31,12 +31,11 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from context_app.models import ContextSettings, InjectionLog, OptOut, TopicSummary
+from context_app.models import ContextSettings, InjectionLog, OptOut, TopicOverride, TopicSummary
 from context_app.selectors import format_for_prompt, memory_search
 from context_app.services.topics import (
     TopicChoice,
     topic_infer,
-    topic_override_for,
     topic_summary_get_or_build,
 )
 from context_app.summary_selectors import user_rollups
@@ -44,7 +43,6 @@ from memory_site.providers import get_embedder
 from memory_site.redaction import redact
 from memory_site.tokens import count_tokens
 from sessions_app.models import ChatSession, Message
-from sessions_app.selectors import session_user_turn_count
 
 logger = logging.getLogger(__name__)
 
@@ -330,12 +328,42 @@ def attachments_block(attachments: list[dict], *, cap_chars: int) -> AttachmentB
 # --------------------------------------------------------------------------------------------
 
 
+def _opted_out_by_environment(user) -> bool:
+    names = {name.strip().lower() for name in settings.MNEMO_OPT_OUT_USERNAMES if name.strip()}
+    return user.get_username().lower() in names
+
+
 def context_opted_out(*, user) -> bool:
     """True when the user is on the opt-out list (admin rows or MNEMO_OPT_OUT_USERNAMES)."""
-    names = {name.strip().lower() for name in settings.MNEMO_OPT_OUT_USERNAMES if name.strip()}
-    if user.get_username().lower() in names:
-        return True
-    return OptOut.objects.filter(user=user).exists()
+    return _opted_out_by_environment(user) or OptOut.objects.filter(user=user).exists()
+
+
+def _turn_state(session: ChatSession) -> tuple[int, bool, TopicChoice | None]:
+    """(user turns so far, opted out in admin, topic override) in one round trip.
+
+    The override is the session's own, else the user's (session_id NULL); see TopicOverride.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT
+                  (SELECT count(*) FROM {Message._meta.db_table}
+                    WHERE session_id = %s AND role = %s),
+                  EXISTS (SELECT 1 FROM {OptOut._meta.db_table} WHERE user_id = %s),
+                  override.key, override.title, override.session_id IS NOT NULL
+                FROM (SELECT 1) AS one
+                LEFT JOIN LATERAL (
+                  SELECT key, title, session_id FROM {TopicOverride._meta.db_table}
+                  WHERE session_id = %s OR (user_id = %s AND session_id IS NULL)
+                  ORDER BY session_id NULLS LAST LIMIT 1
+                ) AS override ON true""",
+            [session.id, Message.Role.USER, session.user_id, session.id, session.user_id],
+        )
+        turns, opted_out, key, title, per_session = cursor.fetchone()
+    override = None
+    if key:
+        source = "session_override" if per_session else "user_override"
+        override = TopicChoice(key=key, title=title, score=1.0, source=source)
+    return turns, opted_out, override
 
 
 def _refresh_decision(
@@ -384,10 +412,15 @@ class _Deadline:
 
 
 def _set_statement_timeout(value: str) -> str:
-    """Set statement_timeout for the current transaction; returns the previous value."""
+    """Set statement_timeout for the current transaction; returns the previous value.
+
+    Also turns synchronous_commit off for the transaction: the only write a build may make is
+    a rebuilt topic summary, derived data not worth a disk flush on the turn's critical path.
+    """
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT current_setting('statement_timeout'), set_config('statement_timeout', %s, true)",
+            "SELECT current_setting('statement_timeout'), set_config('statement_timeout', %s, true),"
+            " set_config('synchronous_commit', 'off', true)",
             [value],
         )
         return cursor.fetchone()[0]
@@ -457,6 +490,7 @@ def _build(
     turn: int,
     query: str,
     previous_topic: TopicChoice | None,
+    override: TopicChoice | None,
     max_tokens: int,
     context_settings: ContextSettings,
     deadline: _Deadline,
@@ -465,6 +499,8 @@ def _build(
     an upserted topic summary)."""
     wants_memories = bool(query.strip()) and context_settings.memory_top_k > 0
     query_future = _embedding_pool.submit(_embed_query, query) if wants_memories else None
+    # Inside a caller's transaction the timeout must be put back; otherwise it ends with ours.
+    restore_timeout = connection.in_atomic_block
     try:
         with transaction.atomic():
             # Bounds every statement of the build, so a stuck query cannot hold the turn.
@@ -472,7 +508,10 @@ def _build(
             rollups = user_rollups(user=session.user, app_id=session.app_id)
             deadline.check("rollups")
             topic, topic_reason = topic_infer(
-                session=session, current=previous_topic, context_settings=context_settings
+                session=session,
+                current=previous_topic,
+                override=override,
+                context_settings=context_settings,
             )
             topic_text = ""
             if topic is not None:
@@ -495,7 +534,8 @@ def _build(
                     context_settings=context_settings,
                 )
             deadline.check("memories")
-            _set_statement_timeout(previous_timeout)
+            if restore_timeout:
+                _set_statement_timeout(previous_timeout)
     finally:
         if query_future is not None:
             query_future.cancel()
@@ -548,8 +588,15 @@ def _record(
     error: str = "",
     state: dict | None = None,
 ) -> ContextPack:
-    """Write the injection log row (and the session's context state when given), one transaction."""
+    """Write the injection log row (and the session's context state when given), one transaction.
+
+    Committed asynchronously (synchronous_commit off for this transaction only): an audit row
+    and a cache key are not worth a disk flush on the turn's critical path; a crash can lose at
+    most the last few hundred milliseconds of them, never corrupt anything.
+    """
     with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
         log = InjectionLog.objects.create(
             session=session,
             user_id=session.user_id,
@@ -645,23 +692,28 @@ def prepare_context(
     turn = 0
     try:
         if not context_settings.augmentation_enabled:
-            return ContextPack(status="skipped", reason="disabled")
-        if context_opted_out(user=session.user):
-            return ContextPack(status="skipped", reason="opted_out")
-        turn = session_user_turn_count(session=session)
-        if turn < context_settings.min_user_turns:
-            return ContextPack(status="skipped", reason="too_few_turns", turn_number=turn)
-        if query is None:
-            query = user_message.content_sanitized if user_message else ""
-        pack = _prepare(
-            session=session,
-            user_message=user_message,
-            query=redact(query or "")[:4000],
-            turn=turn,
-            conversation_tokens=conversation_tokens,
-            context_settings=context_settings,
-            deadline=deadline,
-        )
+            pack = ContextPack(status="skipped", reason="disabled")
+        elif _opted_out_by_environment(session.user):
+            pack = ContextPack(status="skipped", reason="opted_out")
+        else:
+            turn, opted_out, override = _turn_state(session)
+            if opted_out:
+                pack = ContextPack(status="skipped", reason="opted_out", turn_number=turn)
+            elif turn < context_settings.min_user_turns:
+                pack = ContextPack(status="skipped", reason="too_few_turns", turn_number=turn)
+            else:
+                if query is None:
+                    query = user_message.content_sanitized if user_message else ""
+                pack = _prepare(
+                    session=session,
+                    user_message=user_message,
+                    query=redact(query or "")[:4000],
+                    turn=turn,
+                    override=override,
+                    conversation_tokens=conversation_tokens,
+                    context_settings=context_settings,
+                    deadline=deadline,
+                )
     except Exception as exc:  # noqa: BLE001 - any failure means "answer without augmentation"
         pack = _failed(
             session=session, user_message=user_message, turn=turn, exc=exc, deadline=deadline
@@ -681,11 +733,13 @@ def prepare_context(
 
 
 def _prepare(
-    *, session, user_message, query, turn, conversation_tokens, context_settings, deadline
+    *, session, user_message, query, turn, override, conversation_tokens, context_settings, deadline
 ):
     now = timezone.now()
     state = dict((session.metadata or {}).get(METADATA_KEY) or {})
-    override_choice = _override_signature(session)
+    override_choice = (
+        f"{override.source}:{override.key}:{override.title}" if override is not None else ""
+    )
     decision = _refresh_decision(
         state=state, turn=turn, override=override_choice, context_settings=context_settings, now=now
     )
@@ -707,6 +761,7 @@ def _prepare(
         turn=turn,
         query=query,
         previous_topic=previous_topic,
+        override=override,
         max_tokens=max_pack_tokens(
             conversation_tokens=conversation_tokens, context_settings=context_settings
         ),
@@ -740,11 +795,6 @@ def _prepare(
         "chars": len(text),
     }
     return _record(session=session, user_message=user_message, pack=pack, state=new_state)
-
-
-def _override_signature(session: ChatSession) -> str:
-    override = topic_override_for(session=session)
-    return f"{override.source}:{override.key}:{override.title}" if override else ""
 
 
 def _failed(

@@ -19,7 +19,7 @@ from datetime import timedelta
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from context_app.models import ContextSettings, TopicOverride, TopicSummary
+from context_app.models import ContextSettings, TopicSummary
 from context_app.models.context import topic_key
 from memory_site.providers import local_text
 from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag
@@ -126,40 +126,34 @@ def topic_candidates(*, texts: list[str], inventory: dict[str, int]) -> list[Top
     return sorted(candidates.values(), key=lambda choice: (-choice.score, choice.key))
 
 
-def topic_override_for(*, session: ChatSession) -> TopicChoice | None:
-    """The admin override for this session, else for its user, else None."""
-    override = (
-        TopicOverride.objects.filter(
-            Q(session=session) | Q(user_id=session.user_id, session__isnull=True)
-        )
-        .order_by("session_id")  # NULLS LAST: the session-specific row first
-        .first()
-    )
-    if override is None:
-        return None
-    source = "session_override" if override.session_id else "user_override"
-    return TopicChoice(key=override.key, title=override.title, score=1.0, source=source)
-
-
 def _user_turn_texts(session: ChatSession, count: int) -> tuple[list[str], list[str]]:
-    """Sanitized text of the first and of the latest `count` user turns of the session."""
+    """Sanitized text of the first and of the latest `count` user turns (one query)."""
     user_messages = Message.objects.filter(session=session, role=Message.Role.USER)
-    first = list(user_messages.order_by("id").values_list("content_sanitized", flat=True)[:count])
-    latest = list(user_messages.order_by("-id").values_list("content_sanitized", flat=True)[:count])
-    return first, latest[::-1]
+    first_ids = user_messages.order_by("id").values("id")[:count]
+    latest_ids = user_messages.order_by("-id").values("id")[:count]
+    rows = list(
+        Message.objects.filter(Q(id__in=first_ids) | Q(id__in=latest_ids))
+        .order_by("id")
+        .values_list("content_sanitized", flat=True)
+    )
+    return rows[:count], rows[-count:]
 
 
 def topic_infer(
-    *, session: ChatSession, current: TopicChoice | None, context_settings: ContextSettings
+    *,
+    session: ChatSession,
+    current: TopicChoice | None,
+    override: TopicChoice | None,
+    context_settings: ContextSettings,
 ) -> tuple[TopicChoice | None, str]:
     """The topic for this turn and why: (topic or None, reason).
 
-    Reasons: override, established (first inference), kept, drift (a stronger candidate
-    replaced the current topic), none. Without a current topic the first and latest turns are
-    used together; with one, only the latest turns can make it drift, and only by beating its
-    own score on those turns by `topic_drift_margin`.
+    `override` is the admin override in force for the session (the caller resolves it), which
+    wins. Reasons: override, established (first inference), kept, drift (a stronger candidate
+    replaced the current topic), none. Without a current inferred topic the first and latest
+    turns are used together; with one, only the latest turns can make it drift, and only by
+    beating its own score on those turns by `topic_drift_margin`.
     """
-    override = topic_override_for(session=session)
     if override is not None:
         return override, "override"
     threshold = context_settings.topic_score_threshold
