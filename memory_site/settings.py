@@ -49,6 +49,16 @@ if not MNEMO_ENCRYPTION_KEYS:
 
     MNEMO_ENCRYPTION_KEYS = [_local_secret("encryption_key", lambda: Fernet.generate_key().decode())]
 
+try:
+    from cryptography.fernet import Fernet
+
+    for _key in MNEMO_ENCRYPTION_KEYS:
+        Fernet(_key.encode())
+except (ValueError, TypeError) as exc:
+    raise ImproperlyConfigured(
+        "MNEMO_ENCRYPTION_KEYS holds a key that is not a valid Fernet key (32 url-safe base64 bytes)"
+    ) from exc
+
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from memory_site.errors import Conflict
+from memory_site.redaction import redact
 from sessions_app.models import ChatSession
 from sessions_app.selectors import session_get_for_user
 
@@ -39,7 +40,8 @@ def session_open(
         return ChatSession.objects.create(
             user=user,
             app_id=app_id or settings.MNEMO_DEFAULT_APP_ID,
-            title=title,
+            # Titles are shown in lists and sent to models as context: store the redacted form.
+            title=redact(title),
             agent_id=agent_id,
             project_id=project_id,
             metadata=metadata or {},

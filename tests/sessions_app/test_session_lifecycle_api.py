@@ -101,3 +101,9 @@ def test_session_detail_has_messages_in_order(api):
     assert [m["content"] for m in body["messages"]] == ["hi", "hello", "bye"]
     assert body["tags"] == [] or isinstance(body["tags"], list)
     assert "summary" in body
+
+
+def test_session_title_is_stored_redacted(api):
+    body = open_session(api, title="Call me at alice@example.com")
+    assert "alice@example.com" not in body["title"]
+    assert "[EMAIL]" in ChatSession.objects.get(id=body["session_id"]).title
