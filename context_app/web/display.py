@@ -20,7 +20,8 @@ def query_words(query: str) -> list[str]:
 def snippet_html(text: str, query: str = "", *, width: int = SNIPPET_CHARS) -> SafeString:
     """An escaped excerpt of `text` of about `width` characters, centred on the first query
     word found, with every query word wrapped in <mark>."""
-    flat = " ".join((text or "").split())
+    # Chunks are stored as Markdown ("**User:** ..."); the markers are noise in an excerpt.
+    flat = " ".join((text or "").replace("**", "").split())
     words = query_words(query)
     start = 0
     if words and len(flat) > width:

@@ -185,6 +185,18 @@ def test_chat_commit_find_delete_and_settings(
     expect(page.locator(f'#debug-memories a[href="/memories/{seeded_id}/"]')).to_be_visible()
     expect(page.locator("#debug-pack")).to_contain_text("Ippodo")
 
+    # --- The chip follows the topic when it changes (here: an admin's override) --------------
+    def override_topic():
+        from context_app.models import TopicOverride
+
+        TopicOverride.objects.create(user_id=staff_id, session_id=session_id, title="Kyoto Travel")
+
+    db_call(override_topic)
+    send_turn(page, "Any tips for a day trip from Kyoto?", 4)
+    expect(page.locator("#topic-chip-title")).to_have_text("Kyoto Travel")
+    expect(page.locator("#topic-chip")).to_have_class(re.compile(r"\bchanged\b"))
+    expect(debug).to_contain_text("Turn4")
+
     # --- Commit to Memory shows the endpoint's toast ------------------------------------------
     with page.expect_response(lambda r: r.url.endswith("/api/v1/memory/commit")) as commit_info:
         page.get_by_role("button", name="Commit to Memory").click()
