@@ -281,6 +281,7 @@ def test_chat_commit_find_delete_and_settings(
     # --- Delete it -----------------------------------------------------------------------------
     page.get_by_role("link", name="Delete memory…").click()
     expect(page.get_by_role("heading", name=f"Delete memory #{fact_id}?")).to_be_visible()
+    assert_accessible(page, "delete confirmation")
     screenshot(page, "06-memory-delete-confirm")
     page.get_by_role("button", name="Delete for good").click()
     expect(page.locator("#toasts")).to_contain_text(f"Memory #{fact_id} deleted.")
@@ -299,6 +300,7 @@ def test_chat_commit_find_delete_and_settings(
     screenshot(page, "07-sessions")
     page.locator(".result a").first.click()
     expect(page.get_by_role("heading", name="Transcript")).to_be_visible()
+    assert_accessible(page, "session detail")
     screenshot(page, "08-session-detail")
     page.get_by_role("link", name="← Sessions").click()
     page.get_by_role("link", name="Imports").click()
