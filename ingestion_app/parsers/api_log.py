@@ -71,24 +71,33 @@ def _calls(path: Path) -> Iterator[dict[str, Any]]:
                 raise ParseError(f"truncated or invalid JSON: {exc}") from exc
         return
     with open_utf8(path) as handle:
-        data = handle.read().decode("utf-8", errors="replace")
+        first_line = handle.readline()
+        try:
+            record = json.loads(first_line)
+        except ValueError:
+            record = None
+        if isinstance(record, dict):
+            # JSON Lines: one call per line, streamed.
+            yield record
+            for number, raw in enumerate(handle, start=2):
+                line = raw.decode("utf-8", errors="replace").strip()
+                if not line:
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError as exc:
+                    raise ParseError(f"line {number} is not valid JSON: {exc}") from exc
+                if isinstance(record, dict):
+                    yield record
+            return
+        # One pretty-printed call object.
+        data = first_line + handle.read()
     try:
-        whole = json.loads(data)
-    except ValueError:
-        whole = None
+        whole = json.loads(data.decode("utf-8", errors="replace"))
+    except ValueError as exc:
+        raise ParseError(f"invalid JSON: {exc}") from exc
     if isinstance(whole, dict):
         yield whole
-        return
-    for number, line in enumerate(data.splitlines(), start=1):
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError as exc:
-            raise ParseError(f"line {number} is not valid JSON: {exc}") from exc
-        if isinstance(record, dict):
-            yield record
 
 
 def _extends(old: list[TurnPair], new: list[TurnPair]) -> bool:

