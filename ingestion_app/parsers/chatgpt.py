@@ -10,6 +10,7 @@ sits in memory whole.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -120,7 +121,14 @@ def conversation_from_dict(raw: dict[str, Any], *, source_file: str) -> Conversa
             builder.add_user(text, at=at, message_id=message.get("id"), attachments=names)
             previous_cut_off = False
         elif role == "assistant":
-            if message.get("recipient", "all") != "all" or content_type in _HIDDEN_CONTENT_TYPES:
+            recipient = message.get("recipient", "all")
+            if recipient == "canmore.create_textdoc":
+                # A canvas document the user saw next to the chat: keep it with the reply.
+                canvas = _canvas_text(content)
+                if canvas:
+                    builder.add_assistant(canvas, at=at, message_id=message.get("id"), append=True)
+                continue
+            if recipient != "all" or content_type in _HIDDEN_CONTENT_TYPES:
                 continue
             if message.get("channel") not in (None, "final"):
                 continue
@@ -173,8 +181,10 @@ def _content_text(content: dict[str, Any], metadata: dict[str, Any]) -> tuple[st
                 if kind == "image_asset_pointer":
                     pieces.append(_image_placeholder(part, metadata, attachment_names))
                     names.append(pieces[-1][len("[image: ") : -1])
-                elif kind in ("audio_transcription",) and part.get("text"):
+                elif kind == "audio_transcription" and part.get("text"):
                     pieces.append(part["text"])
+                elif kind in ("audio_asset_pointer", "real_time_user_audio_video_asset_pointer"):
+                    continue  # the transcription part carries the words
                 elif isinstance(part.get("text"), str):
                     pieces.append(part["text"])
     elif content_type == "code":
@@ -191,6 +201,17 @@ def _content_text(content: dict[str, Any], metadata: dict[str, Any]) -> tuple[st
     # Not stripped: a reply continued after the token limit may resume mid-word.
     text = normalize_text("\n".join(p for p in pieces if p), strip=False)
     return text, names
+
+
+def _canvas_text(content: dict[str, Any]) -> str:
+    try:
+        document = json.loads(content.get("text") or "")
+    except ValueError:
+        return ""
+    if not isinstance(document, dict) or not isinstance(document.get("content"), str):
+        return ""
+    name = document.get("name") or "document"
+    return normalize_text(f"[canvas: {name}]\n{document['content']}")
 
 
 def _image_placeholder(

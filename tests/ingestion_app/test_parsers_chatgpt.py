@@ -283,3 +283,36 @@ def test_dalle_image_from_a_tool_is_named_in_the_reply(tmp_path):
 
     assert "[image: file-cat]" in conversation.pairs[0].assistant_text
     assert "Here is your cat." in conversation.pairs[0].assistant_text
+
+
+def test_canvas_documents_and_voice_transcripts_are_kept(tmp_path):
+    raw = chatgpt_linear("Essay", [("placeholder", "I drafted it in the canvas.")])
+    answer = raw["current_node"]
+    user = raw["mapping"][answer]["parent"]
+    raw["mapping"][user]["message"]["content"] = {
+        "content_type": "multimodal_text",
+        "parts": [
+            {"content_type": "audio_transcription", "text": "Write an essay about tides"},
+            {"content_type": "audio_asset_pointer", "asset_pointer": "sediment://file-voice"},
+        ],
+    }
+    raw["mapping"][user]["children"] = ["canvas"]
+    raw["mapping"]["canvas"] = chatgpt_node(
+        "canvas",
+        "assistant",
+        json.dumps({"name": "tides_essay", "type": "document", "content": "# Tides\nThe moon."}),
+        parent=user,
+        recipient="canmore.create_textdoc",
+        content_type="code",
+        children=[answer],
+    )
+    raw["mapping"][answer]["parent"] = "canvas"
+    path = write_json(tmp_path / "c.json", [raw])
+
+    [conversation] = list(parse_file(path))
+
+    pair = conversation.pairs[0]
+    assert pair.user_text == "Write an essay about tides"
+    assert pair.assistant_text == (
+        "[canvas: tides_essay]\n# Tides\nThe moon.\n\nI drafted it in the canvas."
+    )
