@@ -966,11 +966,14 @@ def import_job_verify(*, job: ImportJob) -> dict:
     """
     files = list(
         job.files.filter(status=ImportFile.Status.IMPORTED, is_archive=False).only(
-            "chunk_ids", "chunks_written"
+            "chunk_ids", "chunks_written", "turn_pairs", "duplicates_skipped"
         )
     )
     ids = [chunk_id for f in files for chunk_id in f.chunk_ids]
     reported = sum(f.chunks_written for f in files)
+    new_pairs = sum(f.turn_pairs - f.duplicates_skipped for f in files)
+    # (conversation, pair key) -> chunk ids without the part suffix of a split reply
+    pair_owners: dict[tuple[str, str], set[str]] = {}
     unique = len(set(ids)) == len(ids)
     found = 0
     unparseable: list[str] = []
@@ -983,7 +986,13 @@ def import_job_verify(*, job: ImportJob) -> dict:
         )
         for chunk_id, metadata, header, exchange_head in rows:
             found += 1
-            expected = frontmatter_from_metadata(metadata or {})
+            metadata = metadata or {}
+            owner = chunk_id.rsplit("-p", 1)[0] if metadata.get("part") else chunk_id
+            for key in metadata.get("pair_keys") or []:
+                pair_owners.setdefault((metadata.get("conversation_key", ""), key), set()).add(
+                    owner
+                )
+            expected = frontmatter_from_metadata(metadata)
             try:
                 parsed, parsed_header, parsed_exchange = parse_markdown(
                     render_markdown(frontmatter=expected, header=header, exchange=exchange_head)
@@ -998,13 +1007,21 @@ def import_job_verify(*, job: ImportJob) -> dict:
                 or not parsed_exchange
             ):
                 unparseable.append(chunk_id)
+    pairs_once = all(len(owners) == 1 for owners in pair_owners.values())
     return {
-        "ok": unique and found == len(ids) == reported and not unparseable,
+        "ok": unique
+        and found == len(ids) == reported
+        and not unparseable
+        and pairs_once
+        and len(pair_owners) == new_pairs,
         "chunk_ids_unique": unique,
         "chunks_reported": reported,
         "chunks_found": found,
         "chunks_parsed": found - len(unparseable),
         "unparseable": unparseable[:20],
+        "new_pairs": new_pairs,
+        "pairs_in_chunks": len(pair_owners),
+        "each_pair_in_one_chunk": pairs_once,
     }
 
 
@@ -1122,5 +1139,7 @@ def import_summary_lines(summary: dict) -> Iterable[str]:
     yield (
         f"Verification: {status} (ids unique: {verification.get('chunk_ids_unique')}, "
         f"{verification.get('chunks_found', 0)}/{verification.get('chunks_reported', 0)} chunks "
-        f"found, {verification.get('chunks_parsed', 0)} parse)"
+        f"found, {verification.get('chunks_parsed', 0)} parse, "
+        f"{verification.get('pairs_in_chunks', 0)}/{verification.get('new_pairs', 0)} new pairs "
+        f"each in exactly one chunk: {verification.get('each_pair_in_one_chunk')})"
     )

@@ -234,6 +234,9 @@ def test_verification_report_checks_ids_counts_and_parsing(
         "chunks_found": 3,
         "chunks_parsed": 3,
         "unparseable": [],
+        "new_pairs": 3,
+        "pairs_in_chunks": 3,
+        "each_pair_in_one_chunk": True,
     }
     assert job.summary["total_chunks"] == 3
     for chunk in _chunks(user):
