@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from ingestion_app.chunking import FRONTMATTER_FIELDS, parse_markdown, render_markdown
 from ingestion_app.models import ImportedConversation, ImportFile, ImportJob, MemoryItem
@@ -401,3 +403,21 @@ def test_verification_flags_a_stored_chunk_that_no_longer_parses(
     assert report["ok"] is False
     assert report["unparseable"] == [broken.chunk_id]
     assert (report["chunks_reported"], report["chunks_found"]) == (3, 2)
+
+
+def test_an_abandoned_running_job_is_resumed_but_a_live_one_is_left_alone(
+    user, tmp_path, fake_embedder, upload_dir
+):
+    path = write_json(tmp_path / "c.json", [chatgpt_linear("A", EXCHANGES)])
+    job = import_job_create_from_paths(user=user, paths=[path])
+    ImportJob.objects.filter(id=job.id).update(status="running", heartbeat_at=timezone.now())
+
+    assert import_job_run(job_id=job.id).status == "running"  # another worker has it
+    assert _chunks(user).count() == 0
+
+    stale = timezone.now() - imports.STALE_AFTER - timedelta(minutes=1)
+    ImportJob.objects.filter(id=job.id).update(heartbeat_at=stale)
+    resumed = import_job_run(job_id=job.id)
+
+    assert resumed.status == "done" and resumed.attempts == 1
+    assert _chunks(user).count() == 3
