@@ -25,7 +25,7 @@ from ingestion_app.models import Document, ImportFile, ImportJob, MemoryItem
 from ingestion_app.selectors import memories_for_user, memory_get_for_user
 from ingestion_app.services.imports import import_job_get_for_user
 from memory_site.errors import NotFound
-from memory_site.providers import ProviderError
+from memory_site.providers import ProviderError, get_embedder
 from sessions_app.models import ChatSession, Message
 from sessions_app.selectors import session_get_for_user
 
@@ -84,40 +84,43 @@ def memories_browse(*, user, filters: MemoryFilters) -> QuerySet[MemoryItem]:
 
 
 def memories_search(*, user, query: str, filters: MemoryFilters) -> SearchPage:
-    """Hybrid search (vector + full text) over the user's memories, best first.
+    """Hybrid search (vector + keywords) over the user's memories, best first.
 
-    Searches each of the user's apps when no app is chosen (the retrieval selector is scoped to
-    one app) and merges by fused score. Falls back to keyword search, and says so, when the
-    embedding model cannot embed the query.
+    One ranking per app and per source, merged by fused score: the retrieval selector is
+    scoped to one app, and it drops an item whose messages are covered by a better-ranked item
+    (right for a prompt, where a chunk and a fact from the same message repeat each other),
+    but the browser must show every kind of memory that matches. The query is embedded once.
+    Falls back to keyword search, and says so, when the embedding model fails.
     """
-    apps = [filters.app_id] if filters.app_id else user_app_ids(user=user) or ["default"]
+    apps = [filters.app_id] if filters.app_id else (user_app_ids(user=user) or ["default"])
     search_filters = SearchFilters(
         project_id=filters.project_id or None,
         topics=[filters.topic] if filters.topic else [],
         since=filters.since_at,
         until=filters.until_at,
     )
-    sources = filters.sources or list(SOURCES)
-    mode, notice = "hybrid", ""
+    mode, notice, embedding = "hybrid", "", None
+    try:
+        embedding = get_embedder().embed([query])[0]
+    except ProviderError as exc:
+        logger.warning("memory browser: embedding failed, keyword search only (%s)", exc)
+        mode = "keyword"
+        notice = "The embedding model is unavailable, so these are keyword matches only."
     hits: list[SearchHit] = []
     for app_id in apps:
-        arguments = dict(
-            user=user,
-            query=query,
-            app_id=app_id,
-            top_k=SEARCH_TOP_K,
-            max_tokens=None,
-            sources=sources,
-            filters=search_filters,
-        )
-        try:
-            result = memory_search(mode=mode, **arguments)
-        except ProviderError as exc:
-            logger.warning("memory browser: embedding failed, keyword search only (%s)", exc)
-            mode = "keyword"
-            notice = "The embedding model is unavailable, so these are keyword matches only."
-            result = memory_search(mode=mode, **arguments)
-        hits.extend(result.items)
+        for source in filters.sources or SOURCES:
+            result = memory_search(
+                user=user,
+                query=query,
+                app_id=app_id,
+                top_k=SEARCH_TOP_K,
+                max_tokens=None,
+                sources=[source],
+                mode=mode,
+                filters=search_filters,
+                query_embedding=embedding,
+            )
+            hits.extend(result.items)
     hits.sort(key=lambda hit: (-hit.score, -(hit.similarity or 0.0), -hit.id))
     return SearchPage(hits=hits[:SEARCH_TOP_K], mode=mode, notice=notice)
 

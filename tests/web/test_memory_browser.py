@@ -221,3 +221,23 @@ def test_delete_asks_first_then_removes_for_good(client, alice):
     assert not FactHistory.objects.filter(memory_id=fact.id).exists()
     assert f"Memory #{fact.id} deleted." in response.content.decode()
     assert client.get(f"/memories/{fact.id}/").status_code == 404
+
+
+def test_search_shows_a_fact_and_the_chunk_it_came_from(client, alice):
+    """A prompt needs one of them; the browser shows every kind of memory that matches."""
+    session = open_session(alice)
+    message = add_message(session, "user", "My favourite tea is genmaicha.")
+    chunk = store_memory(
+        alice,
+        "User: My favourite tea is genmaicha.\nAssistant: Lovely choice.",
+        source=MemoryItem.Source.CHUNK,
+        session=session,
+        message_ids=[message.id],
+    )
+    fact = store_memory(
+        alice, "The user's favourite tea is genmaicha.", session=session, message_ids=[message.id]
+    )
+
+    response = client.get("/memories/", {"q": "favourite tea genmaicha"})
+
+    assert {fact.id, chunk.id} <= set(result_ids(response))
