@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -54,9 +55,11 @@ PREAMBLE = (
 TRUNCATION_MARK = "(… truncated)"
 # A segment squeezed below this many characters says nothing useful: it is dropped instead.
 MIN_SEGMENT_CHARS = 60
-# The memories query asks for more hits than it keeps, since hits from the current session
-# (already in the conversation) are dropped.
+# The memories query asks for more hits than it keeps: hits from the current session (already
+# in the conversation) are dropped, and recency reorders the candidates.
 EXTRA_HITS = 4
+CANDIDATES_PER_SLOT = 3
+MEMORY_SOURCES = ("fact", "chunk", "summary")
 METADATA_KEY = "context"
 # Of the latency budget, at least this much is kept for the memory search and the assembly.
 EMBEDDING_RESERVE_MS = 40.0
@@ -456,32 +459,49 @@ def _relevant_memory_lines(
     top_k = context_settings.memory_top_k
     if top_k <= 0:
         return [], waited_ms
+    # Semantic candidates (the segment is "most similar to this turn"), then our own order:
+    # similarity weighted by recency, so between two equally close memories the newer wins.
     result = memory_search(
         user=session.user,
         query=query,
         app_id=session.app_id,
-        top_k=top_k + EXTRA_HITS,
+        top_k=top_k * CANDIDATES_PER_SLOT + EXTRA_HITS,
         max_tokens=None,
         min_similarity=context_settings.memory_min_similarity,
-        mode="hybrid",
-        recency_half_life_days=context_settings.memory_recency_half_life_days or None,
+        sources=MEMORY_SOURCES,
+        mode="semantic",
         query_embedding=embedding,
     )
     own_session = str(session.id)
-    lines: list[tuple[str, dict]] = []
+    now = timezone.now()
+    half_life = context_settings.memory_recency_half_life_days
+    ranked: list[tuple[float, object]] = []
     for hit in result.items:
-        if hit.chat_session_id == own_session:
+        if hit.chat_session_id == own_session or hit.similarity is None:
             continue
+        ranked.append((memory_rank(hit.similarity, hit.occurred_at, now, half_life), hit))
+    ranked.sort(key=lambda pair: (-pair[0], -pair[1].id))
+    lines: list[tuple[str, dict]] = []
+    for rank, hit in ranked[:top_k]:
         meta = {
             "id": hit.id,
             "source": hit.source,
-            "score": round(hit.score, 5),
-            "similarity": round(hit.similarity, 4) if hit.similarity is not None else None,
+            "score": round(rank, 5),
+            "similarity": round(hit.similarity, 4),
         }
         lines.append((format_for_prompt([hit]), meta))
-        if len(lines) >= top_k:
-            break
     return lines, waited_ms
+
+
+def memory_rank(
+    similarity: float, occurred_at: datetime | None, now: datetime, half_life_days: float
+) -> float:
+    """Similarity times a recency weight in [0.5, 1]: 1 for today, 0.75 one half-life ago,
+    tending to 0.5 (old memories are discounted, never erased). half_life_days 0: no weight."""
+    if not half_life_days or occurred_at is None:
+        return similarity
+    age_days = max(0.0, (now - occurred_at).total_seconds() / 86400)
+    return similarity * (0.5 + 0.5 * math.pow(0.5, age_days / half_life_days))
 
 
 def _build(

@@ -321,6 +321,7 @@ def test_relevant_memories_are_quoted_ranked_and_logged(user, other_user, embedd
     related = memory(user, "rye bread baking needs a sour starter")
     older = memory(user, "rye bread baking in a dutch oven", days_ago=200)
     memory(user, "the user's cat is named Pixel")  # unrelated
+    handbook = memory(user, "rye bread baking handbook", source="document")  # not a memory
     memory(other_user, "rye bread baking secret of another user")
     session, _ = session_at_turn(user, 2)
     own_chunk = memory(
@@ -336,7 +337,7 @@ def test_relevant_memories_are_quoted_ranked_and_logged(user, other_user, embedd
     assert carried.index(related.id) < carried.index(older.id)  # equally similar, newer first
     assert f'"{related.content}"' in memories_segment.text
     assert "Pixel" not in pack.text and "another user" not in pack.text
-    assert own_chunk.id not in carried
+    assert own_chunk.id not in carried and handbook.id not in carried
     assert all(item["similarity"] >= 0.3 for item in pack.memories)
     log = InjectionLog.objects.get(id=pack.injection_log_id)
     assert [item["id"] for item in log.memories] == carried
