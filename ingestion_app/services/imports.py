@@ -92,6 +92,8 @@ HEADER_CONCURRENCY = 4
 ARCHIVE_MAX_DEPTH = 2
 _ARCHIVE_JUNK = ("__MACOSX/", ".DS_Store", "Thumbs.db")
 UNRECOGNIZED = "unrecognized format"
+# Namespace of the per-user import advisory lock (distinct from the commit service's).
+IMPORT_LOCK_NAMESPACE = 7_301_006
 
 
 class NoTurnPairs(Exception):
@@ -379,6 +381,13 @@ def import_file_process(
         def attempt(parallel: bool) -> ImportFile:
             # The chunks, the ledger and this manifest row commit together or not at all.
             with transaction.atomic():
+                # One import at a time per user: two jobs holding the same conversations wait
+                # for each other instead of racing on chunk ids, and the later one finds the
+                # pairs already in the ledger.
+                with connection.cursor() as cursor:
+                    cursor.execute(
+                        "SELECT pg_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_NAMESPACE, job.user_id]
+                    )
                 outcome = _import_conversations(
                     path=path,
                     file_format=file_format,

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import threading
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from ingestion_app.chunking import FRONTMATTER_FIELDS, parse_markdown, render_markdown
@@ -421,3 +423,32 @@ def test_an_abandoned_running_job_is_resumed_but_a_live_one_is_left_alone(
 
     assert resumed.status == "done" and resumed.attempts == 1
     assert _chunks(user).count() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_imports_of_the_same_export_store_it_once(
+    user, tmp_path, fake_embedder, upload_dir
+):
+    conversations = [chatgpt_linear(f"T{n}", EXCHANGES, conversation_id=f"c{n}") for n in range(5)]
+    first = write_json(tmp_path / "first.json", conversations)
+    second = tmp_path / "second.json"  # same conversations, different bytes: no hash shortcut
+    second.write_text(json.dumps(conversations, indent=1))
+    jobs = [import_job_create_from_paths(user=user, paths=[p]) for p in (first, second)]
+    results = {}
+
+    def run(job_id):
+        try:
+            results[job_id] = import_job_run(job_id=job_id)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(job.id,)) for job in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+
+    files = [results[job.id].files.get() for job in jobs]
+    assert sorted(f.status for f in files) == ["imported", "imported"]
+    assert sorted(f.chunks_written for f in files) == [0, 15]
+    assert _chunks(user).count() == 15
