@@ -10,9 +10,10 @@ import pytest
 from context_app.models import ContextSettings, InjectionLog, UserChatSummary
 from memory_site.providers.local import NO_MODEL_NOTICE
 from sessions_app.models import ChatSession, Message, UsageLog
-from tests.context_app.stream_helpers import (
+from tests.context_app.stream_helpers import (  # noqa: F401 - generous_budget is a fixture
     STREAM_URL,
     event_names,
+    generous_budget,
     parse_sse,
     read_stream,
     reply_text,
@@ -20,7 +21,7 @@ from tests.context_app.stream_helpers import (
 )
 from tests.factories import add_message, open_session
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("generous_budget")]
 
 
 def model_requests(fake_openai) -> list[dict]:

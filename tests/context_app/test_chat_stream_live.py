@@ -14,10 +14,10 @@ from rest_framework.authtoken.models import Token
 
 from memory_site.asgi import application
 from sessions_app.models import Message, UsageLog
-from tests.context_app.stream_helpers import STREAM_URL, parse_sse
+from tests.context_app.stream_helpers import STREAM_URL, generous_budget, parse_sse  # noqa: F401
 from tests.factories import open_session
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("generous_budget")]
 
 
 @pytest.fixture

@@ -25,11 +25,11 @@ from ingestion_app.models import MemoryItem
 from memory_site.providers import ProviderError
 from memory_site.tokens import count_tokens
 from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag
-from tests.context_app.stream_helpers import stream_turn
+from tests.context_app.stream_helpers import generous_budget, stream_turn  # noqa: F401
 from tests.factories import add_message, open_session
 from tests.fake_openai import hashed_embedding
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("generous_budget")]
 
 SENTENCE = "The user bakes rye bread on Saturdays and keeps notes about every loaf."
 
@@ -383,6 +383,7 @@ def test_slow_embedding_costs_the_memories_not_the_pack(user, embeddings, monkey
         return hashed_embedding(query, 384)
 
     monkeypatch.setattr(context_pack, "_embed_query", slow)
+    tune(latency_budget_ms=300)
     rollups(user, recent="- The user bakes rye bread.")
     memory(user, "rye bread baking needs a sour starter")
     session, message = session_at_turn(user, 3)

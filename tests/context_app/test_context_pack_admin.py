@@ -7,9 +7,10 @@ from django.test import Client
 
 from context_app.models import ContextSettings, InjectionLog, OptOut, TopicOverride, UserChatSummary
 from context_app.services.context_pack import prepare_context
+from tests.context_app.stream_helpers import generous_budget  # noqa: F401
 from tests.factories import add_message, make_user, open_session
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("generous_budget")]
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ from django.utils import timezone
 from context_app.models import ContextSettings, InjectionLog, TopicOverride, TopicSummary
 from context_app.services.topics import tag_inventory, topic_candidates
 from sessions_app.models import ChatSession, SessionSummary, SessionTag
-from tests.context_app.stream_helpers import stream_turn
+from tests.context_app.stream_helpers import generous_budget, stream_turn  # noqa: F401
 from tests.factories import add_message, open_session
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("generous_budget")]
 
 SOURDOUGH = [
     "My sourdough starter smells like acetone, is sourdough baking still possible?",
