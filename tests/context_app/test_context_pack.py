@@ -379,11 +379,11 @@ def test_embedding_failure_skips_memories_only(user, embeddings, monkeypatch, ca
 
 def test_slow_embedding_costs_the_memories_not_the_pack(user, embeddings, monkeypatch, caplog):
     def slow(query):
-        time.sleep(1.0)  # e.g. the local model still loading on the first turn
+        time.sleep(2.0)  # e.g. the local model still loading on the first turn
         return hashed_embedding(query, 384)
 
     monkeypatch.setattr(context_pack, "_embed_query", slow)
-    tune(latency_budget_ms=300)
+    tune(latency_budget_ms=600)
     rollups(user, recent="- The user bakes rye bread.")
     memory(user, "rye bread baking needs a sour starter")
     session, message = session_at_turn(user, 3)
@@ -393,7 +393,7 @@ def test_slow_embedding_costs_the_memories_not_the_pack(user, embeddings, monkey
 
     assert pack.status == "built"
     assert [s.name for s in pack.segments] == ["Recent context"]
-    assert pack.elapsed_ms < 300
+    assert pack.elapsed_ms < 1000  # it did not wait for the embedding
     assert "embedding skipped" in caplog.text
 
 
