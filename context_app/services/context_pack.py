@@ -414,19 +414,28 @@ class _Deadline:
             )
 
 
-def _set_statement_timeout(value: str) -> str:
-    """Set statement_timeout for the current transaction; returns the previous value.
+def _configure_transaction(*, statement_timeout_ms: int | None) -> str:
+    """Settings for the current transaction only; returns the previous statement_timeout.
 
-    Also turns synchronous_commit off for the transaction: the only write a build may make is
-    a rebuilt topic summary, derived data not worth a disk flush on the turn's critical path.
+    synchronous_commit off: what a build writes (injection log, session context state, a
+    rebuilt topic summary) is derived or audit data, not worth a disk flush on the turn's
+    critical path; a crash can lose the last few hundred milliseconds of it, never corrupt it.
+    statement_timeout (when given) bounds every statement, so a stuck query cannot hold the turn.
     """
+    timeout = f"{max(statement_timeout_ms, 1)}ms" if statement_timeout_ms else None
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT current_setting('statement_timeout'), set_config('statement_timeout', %s, true),"
+            "SELECT current_setting('statement_timeout'),"
+            " set_config('statement_timeout', coalesce(%s, current_setting('statement_timeout')), true),"
             " set_config('synchronous_commit', 'off', true)",
-            [value],
+            [timeout],
         )
         return cursor.fetchone()[0]
+
+
+def _restore_statement_timeout(value: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('statement_timeout', %s, true)", [value])
 
 
 def _embed_query(query: str) -> list[float]:
@@ -515,47 +524,42 @@ def _build(
     context_settings: ContextSettings,
     deadline: _Deadline,
 ) -> tuple[list[Segment], list[dict], str, TopicChoice | None, str, float]:
-    """Read and assemble; raises DatabaseError or ContextBudgetExceeded (nothing written but
-    an upserted topic summary)."""
+    """Read and assemble, inside the caller's build transaction (see `_prepare`).
+
+    Raises DatabaseError or ContextBudgetExceeded; the only write is an upserted topic summary.
+    """
     wants_memories = bool(query.strip()) and context_settings.memory_top_k > 0
     query_future = _embedding_pool.submit(_embed_query, query) if wants_memories else None
-    # Inside a caller's transaction the timeout must be put back; otherwise it ends with ours.
-    restore_timeout = connection.in_atomic_block
     try:
-        with transaction.atomic():
-            # Bounds every statement of the build, so a stuck query cannot hold the turn.
-            previous_timeout = _set_statement_timeout(f"{max(int(deadline.remaining_ms()), 1)}ms")
-            rollups = user_rollups(user=session.user, app_id=session.app_id)
-            deadline.check("rollups")
-            topic, topic_reason = topic_infer(
-                session=session,
-                current=previous_topic,
-                override=override,
+        rollups = user_rollups(user=session.user, app_id=session.app_id)
+        deadline.check("rollups")
+        topic, topic_reason = topic_infer(
+            session=session,
+            current=previous_topic,
+            override=override,
+            context_settings=context_settings,
+        )
+        topic_text = ""
+        if topic is not None:
+            topic_summary = topic_summary_get_or_build(
+                user=session.user,
+                app_id=session.app_id,
+                topic=topic,
                 context_settings=context_settings,
             )
-            topic_text = ""
-            if topic is not None:
-                topic_summary = topic_summary_get_or_build(
-                    user=session.user,
-                    app_id=session.app_id,
-                    topic=topic,
-                    context_settings=context_settings,
-                )
-                topic_text = topic_summary.summary
-            deadline.check("topic")
-            memory_lines: list[tuple[str, dict]] = []
-            embedding_ms = 0.0
-            if query_future is not None:
-                memory_lines, embedding_ms = _relevant_memory_lines(
-                    session=session,
-                    query=query,
-                    query_future=query_future,
-                    deadline=deadline,
-                    context_settings=context_settings,
-                )
-            deadline.check("memories")
-            if restore_timeout:
-                _set_statement_timeout(previous_timeout)
+            topic_text = topic_summary.summary
+        deadline.check("topic")
+        memory_lines: list[tuple[str, dict]] = []
+        embedding_ms = 0.0
+        if query_future is not None:
+            memory_lines, embedding_ms = _relevant_memory_lines(
+                session=session,
+                query=query,
+                query_future=query_future,
+                deadline=deadline,
+                context_settings=context_settings,
+            )
+        deadline.check("memories")
     finally:
         if query_future is not None:
             query_future.cancel()
@@ -607,16 +611,14 @@ def _record(
     pack: ContextPack,
     error: str = "",
     state: dict | None = None,
+    in_build: bool = False,
 ) -> ContextPack:
-    """Write the injection log row (and the session's context state when given), one transaction.
-
-    Committed asynchronously (synchronous_commit off for this transaction only): an audit row
-    and a cache key are not worth a disk flush on the turn's critical path; a crash can lose at
-    most the last few hundred milliseconds of them, never corrupt anything.
-    """
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+    """Write the injection log row (and the session's context state when given) in one
+    transaction: the build's own (`in_build`, already configured) or a new one, committed
+    asynchronously."""
+    with transaction.atomic(savepoint=not in_build):
+        if not in_build:
+            _configure_transaction(statement_timeout_ms=None)
         log = InjectionLog.objects.create(
             session=session,
             user_id=session.user_id,
@@ -776,6 +778,51 @@ def _prepare(
             return reused
         decision = "first_build"
     previous_topic = TopicChoice.from_dict(state.get("topic"))
+    # Reads, assembly and the log write share one transaction (fewer round trips). A caller's
+    # outer transaction would keep our statement_timeout: it is put back at the end.
+    restore_timeout = connection.in_atomic_block
+    with transaction.atomic():
+        previous_timeout = _configure_transaction(
+            statement_timeout_ms=context_settings.latency_budget_ms
+        )
+        pack = _build_and_record(
+            session=session,
+            user_message=user_message,
+            query=query,
+            turn=turn,
+            state=state,
+            decision=decision,
+            now=now,
+            previous_topic=previous_topic,
+            override=override,
+            override_choice=override_choice,
+            conversation_tokens=conversation_tokens,
+            context_settings=context_settings,
+            deadline=deadline,
+        )
+        if restore_timeout:
+            _restore_statement_timeout(previous_timeout)
+    return pack
+
+
+def _build_and_record(
+    *,
+    session,
+    user_message,
+    query,
+    turn,
+    state,
+    decision,
+    now,
+    previous_topic,
+    override,
+    override_choice,
+    conversation_tokens,
+    context_settings,
+    deadline,
+) -> ContextPack:
+    """The rebuild path, inside the build transaction: build, compare with the last pack's
+    hash (an identical pack is marked reused), record."""
     segments, memories, text, topic, topic_reason, embedding_ms = _build(
         session=session,
         turn=turn,
@@ -814,7 +861,9 @@ def _prepare(
         "override": override_choice,
         "chars": len(text),
     }
-    return _record(session=session, user_message=user_message, pack=pack, state=new_state)
+    return _record(
+        session=session, user_message=user_message, pack=pack, state=new_state, in_build=True
+    )
 
 
 def _failed(
