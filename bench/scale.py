@@ -606,7 +606,7 @@ def exact_top(user_id: int, vector: str, k: int = 10) -> tuple[list[int], float]
     return ids, (time.perf_counter() - t0) * 1000
 
 
-def vector_plan(user_id: int, vector: str) -> str:
+def vector_plan(user_id: int, vector: str, limit: int | None = None) -> str:
     """Which access path the vector query gets: the HNSW index, or the user btree + a sort."""
     scope, params = own_scope(user_id)
     with transaction.atomic(), connection.cursor() as cursor:
@@ -615,7 +615,7 @@ def vector_plan(user_id: int, vector: str) -> str:
             f"""EXPLAIN (FORMAT JSON) SELECT id FROM rag_store WHERE {scope}
                 AND embedding IS NOT NULL ORDER BY embedding <=> %(v_vector)s::vector
                 LIMIT %(v_limit)s""",
-            {**params, "v_vector": vector, "v_limit": candidate_limit()},
+            {**params, "v_vector": vector, "v_limit": limit or candidate_limit()},
         )
         plan = cursor.fetchone()[0]
     if isinstance(plan, str):
@@ -666,17 +666,19 @@ def make_samples(
     return samples
 
 
-def run_vector(sample: Sample, function, **knobs) -> tuple[list[int], float]:
+def run_vector(sample: Sample, function, limit: int | None = None, **knobs):
+    """(ids, ms) of the vector side: the selector's own function, or the bench's copy of its
+    SQL when knobs (sweep) or a limit are given."""
     t0 = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cursor:
-        if knobs or function is None:
+        if knobs or limit or function is None:
             scope, params = own_scope(sample.user.pk)
             rows = _own_vector_candidates(
                 cursor,
                 scope=scope,
                 params=params,
                 vector=sample.literal,
-                limit=candidate_limit(),
+                limit=limit or candidate_limit(),
                 **knobs,
             )
         else:
@@ -844,6 +846,10 @@ def sweep(group: str, samples: list[Sample]) -> list[dict]:
         {"iterative": "strict_order", "ef_search": 100},
         {"iterative": "relaxed_order", "ef_search": 100, "max_scan_tuples": 50_000},
         {"iterative": "off", "ef_search": 100},
+        # More candidates: the top 10 of a longer, exactly re-sorted list (the planner may
+        # switch to the exact btree path for a bigger LIMIT: see "plan").
+        {"iterative": "relaxed_order", "ef_search": 100, "limit": 100},
+        {"iterative": "relaxed_order", "ef_search": 200, "limit": 150},
     ]
     out = []
     for knobs in settings_grid:
@@ -852,7 +858,13 @@ def sweep(group: str, samples: list[Sample]) -> list[dict]:
             ids, ms = run_vector(sample, None, **knobs)
             times.append(ms)
             recalls.append(recall_at_10(ids, sample.exact))
-        row = {**knobs, "recall_at_10": round(statistics.fmean(recalls), 4), **summary(times)}
+        plan = vector_plan(samples[0].user.pk, samples[0].literal, knobs.get("limit"))
+        row = {
+            **knobs,
+            "recall_at_10": round(statistics.fmean(recalls), 4),
+            **summary(times),
+            "plan": plan,
+        }
         log(f"  sweep {group}: {row}")
         out.append(row)
     return out
