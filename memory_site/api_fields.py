@@ -6,6 +6,8 @@ client should instead get a 400 naming the field.
 
 from __future__ import annotations
 
+import json
+
 from rest_framework import serializers
 
 
@@ -44,20 +46,37 @@ class StrictUUIDField(serializers.UUIDField):
         return super().to_internal_value(data)
 
 
-class JSONObjectField(serializers.JSONField):
-    """A JSON object (dict) of bounded serialized size."""
+def _has_unstorable_text(value, depth: int = 0) -> bool:
+    """NUL characters and lone surrogates cannot be stored in PostgreSQL JSON; deep nesting is refused."""
+    if depth > 32:
+        return True
+    if isinstance(value, str):
+        return "\x00" in value or any(0xD800 <= ord(ch) <= 0xDFFF for ch in value)
+    if isinstance(value, dict):
+        return any(_has_unstorable_text(k, depth + 1) or _has_unstorable_text(v, depth + 1) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_unstorable_text(v, depth + 1) for v in value)
+    return False
 
-    default_error_messages = {"not_object": "Must be a JSON object.", "too_large": "Must be at most {max} bytes."}
+
+class JSONObjectField(serializers.JSONField):
+    """A JSON object (dict) of bounded size and depth, with text PostgreSQL can store."""
+
+    default_error_messages = {
+        "not_object": "Must be a JSON object.",
+        "too_large": "Must be at most {max} bytes.",
+        "unstorable": "Must not contain NUL characters or lone surrogates, or nest deeper than 32 levels.",
+    }
 
     def __init__(self, *args, max_bytes: int = 16384, **kwargs):
         self.max_bytes = max_bytes
         super().__init__(*args, **kwargs)
 
     def to_internal_value(self, data):
-        import json
-
         if not isinstance(data, dict):
             self.fail("not_object")
+        if _has_unstorable_text(data):
+            self.fail("unstorable")
         if len(json.dumps(data)) > self.max_bytes:
             self.fail("too_large", max=self.max_bytes)
         return data

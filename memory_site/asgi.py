@@ -1,6 +1,85 @@
+"""ASGI entry point (uvicorn): streaming responses need it."""
+
+from __future__ import annotations
+
+import json
 import os
 
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_site.settings")
-application = get_asgi_application()
+django_application = get_asgi_application()
+
+from memory_site.middleware import body_limit_for  # noqa: E402  (needs Django set up)
+
+
+async def _send_413(send, limit: int) -> None:
+    body = json.dumps(
+        {"error": {"code": "payload_too_large", "message": f"Request body is over the {limit}-byte limit."}}
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyLimitASGI:
+    """Refuse oversized bodies before Django reads (and spools) them.
+
+    Django's ASGI handler reads the whole body before any middleware runs, and ignores a body
+    sent without Content-Length (chunked). This wrapper answers 413 as soon as the declared
+    or received size passes the limit, and buffers chunked bodies (within the limit) so Django
+    sees them with a Content-Length.
+    """
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        limit = body_limit_for(scope.get("path", ""))
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        if declared is not None:
+            try:
+                length = int(declared)
+            except ValueError:
+                length = limit + 1
+            if length > limit:
+                return await _send_413(send, limit)
+            return await self.app(scope, receive, send)
+        if headers.get(b"transfer-encoding", b"").lower() != b"chunked":
+            return await self.app(scope, receive, send)
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return await _send_413(send, limit)
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        new_headers = [(k, v) for k, v in scope["headers"] if k not in (b"transfer-encoding", b"content-length")]
+        new_headers.append((b"content-length", str(len(body)).encode()))
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await self.app({**scope, "headers": new_headers}, replay, send)
+
+
+application = BodyLimitASGI(django_application)

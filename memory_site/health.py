@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection
-from django.http import JsonResponse
 from django.utils import timezone
-from django.views.decorators.http import require_GET
+from django_q.status import Stat
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 
 def _database_ok() -> tuple[bool, bool]:
@@ -21,27 +26,38 @@ def _database_ok() -> tuple[bool, bool]:
 
 
 def _worker_state() -> str:
-    """'sync' in test mode, 'ok' when a django-q2 cluster reported in the last minute."""
-    from django.conf import settings
-
+    """'sync' when tasks run inline (tests), 'ok' when a django-q2 cluster reported in the
+    last minute (its stats live in the shared database cache), else 'down'."""
     if settings.Q_CLUSTER.get("sync"):
         return "sync"
     try:
-        from django_q.status import Stat
-
         stats = Stat.get_all()
-        fresh = [s for s in stats if s.timestamp and timezone.now() - s.timestamp < timedelta(minutes=1)]
-        return "ok" if fresh else "down"
     except Exception:
         return "unknown"
+    now = timezone.now()
+    fresh = [stat for stat in stats if stat.timestamp and now - stat.timestamp < timedelta(minutes=1)]
+    return "ok" if fresh else "down"
 
 
-@require_GET
-def health(request):
-    database, vector = _database_ok()
-    worker = _worker_state()
-    status = 200 if database and vector else 503
-    return JsonResponse(
-        {"database": "ok" if database else "down", "vector": "ok" if vector else "missing", "worker": worker},
-        status=status,
+class HealthApi(APIView):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        tags=["health"],
+        responses={
+            200: inline_serializer(
+                "Health",
+                {"database": serializers.CharField(), "vector": serializers.CharField(), "worker": serializers.CharField()},
+            )
+        },
     )
+    def get(self, request):
+        """Component status only, no data; 503 when the database or pgvector is missing."""
+        database, vector = _database_ok()
+        body = {
+            "database": "ok" if database else "down",
+            "vector": "ok" if vector else "missing",
+            "worker": _worker_state(),
+        }
+        return Response(body, status=200 if database and vector else 503)

@@ -7,12 +7,18 @@ from django.conf import settings
 from memory_site.errors import error_response
 
 
-class BodySizeLimitMiddleware:
-    """Answer 413 for bodies over the limit before they are read.
+def body_limit_for(path: str) -> int:
+    """Upload endpoints (imports, document ingest) get MNEMO_MAX_UPLOAD_BYTES, the rest MNEMO_MAX_BODY_BYTES."""
+    if any(path.startswith(prefix) for prefix in settings.MNEMO_UPLOAD_PATHS):
+        return settings.MNEMO_MAX_UPLOAD_BYTES
+    return settings.MNEMO_MAX_BODY_BYTES
 
-    Upload endpoints (imports, document ingest) get MNEMO_MAX_UPLOAD_BYTES; everything else
-    MNEMO_MAX_BODY_BYTES. A body with no Content-Length is still capped by Django's
-    DATA_UPLOAD_MAX_MEMORY_SIZE, which the API error handler also maps to 413.
+
+class BodySizeLimitMiddleware:
+    """Answer 413 for a declared Content-Length over the limit (WSGI and the test client).
+
+    Under ASGI, `memory_site.asgi.BodyLimitASGI` enforces the same limit earlier, while the body
+    is still arriving, and also for chunked bodies that declare no length.
     """
 
     def __init__(self, get_response):
@@ -23,8 +29,7 @@ class BodySizeLimitMiddleware:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             return error_response(400, "invalid_content_length", "Content-Length is not a number.")
-        is_upload = any(request.path.startswith(p) for p in settings.MNEMO_UPLOAD_PATHS)
-        limit = settings.MNEMO_MAX_UPLOAD_BYTES if is_upload else settings.MNEMO_MAX_BODY_BYTES
+        limit = body_limit_for(request.path)
         if length > limit:
             return error_response(
                 413, "payload_too_large", f"Request body of {length} bytes is over the {limit}-byte limit."

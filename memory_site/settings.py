@@ -9,10 +9,13 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from dotenv import load_dotenv
 
 from memory_site.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# A project-level .env fills in variables the environment does not already set.
+load_dotenv(BASE_DIR / ".env", override=False)
 DATA_DIR = Path(env_str("MNEMO_DATA_DIR", str(BASE_DIR / "var")))
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
@@ -173,6 +176,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "memory_site.schema.add_error_responses",
+    ],
 }
 
 # Request bodies over this size get 413; imports and document uploads have their own limit.
@@ -230,14 +237,22 @@ MNEMO_ROLLUP_HISTORY_MAX_CHARS = env_int("MNEMO_ROLLUP_HISTORY_MAX_CHARS", 600)
 # queues a summary of long sessions. They live in higher layers than sessions_app.
 MNEMO_AFTER_MESSAGE_HOOKS = [
     "ingestion_app.services.inline.exchange_index",
+    "ingestion_app.services.message_index.message_index",
     "context_app.services.consolidation.consolidation_check",
 ]
 # Queued (dotted path) when a session is closed; lives in context_app.
 MNEMO_SESSION_CLOSE_TASK = "context_app.tasks.session_close_task"
 
 # --- Background tasks (django-q2, ORM broker) ---------------------------------------------------
+# django-q2 keeps cluster stats in a cache; a database cache makes them visible to the web
+# process, so /api/health can tell whether a worker is alive.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "tasks": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "mnemo_task_cache"},
+}
 Q_CLUSTER = {
     "name": "mnemo",
+    "cache": "tasks",
     "orm": "default",
     "workers": env_int("MNEMO_WORKERS", 2),
     "timeout": 600,

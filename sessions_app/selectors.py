@@ -10,18 +10,21 @@ from memory_site.errors import NotFound
 from sessions_app.models import ChatSession, Message
 
 
-def session_get_for_user(*, user, session_id: uuid.UUID | str, lock: bool = False) -> ChatSession:
+def session_get_for_user(
+    *, user, session_id: uuid.UUID | str, lock: bool = False, field: str = "session_id"
+) -> ChatSession:
     """The caller's session, or NotFound: another user's session is indistinguishable from none.
 
     With lock=True the row is locked (SELECT ... FOR UPDATE) for the current transaction.
+    `field` names the request field in the error.
     """
     queryset = ChatSession.objects.filter(user=user)
     if lock:
         queryset = queryset.select_for_update()
     try:
         return queryset.get(id=session_id)
-    except (ChatSession.DoesNotExist, ValueError):
-        raise NotFound(f"Session {session_id} not found.", code="session_not_found", field="session_id")
+    except (ChatSession.DoesNotExist, ValueError) as exc:
+        raise NotFound(f"Session {session_id} not found.", code="session_not_found", field=field) from exc
 
 
 def sessions_for_user(*, user, app_id: str | None = None) -> QuerySet[ChatSession]:

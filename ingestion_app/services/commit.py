@@ -185,7 +185,7 @@ def memory_commit(
     written. Raises NotFound (not the caller's session) and UpstreamError (LLM or embedder
     failed; nothing stored, mark unchanged).
     """
-    session = session_get_for_user(user=user, session_id=chat_session_id)
+    session = session_get_for_user(user=user, session_id=chat_session_id, field="chat_session_id")
     MemoryCommitLog.objects.get_or_create(chat_session=session, defaults={"user": user})
     llm = get_llm()
     stage = "language model"

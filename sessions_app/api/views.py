@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from django.db.models import Prefetch
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework import status
 from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
@@ -44,7 +45,16 @@ class SessionOpenApi(APIView):
 
 
 class SessionHeartbeatApi(APIView):
-    @extend_schema(request=SessionRefInput, responses={200: SessionOutput}, tags=["sessions"])
+    @extend_schema(
+        request=SessionRefInput,
+        responses={
+            200: inline_serializer(
+                "HeartbeatOutput",
+                {"session_id": serializers.UUIDField(), "last_heartbeat_at": serializers.DateTimeField()},
+            )
+        },
+        tags=["sessions"],
+    )
     def post(self, request):
         data = validated(SessionRefInput, request)
         session = session_heartbeat(user=request.user, session_id=data["session_id"])
@@ -52,7 +62,15 @@ class SessionHeartbeatApi(APIView):
 
 
 class SessionVisibilityApi(APIView):
-    @extend_schema(request=VisibilityInput, responses={200: SessionOutput}, tags=["sessions"])
+    @extend_schema(
+        request=VisibilityInput,
+        responses={
+            200: inline_serializer(
+                "VisibilityOutput", {"session_id": serializers.UUIDField(), "visible": serializers.BooleanField()}
+            )
+        },
+        tags=["sessions"],
+    )
     def post(self, request):
         data = validated(VisibilityInput, request)
         session = session_set_visibility(user=request.user, session_id=data["session_id"], visible=data["visible"])
@@ -60,7 +78,20 @@ class SessionVisibilityApi(APIView):
 
 
 class SessionCloseApi(APIView):
-    @extend_schema(request=SessionRefInput, responses={202: SessionOutput}, tags=["sessions"])
+    @extend_schema(
+        request=SessionRefInput,
+        responses={
+            202: inline_serializer(
+                "CloseOutput",
+                {
+                    "session_id": serializers.UUIDField(),
+                    "status": serializers.ChoiceField(choices=["open", "closing", "closed"]),
+                    "close_error": serializers.CharField(),
+                },
+            )
+        },
+        tags=["sessions"],
+    )
     def post(self, request):
         """Idempotent: the first call queues summarization (202); later calls report the state."""
         data = validated(SessionRefInput, request)
@@ -82,7 +113,10 @@ class MessageCreateApi(APIView):
 class SessionListApi(ListAPIView):
     serializer_class = SessionOutput
 
-    @extend_schema(tags=["sessions"])
+    @extend_schema(
+        tags=["sessions"],
+        parameters=[OpenApiParameter("app_id", str, description="Only sessions of this app_id.")],
+    )
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 

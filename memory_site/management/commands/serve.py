@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import time
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 
 class Command(BaseCommand):
@@ -19,10 +20,12 @@ class Command(BaseCommand):
 
     def handle(self, *args, host, port, **options):
         python = sys.executable
-        worker = subprocess.Popen([python, "manage.py", "qcluster"])
+        env = {**os.environ, "MNEMO_WARM_EMBEDDER": "1"}
+        worker = subprocess.Popen([python, "manage.py", "qcluster"], env=env)
         web = subprocess.Popen(
             [python, "-m", "uvicorn", "memory_site.asgi:application", "--host", host, "--port", str(port),
-             "--timeout-graceful-shutdown", "5"]
+             "--timeout-graceful-shutdown", "5"],
+            env=env,
         )
         self.stdout.write(f"Mnemo: web http://{host}:{port}/ (pid {web.pid}), worker pid {worker.pid}. Ctrl-C stops both.")
         stopping = False
@@ -35,6 +38,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         while not stopping and web.poll() is None and worker.poll() is None:
             time.sleep(0.5)
+        first_dead = None if stopping else ("web server" if web.poll() is not None else "task worker")
         for process in (web, worker):
             if process.poll() is None:
                 process.send_signal(signal.SIGINT)
@@ -43,4 +47,6 @@ class Command(BaseCommand):
                 process.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 process.kill()
+        if first_dead:
+            raise CommandError(f"The {first_dead} exited on its own (is port {port} free?); stopped both.")
         self.stdout.write("Mnemo stopped.")

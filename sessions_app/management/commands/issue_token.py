@@ -4,7 +4,7 @@ from rest_framework.authtoken.models import Token
 
 
 class Command(BaseCommand):
-    help = "Print the API token of USERNAME (created if missing). Use it as 'Authorization: Token <key>'."
+    help = "Print the API token of USERNAME (the token is created if missing; the user only with --create-user)."
 
     def add_arguments(self, parser):
         parser.add_argument("username")
@@ -14,9 +14,9 @@ class Command(BaseCommand):
         user_model = get_user_model()
         try:
             user = user_model.objects.get(username=username)
-        except user_model.DoesNotExist:
+        except user_model.DoesNotExist as exc:
             if not create_user:
-                raise CommandError(f"No user named {username!r} (add --create-user to create one).")
+                raise CommandError(f"No user named {username!r} (add --create-user to create one).") from exc
             user = user_model.objects.create_user(username=username)
         token, _ = Token.objects.get_or_create(user=user)
         self.stdout.write(token.key)

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+import logging
+import os
+
+from django.apps import AppConfig
+
+logger = logging.getLogger(__name__)
+
+
+class MemorySiteConfig(AppConfig):
+    name = "memory_site"
+    verbose_name = "Mnemo"
+
+    def ready(self):
+        # `manage.py serve` sets this for the web server and the worker: load the local
+        # embedding model at start-up (before the worker forks its children), so the first
+        # request or task does not wait ~20 s for it.
+        if os.environ.get("MNEMO_WARM_EMBEDDER") == "1":
+            from django.conf import settings
+
+            if settings.EMBEDDING_PROVIDER == "local":
+                from memory_site.providers import get_embedder
+
+                get_embedder().embed(["warm up"])
+                logger.info("local embedding model loaded")
