@@ -85,6 +85,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--maintenance-work-mem", default="3GB")
     parser.add_argument("--parallel-workers", type=int, default=2)
     parser.add_argument("--shared-buffers", default="", help="e.g. 2GB (restarts the server)")
+    parser.add_argument("--hnsw-m", type=int, help="build HNSW with this m (default: migration)")
+    parser.add_argument("--hnsw-ef-construction", type=int, help="and this ef_construction")
     parser.add_argument("--sweep", action="store_true", help="ef_search/iterative scan sweep")
     parser.add_argument("--cleanup", action="store_true", help="stop the server, delete data")
     return parser.parse_args()
@@ -487,23 +489,54 @@ def load(corpus: Corpus, *, batch: int, seed: int) -> tuple[dict, np.ndarray]:
     figures["generate_s"] = round(generate_s, 2)
     figures["copy_s"] = round(copy_s, 2)
 
-    notices: list[str] = []
-    pg.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
-    execute(f"SET maintenance_work_mem = '{ARGS.maintenance_work_mem}'")
-    execute(f"SET max_parallel_maintenance_workers = {ARGS.parallel_workers}")
-    for name, key in ((GIN_NAME, "gin_build_s"), (HNSW_NAME, "hnsw_build_s")):
-        log(f"building {name} ...")
-        t0 = time.perf_counter()
-        execute(definitions[name])
-        figures[key] = round(time.perf_counter() - t0, 2)
-        log(f"{name} built in {figures[key]} s")
-    figures["build_notices"] = [n for n in notices if n]
-    execute("RESET maintenance_work_mem")
+    definitions[HNSW_NAME] = hnsw_definition(definitions[HNSW_NAME])
+    figures.update(build_indexes({GIN_NAME: definitions[GIN_NAME]}))
+    figures.update(build_indexes({HNSW_NAME: definitions[HNSW_NAME]}))
     t0 = time.perf_counter()
     execute("VACUUM (ANALYZE) rag_store")
     figures["vacuum_analyze_s"] = round(time.perf_counter() - t0, 2)
     figures["load_load_avg"] = [round(x, 2) for x in os.getloadavg()]
     return figures, user_ids
+
+
+def hnsw_definition(current: str) -> str:
+    """The HNSW index as the migration defines it, or with --hnsw-m / --hnsw-ef-construction."""
+    m = ARGS.hnsw_m or hnsw_parameter(current, "m") or 16
+    ef = ARGS.hnsw_ef_construction or hnsw_parameter(current, "ef_construction") or 64
+    return (
+        f"CREATE INDEX {HNSW_NAME} ON public.rag_store USING hnsw "
+        f"(embedding vector_cosine_ops) WITH (m='{m}', ef_construction='{ef}')"
+    )
+
+
+def hnsw_parameter(definition: str, name: str) -> int | None:
+    import re
+
+    found = re.search(rf"\b{name}='?(\d+)", definition)
+    return int(found.group(1)) if found else None
+
+
+def build_indexes(definitions: dict[str, str]) -> dict:
+    """Create the given (dropped) indexes with a big maintenance_work_mem and parallel workers;
+    build seconds per index and any notice (e.g. the HNSW graph outgrowing the memory)."""
+    connection.ensure_connection()
+    notices: list[str] = []
+    connection.connection.add_notice_handler(lambda diag: notices.append(diag.message_primary))
+    execute(f"SET maintenance_work_mem = '{ARGS.maintenance_work_mem}'")
+    execute(f"SET max_parallel_maintenance_workers = {ARGS.parallel_workers}")
+    figures: dict = {}
+    for name, definition in definitions.items():
+        key = "hnsw_build_s" if name == HNSW_NAME else "gin_build_s"
+        log(f"building {name}: {definition}")
+        t0 = time.perf_counter()
+        execute(definition)
+        figures[key] = round(time.perf_counter() - t0, 2)
+        log(f"{name} built in {figures[key]} s")
+    execute("RESET maintenance_work_mem")
+    if HNSW_NAME in definitions:
+        figures["hnsw_definition"] = definitions[HNSW_NAME]
+        figures["hnsw_build_notices"] = [notice for notice in notices if notice]
+    return figures
 
 
 def sizes() -> dict:
@@ -933,6 +966,15 @@ def main() -> None:
         figures = meta["load"]
         user_ids = np.array(meta["user_ids"], dtype=np.int64)
         log(f"reusing {stored_rows:,} rows (--keep)")
+        current = index_sql(HNSW_NAME)
+        wanted_index = hnsw_definition(current)
+        if [hnsw_parameter(current, k) for k in ("m", "ef_construction")] != [
+            hnsw_parameter(wanted_index, k) for k in ("m", "ef_construction")
+        ]:
+            execute(f"DROP INDEX {HNSW_NAME}")
+            figures.update(build_indexes({HNSW_NAME: wanted_index}))
+            meta["load"] = figures
+            meta_path.write_text(json.dumps(meta))
     else:
         if ARGS.keep:
             log("--keep: no matching earlier data, loading")
