@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 __all__ = [
     "contextual_header",
@@ -189,12 +190,21 @@ def _strip_noise(text: str) -> str:
     """Remove what is never a topic: code blocks, URLs, e-mail addresses and placeholders."""
     if len(text) > MAX_TEXT_CHARS:
         text = text[:MAX_TEXT_CHARS]
-    text = unicodedata.normalize("NFKC", text)
-    text = _CODE_FENCE_RE.sub("\n", text)
-    text = _MD_LINK_RE.sub(r"\1", text)
-    text = _URL_RE.sub(" ", text)
-    text = _EMAIL_RE.sub(" ", text)
-    return _PLACEHOLDER_RE.sub(" ", text)
+    # Each pattern runs only when the text holds a character it needs (ASCII is already NFKC):
+    # most chat text has no code, link or placeholder, and a regex scan per text adds up.
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    if "```" in text:
+        text = _CODE_FENCE_RE.sub("\n", text)
+    if "](" in text:
+        text = _MD_LINK_RE.sub(r"\1", text)
+    if "." in text or "://" in text:
+        text = _URL_RE.sub(" ", text)
+    if "@" in text:
+        text = _EMAIL_RE.sub(" ", text)
+    if "[" in text or "<" in text:
+        text = _PLACEHOLDER_RE.sub(" ", text)
+    return text
 
 
 def _fold(word: str) -> str:
@@ -226,8 +236,10 @@ def _is_content(lower: str, surface: str) -> bool:
     return True
 
 
-@dataclass(frozen=True, slots=True)
-class _Token:
+class _Token(NamedTuple):
+    """A content word in a run (a named tuple: the tokenizer makes one per word, and a frozen
+    dataclass costs several times more to create)."""
+
     key: str  # folded, lowercase
     lower: str
     surface: str
@@ -336,11 +348,40 @@ class _Candidate:
         self.whole_run = False  # a phrase that was once a complete run of 2-3 content words
 
 
+# keys, first occurrence (position among the text's occurrences), count, weights in text order,
+# capitalised count, (surface, count) in first-seen order, ever a whole run
+_Evidence = tuple[
+    tuple[str, ...], int, int, tuple[float, ...], int, tuple[tuple[str, int], ...], bool
+]
+
+
 @lru_cache(maxsize=1024)
-def _occurrences(text: str) -> tuple[tuple[tuple[str, ...], str, bool, float, bool], ...]:
-    """(keys, surface, capitalised, weight, whole run) for every candidate occurrence in a text.
-    Cached per text, like ``_runs``."""
-    found: list[tuple[tuple[str, ...], str, bool, float, bool]] = []
+def _text_evidence(text: str) -> tuple[int, tuple[_Evidence, ...]]:
+    """(number of candidate occurrences, evidence per distinct candidate) of one text.
+
+    Occurrences, in text order per run: each content word; for a run of three, its two
+    bigrams; a run of 2-3 words as a whole; in a longer run, its capitalised names ("The Japan
+    Rail Pass costs") and then all its bigrams and trigrams (which count only if they repeat).
+    They are folded per candidate once and cached per text (the importer ranks a turn's user
+    text twice and its reply twice), so ranking merges a few dozen aggregates instead of
+    replaying every occurrence. Weights stay in text order so the merged mass is the same float
+    sum as adding occurrence by occurrence.
+    """
+    # keys -> [first position, weights, capitalised count, {surface: count}, whole run]
+    grouped: dict[tuple[str, ...], list] = {}
+    position = 0
+
+    def add(keys: tuple[str, ...], surface: str, weight: float, whole: bool) -> None:
+        entry = grouped.get(keys)
+        if entry is None:
+            grouped[keys] = [position, [weight], 0, {surface: 1}, whole]
+            return
+        entry[1].append(weight)
+        surfaces = entry[3]
+        surfaces[surface] = surfaces.get(surface, 0) + 1
+        if whole:
+            entry[4] = True
+
     for run in _runs(text):
         for token in run:
             lower = token.lower
@@ -349,35 +390,75 @@ def _occurrences(text: str) -> tuple[tuple[tuple[str, ...], str, bool, float, bo
                 lower.endswith("ed") and len(lower) > 4 and not token.capitalised_mid
             ):
                 weight = 0.5
-            found.append(((token.key,), token.surface, token.capitalised_mid, weight, False))
+            keys = (token.key,)
+            entry = grouped.get(keys)
+            if entry is None:
+                grouped[keys] = [
+                    position,
+                    [weight],
+                    int(token.capitalised_mid),
+                    {token.surface: 1},
+                    False,
+                ]
+            else:
+                entry[1].append(weight)
+                if token.capitalised_mid:
+                    entry[2] += 1
+                surfaces = entry[3]
+                surfaces[token.surface] = surfaces.get(token.surface, 0) + 1
+            position += 1
         size = len(run)
-        if size == 3:
-            # Sub-phrases of "Japan Rail Pass" merge with their occurrences elsewhere.
-            for pair in (run[:2], run[1:]):
-                surface = f"{pair[0].surface} {pair[1].surface}"
-                found.append(((pair[0].key, pair[1].key), surface, False, 1.0, False))
-        if 2 <= size <= 3:
-            surface = " ".join(token.surface for token in run)
+        if size == 1:
+            continue
+        if size <= 3:
+            if size == 3:
+                # Sub-phrases of "Japan Rail Pass" merge with their occurrences elsewhere.
+                first, second, third = run
+                add((first.key, second.key), f"{first.surface} {second.surface}", 1.0, False)
+                position += 1
+                add((second.key, third.key), f"{second.surface} {third.surface}", 1.0, False)
+                position += 1
             weight = 0.6 if run[0].verb_like or run[-1].verb_like else 1.0
-            found.append((tuple(token.key for token in run), surface, False, weight, True))
-        elif size > 3:
-            # A capitalised name inside a long run ("The Japan Rail Pass costs") is a phrase.
-            for name in _capitalised_sequences(run):
-                surface = " ".join(token.surface for token in name)
-                found.append((tuple(token.key for token in name), surface, False, 1.0, True))
-            # Other bigrams and trigrams inside long runs count only if they repeat.
-            for gram_size in (2, 3):
-                for index in range(size - gram_size + 1):
-                    gram = run[index : index + gram_size]
-                    surface = " ".join(token.surface for token in gram)
-                    found.append((tuple(token.key for token in gram), surface, False, 1.0, False))
-    return tuple(found)
+            add(tuple(token.key for token in run), " ".join(t.surface for t in run), weight, True)
+            position += 1
+            continue
+        for name in _capitalised_sequences(run):
+            add(tuple(token.key for token in name), " ".join(t.surface for t in name), 1.0, True)
+            position += 1
+        keys_of = [token.key for token in run]
+        surface_of = [token.surface for token in run]
+        for index in range(size - 1):
+            add(
+                (keys_of[index], keys_of[index + 1]),
+                f"{surface_of[index]} {surface_of[index + 1]}",
+                1.0,
+                False,
+            )
+            position += 1
+        for index in range(size - 2):
+            add(
+                (keys_of[index], keys_of[index + 1], keys_of[index + 2]),
+                f"{surface_of[index]} {surface_of[index + 1]} {surface_of[index + 2]}",
+                1.0,
+                False,
+            )
+            position += 1
+    evidence = tuple(
+        (keys, first, len(weights), tuple(weights), capitalised, tuple(surfaces.items()), whole)
+        for keys, (first, weights, capitalised, surfaces, whole) in grouped.items()
+    )
+    return position, evidence
 
 
 def _collect_candidates(
     texts: Iterable[str], first_text_weight: float = 1.0
 ) -> tuple[dict[tuple[str, ...], _Candidate], int]:
+    """Candidates of the texts, merged. A phrase lifted out of a long run and seen once so far
+    waits in ``pending`` (it can only rank if it repeats); most such n-grams never do, so
+    they never cost a candidate. Only candidates that can enter ``_ranked``'s pool are
+    returned."""
     candidates: dict[tuple[str, ...], _Candidate] = {}
+    pending: dict[tuple[str, ...], tuple[int, float, str]] = {}
     position = 0
     text_count = 0
     first_index = -1
@@ -388,21 +469,41 @@ def _collect_candidates(
             first_index = text_index
         text_count += 1
         boost = first_text_weight if text_index == first_index else 1.0
-        for keys, surface, capitalised, weight, whole in _occurrences(text):
+        occurrences, evidence = _text_evidence(text)
+        for keys, first, count, weights, capitalised, surfaces, whole in evidence:
             candidate = candidates.get(keys)
             if candidate is None:
-                candidate = candidates[keys] = _Candidate(keys, position)
-            candidate.count += 1
-            candidate.mass += weight * boost
-            if candidate.last_text != text_index:
-                candidate.last_text = text_index
-                candidate.text_hits += 1
-            candidate.surfaces[surface] = candidate.surfaces.get(surface, 0) + 1
-            if capitalised:
-                candidate.capitalised += 1
+                waiting = pending.pop(keys, None)
+                if waiting is None:
+                    if count == 1 and not whole and len(keys) > 1:
+                        pending[keys] = (position + first, weights[0] * boost, surfaces[0][0])
+                        continue
+                    candidate = candidates[keys] = _Candidate(keys, position + first)
+                else:
+                    earlier_position, earlier_mass, earlier_surface = waiting
+                    candidate = candidates[keys] = _Candidate(keys, earlier_position)
+                    candidate.count = 1
+                    candidate.mass = 0.0 + earlier_mass
+                    candidate.text_hits = 1
+                    candidate.surfaces[earlier_surface] = 1
+            candidate.count += count
+            mass = candidate.mass
+            if boost == 1.0:
+                for weight in weights:
+                    mass += weight
+            else:
+                for weight in weights:
+                    mass += weight * boost
+            candidate.mass = mass
+            candidate.last_text = text_index
+            candidate.text_hits += 1
+            known = candidate.surfaces
+            for surface, seen in surfaces:
+                known[surface] = known.get(surface, 0) + seen
+            candidate.capitalised += capitalised
             if whole:
                 candidate.whole_run = True
-            position += 1
+        position += occurrences
     return candidates, text_count
 
 
