@@ -388,6 +388,10 @@ def import_file_process(
                     cursor.execute(
                         "SELECT pg_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_NAMESPACE, job.user_id]
                     )
+                    # The file's commit need not wait for the WAL flush: a crash right after
+                    # it loses the whole file or nothing (it is one transaction), and the job
+                    # record written later can only reach disk after it.
+                    cursor.execute("SET LOCAL synchronous_commit = off")
                 outcome = _import_conversations(
                     path=path,
                     file_format=file_format,
