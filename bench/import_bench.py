@@ -207,11 +207,11 @@ def generate_export(path: Path, target_bytes: int, seed: int = 7) -> tuple[int, 
 # --------------------------------------------------------------------------------------------
 
 
-def _own_cpu() -> float:
-    """CPU seconds of this process and its finished worker processes."""
+def _cpu_split() -> tuple[float, float]:
+    """CPU seconds of (this process, its finished worker processes)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
 def _backend_cpu_reader(connection):
@@ -257,11 +257,18 @@ def run_import(path: Path, *, embed: bool) -> dict:
             get_embedder().embed(["warm up"])  # model load is not import time
         job = import_job_create_from_paths(user=user, paths=[path])
         backend_cpu = _backend_cpu_reader(connection)
-        cpu_before = _own_cpu() + backend_cpu()
+        main_before, workers_before = _cpu_split()
+        backend_before = backend_cpu()
         started = time.perf_counter()
         job = import_job_run(job_id=job.id, embed=embed)
         seconds = time.perf_counter() - started
-        cpu_seconds = _own_cpu() + backend_cpu() - cpu_before
+        main_after, workers_after = _cpu_split()
+        split = {
+            "main": main_after - main_before,
+            "workers": workers_after - workers_before,
+            "postgres": backend_cpu() - backend_before,
+        }
+        cpu_seconds = sum(split.values())
         summary = job.summary
         embedded = MemoryItem.objects.filter(user=user, embedding__isnull=False).count()
     finally:
@@ -281,6 +288,10 @@ def run_import(path: Path, *, embed: bool) -> dict:
         "seconds": round(seconds, 1),
         "pairs_per_second": round(pairs / seconds, 1) if seconds else 0,
         "cpu_ms_per_pair": round(cpu_seconds * 1000 / pairs, 2) if pairs else 0,
+        # where the CPU went: this process, its worker processes, its PostgreSQL backend
+        "cpu_ms_per_pair_split": {
+            part: round(value * 1000 / pairs, 2) if pairs else 0 for part, value in split.items()
+        },
         "peak_rss_mb": round(peak_kib / 1024, 1),
         "verification_ok": summary.get("verification", {}).get("ok"),
     }
@@ -328,6 +339,11 @@ def main() -> None:
                 f"{result['chunks']:>8} {result['seconds']:>8} {result['pairs_per_second']:>8} "
                 f"{result['cpu_ms_per_pair']:>12} {result['peak_rss_mb']:>12} "
                 f"{result['verification_ok']}"
+            )
+            split = result["cpu_ms_per_pair_split"]
+            print(
+                "          CPU ms/pair by process: "
+                + ", ".join(f"{k} {v}" for k, v in split.items())
             )
     finally:
         for path in (small, big):
