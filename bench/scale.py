@@ -1,7 +1,10 @@
 """Scale benchmark of the retrieval service: up to 1,000,000 memories over 10,000 users.
 
 Run: ``.venv/bin/python bench/scale.py [--rows 1000000] [--users 10000] [--queries 100]
-[--data-dir /tmp/mnemo_scale] [--keep] [--sweep] [--cleanup]``.
+[--data-dir /tmp/mnemo_scale] [--keep] [--sweep] [--cleanup] [--shared-buffers 3GB]
+[--hnsw-m 16 --hnsw-ef-construction 128]``. ``--keep`` reuses the data of an earlier run with
+the same parameters (and rebuilds only the HNSW index when its parameters differ); to measure
+exactly the committed code, run it from ``git archive HEAD`` unpacked under /tmp.
 
 It runs against its OWN embedded PostgreSQL under ``--data-dir`` (``MNEMO_DATA_DIR`` is set
 before Django starts, so the server the other processes use is never touched), or against
@@ -25,7 +28,9 @@ the user's topics (picked in proportion to how much they talk about it) and a qu
 that topic's words. Measured:
 
 - ``memory_search`` (hybrid, top_k 10, the embedding passed in, so no model is loaded): what a
-  caller waits for, p50/p95;
+  caller waits for, p50/p95 (first call of a user, and a repeat); its CPU time (this process +
+  the database backend, from /proc schedstat: what an idle machine would take, roughly) and
+  the time of each of the selector's internal steps (keyword side, vector side, loads);
 - the vector side alone, through the committed selector's ``_vector_candidates`` when its
   signature allows (else an identical copy of its SQL): p50/p95 and recall@10 against the
   exact answer (same user filter, ORDER BY distance with index scans disabled, which leaves
@@ -36,6 +41,14 @@ that topic's words. Measured:
 
 Prints figures as it goes and one final JSON line. Targets on a 2-core machine: p95 under
 20 ms, recall@10 at least 0.95.
+
+Measured (1,000,000 rows, 10,000 users, 2 cores shared with other test runs, load 3-10,
+selector v1 of commit 7a61754): COPY 160 s, GIN 13 s, HNSW (m 16, ef_construction 64) 796 s,
+2.0 GB (heap 2.0 GB, 4.3 GB with all indexes). Users with 100 memories get the exact btree
+path: recall 1.0, hybrid p95 10 ms (shared_buffers 3 GB) / 24 ms (128 MB, load 8). Users with
+10,000 memories: vector recall@10 0.91 with ef_construction 64 (no ef_search/iterative setting
+reaches 0.95), 0.985 with ef_construction 128 (vector p95 8.5 ms); hybrid p95 160-340 ms,
+all of it the keyword side (ts_rank_cd over every matching row: ~45 us per match).
 """
 
 from __future__ import annotations
