@@ -74,8 +74,12 @@ def _first_validation_error(detail, prefix: str = "") -> tuple[str | None, str]:
     """Flatten DRF's nested validation detail to the first (field path, message)."""
     if isinstance(detail, dict):
         for key, value in detail.items():
-            field = key if key != "non_field_errors" else None
-            path = f"{prefix}.{field}" if prefix and field else (field or prefix or None)
+            if isinstance(key, int):  # DRF keys list-item errors by index
+                path = f"{prefix}[{key}]" if prefix else f"[{key}]"
+            elif key == "non_field_errors":
+                path = prefix or None
+            else:
+                path = f"{prefix}.{key}" if prefix else key
             sub_field, message = _first_validation_error(value, path or "")
             return sub_field or path, message
     if isinstance(detail, list) and detail:
