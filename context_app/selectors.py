@@ -1,29 +1,78 @@
 """Retrieval: the one hybrid search over the rag_store, scoped to the caller before ranking.
 
-Vector side: pgvector HNSW cosine with iterative index scans, so user-scoped filters keep their
-recall. Keyword side: PostgreSQL full text (`search_vector` GIN, english config) with OR
-semantics over the query's words, ranked by ts_rank_cd. The two rankings are fused by
-reciprocal rank fusion; an optional recency weight favours newer memories.
+Used by the context pack's [Relevant memories], the memory browser and the search API. Every
+statement filters on (user, app_id, sources, filters) before anything is ranked, so another
+user's or app's rows can never reach a ranking.
+
+Design (measured on LoCoMo, /work/briefs/retrieval_findings.md; `bench/locomo.py` reproduces it):
+
+- Keyword side: Okapi BM25 computed in SQL over the `search_vector` lexemes (english config).
+  `ts_rank_cd` has no inverse document frequency and ranks 10-20 points worse. Words of the item
+  itself (weight A) count fully, its keyword context (weight B: a message's neighbours) at half
+  term frequency. Document frequencies come from the GIN index, capped, and scope statistics
+  (count, mean length) are cached; on big scopes candidates are drawn from the rarest terms
+  only (MaxScore-like pruning), the common terms still adding to their score.
+- Vector side: pgvector HNSW cosine with iterative index scans, so user-scoped filters keep
+  their recall.
+- Fusion: weighted reciprocal rank fusion (k=20, keyword 1.0, vector 0.7: the local embedder
+  is weaker than BM25 on conversation recall; 0.6-0.8 is a plateau, equal weights lose a
+  point, 0.3 loses one too); a message item
+  also gets 0.3 x the best fused score of its neighbouring messages (answers sit next to the
+  matched question); when the query names exactly one of the conversation's speakers, that
+  name is dropped from the keyword query and their messages are boosted x1.5.
+- Optional recency weight, a similarity threshold, scope filters. Packing walks the ranking,
+  skips an item whose messages are all covered by items already taken (turn-pair chunks and
+  message items overlap) and stops before max_tokens.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.core.cache import cache
 from django.db import connection, transaction
+from django.db.models import Count
 from django.utils import timezone
 
+from ingestion_app.models import MemoryItem
+from memory_site.errors import InvalidInput
 from memory_site.providers import get_embedder
 
 SOURCES = ("fact", "chunk", "summary", "document")
 MODES = ("hybrid", "semantic", "keyword")
-RRF_K = 60
-CANDIDATES_PER_SIDE = 50
-_WORD = re.compile(r"[\w']+", re.UNICODE)
+
+# Fusion (see the module docstring for why these values).
+RRF_K = 20
+KEYWORD_WEIGHT = 1.0
+VECTOR_WEIGHT = 0.7
+NEIGHBOUR_WEIGHT = 0.3
+SPEAKER_BOOST = 1.5
+# Score factor of a turn-pair chunk whose messages also exist as message items: the pair
+# repeats them at twice the length. Measured on LoCoMo: 1, 0.5, 0.25 and 0 all within 0.1
+# point (packing already skips items whose messages are covered); 0.5 prefers the short items
+# while a pair's contextual header can still lift it when its messages rank low.
+PAIR_WEIGHT = 0.5
+# Score factor of session summaries: long (up to 800 chars) and covering no single message,
+# one ranked high takes 40% of a 2,000-character budget (measured: +0.5 on LoCoMo; 0.5 and 0
+# give the same recall, 0.5 keeps summaries reachable when nothing else matches).
+SUMMARY_WEIGHT = 0.5
+CANDIDATES_PER_SIDE = 100
+
+# BM25.
+BM25_K1 = 1.2
+BM25_B = 0.75
+CONTEXT_TF_WEIGHT = 0.5  # term frequency of a keyword-context (weight B) occurrence
+MAX_QUERY_TERMS = 32  # lexemes of a long query beyond the first 32 are ignored
+DF_CAP = 5000  # document frequencies are counted up to this (idf is near its floor anyway)
+PRUNE_DF = 3000  # candidates come from the rarest terms whose summed df stays under this
+STATS_TTL_SECONDS = 60
+ROLE_SPEAKERS = frozenset({"user", "assistant", "system"})
 
 
 @dataclass
@@ -34,6 +83,8 @@ class SearchFilters:
     topics: list[str] = field(default_factory=list)
     since: datetime | None = None
     until: datetime | None = None
+    # Leave out one session's items (the context pack searches other sessions than its own).
+    exclude_chat_session_id: str | None = None
 
 
 @dataclass
@@ -51,6 +102,7 @@ class SearchHit:
     topics: list[str]
     chat_session_id: str | None
     token_count: int
+    source_message_ids: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -61,77 +113,331 @@ class SearchResult:
     search_ms: float
 
 
+@dataclass
+class _Candidate:
+    id: int
+    source: str
+    chat_session_id: str | None
+    occurred_at: datetime
+    token_count: int
+    source_message_ids: list[int]
+    is_message: bool
+    speaker: str
+    position: int | None
+    is_covered_pair: bool
+    similarity: float | None
+    keyword_score: float | None = None
+    score: float = 0.0
+
+
+@dataclass
+class _ScopeStats:
+    count: int
+    mean_length: float
+    speakers: list[str]
+
+
 def keyword_query_text(query: str) -> str:
-    """Words of the query joined with OR, for websearch_to_tsquery: a question rarely contains
-    every word of the memory that answers it, so AND semantics would find almost nothing."""
-    words = [w.strip("'") for w in _WORD.findall(query.lower())]
+    """Words of the query joined with OR (web search syntax), kept for callers of v1."""
+    words = [w.strip("'") for w in re.findall(r"[\w']+", query.lower())]
     return " or ".join(w for w in words if w and w != "or")
 
 
-def _scope_sql(*, user_id: int, app_id: str, sources, filters: SearchFilters) -> tuple[str, list]:
-    clauses = ["user_id = %s", "app_id = %s", "source = ANY(%s)"]
-    params: list = [user_id, app_id, list(sources)]
+# --------------------------------------------------------------------------------------------
+# Scope
+# --------------------------------------------------------------------------------------------
+
+
+def _scope_sql(*, user_id: int, app_id: str, sources, filters: SearchFilters) -> tuple[str, dict]:
+    """The WHERE clause every statement starts from: the caller's rows, then the filters."""
+    clauses = ["user_id = %(s_user)s", "app_id = %(s_app)s", "source = ANY(%(s_sources)s)"]
+    params: dict = {"s_user": user_id, "s_app": app_id, "s_sources": list(sources)}
     if filters.project_id:
-        clauses.append("project_id = %s")
-        params.append(filters.project_id)
+        clauses.append("project_id = %(s_project)s")
+        params["s_project"] = filters.project_id
     if filters.agent_id:
-        clauses.append("agent_id = %s")
-        params.append(filters.agent_id)
+        clauses.append("agent_id = %(s_agent)s")
+        params["s_agent"] = filters.agent_id
     if filters.chat_session_id:
-        clauses.append("chat_session_id = %s")
-        params.append(str(filters.chat_session_id))
+        clauses.append("chat_session_id = %(s_session)s")
+        params["s_session"] = str(filters.chat_session_id)
+    if filters.exclude_chat_session_id:
+        clauses.append("chat_session_id IS DISTINCT FROM %(s_not_session)s::uuid")
+        params["s_not_session"] = str(filters.exclude_chat_session_id)
     if filters.topics:
-        clauses.append("topics && %s")
-        params.append(list(filters.topics))
+        clauses.append("topics && %(s_topics)s::varchar[]")
+        params["s_topics"] = list(filters.topics)
     if filters.since:
-        clauses.append("occurred_at >= %s")
-        params.append(filters.since)
+        clauses.append("occurred_at >= %(s_since)s")
+        params["s_since"] = filters.since
     if filters.until:
-        clauses.append("occurred_at <= %s")
-        params.append(filters.until)
+        clauses.append("occurred_at <= %(s_until)s")
+        params["s_until"] = filters.until
     return " AND ".join(clauses), params
 
 
-def _vector_candidates(cursor, *, scope: str, params: list, vector: str, limit: int) -> list[tuple[int, float]]:
-    cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-    cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(100, limit * 2)])
+def _scope_stats(cursor, *, scope: str, params: dict) -> _ScopeStats:
+    """Item count, mean search-vector length and named speakers of the scope (cached briefly).
+
+    The BM25 length normalisation and idf need them; a minute-old value changes scores by
+    far less than the ranking's own noise, and on a million items the count costs ~0.5 s.
+    """
+    key = "mnemo:scope-stats:" + hashlib.sha256(repr(sorted(params.items())).encode()).hexdigest()
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
     cursor.execute(
-        f"""SELECT id, 1 - (embedding <=> %s::vector) AS similarity FROM rag_store
-            WHERE {scope} AND embedding IS NOT NULL
-            ORDER BY embedding <=> %s::vector LIMIT %s""",
-        [vector, *params, vector, limit],
+        f"""SELECT count(*), coalesce(avg(length(search_vector)), 0),
+                   array_agg(DISTINCT metadata->>'speaker')
+                       FILTER (WHERE metadata->>'granularity' = 'message')
+            FROM rag_store WHERE {scope}""",
+        params,
+    )
+    count, mean_length, speakers = cursor.fetchone()
+    stats = _ScopeStats(
+        count=int(count),
+        mean_length=float(mean_length) or 1.0,
+        speakers=[
+            s for s in (speakers or []) if s and len(s) >= 2 and s.lower() not in ROLE_SPEAKERS
+        ],
+    )
+    cache.set(key, stats, STATS_TTL_SECONDS)
+    return stats
+
+
+def _named_speakers(query: str, speakers: list[str]) -> list[str]:
+    lowered = query.lower()
+    return [
+        name for name in speakers if re.search(rf"(?<!\w){re.escape(name.lower())}(?!\w)", lowered)
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Keyword side: BM25 in SQL
+# --------------------------------------------------------------------------------------------
+
+
+def _tsquery_term(lexeme: str) -> str:
+    """A lexeme as a quoted tsquery operand (already normalised: no second stemming)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _bm25_candidates(
+    cursor, *, scope: str, params: dict, query: str, drop_name: str, stats: _ScopeStats, limit: int
+) -> list[tuple[int, float]]:
+    """(id, BM25 score) of the best keyword matches, best first.
+
+    drop_name: a speaker name the query names; its lexemes leave the query (every message of
+    the conversation is "about" its participants) unless nothing else would be left.
+    """
+    cursor.execute(
+        f"""WITH terms AS (
+                SELECT t.lexeme, t.positions[1] AS first_position,
+                       t.lexeme IN (SELECT n.lexeme FROM unnest(to_tsvector('english', %(k_drop)s))
+                                    AS n) AS is_name
+                FROM unnest(to_tsvector('english', %(k_query)s)) AS t
+                ORDER BY t.positions[1] LIMIT %(k_max_terms)s
+            )
+            SELECT terms.lexeme, terms.is_name, (
+                SELECT count(*) FROM (
+                    SELECT 1 FROM rag_store
+                    WHERE {scope} AND search_vector @@ (
+                        '''' || replace(replace(terms.lexeme, '\\', '\\\\'), '''', '''''') || ''''
+                    )::tsquery
+                    LIMIT %(k_df_cap)s) AS capped)
+            FROM terms ORDER BY terms.first_position""",
+        {
+            **params,
+            "k_query": query,
+            "k_drop": drop_name,
+            "k_max_terms": MAX_QUERY_TERMS,
+            "k_df_cap": DF_CAP,
+        },
     )
     rows = cursor.fetchall()
-    # relaxed_order may return rows slightly out of order: re-sort by exact similarity.
-    return sorted(rows, key=lambda row: -row[1])
-
-
-def _keyword_candidates(cursor, *, scope: str, params: list, text: str, limit: int) -> list[tuple[int, float]]:
-    if not text:
+    if any(not is_name for _, is_name, _ in rows):
+        rows = [row for row in rows if not row[1]]
+    terms = [(lexeme, df) for lexeme, _, df in rows if df > 0]
+    if not terms:
         return []
+    count = max(stats.count, max(df for _, df in terms))
+    idf = {lexeme: math.log(1 + (count - df + 0.5) / (df + 0.5)) for lexeme, df in terms}
+    # Candidates: the rarest terms while their summed df stays small (at least the rarest one);
+    # every query term still adds to a candidate's score.
+    candidate_terms, total = [], 0
+    for lexeme, df in sorted(terms, key=lambda term: term[1]):
+        if candidate_terms and total + df > PRUNE_DF:
+            break
+        candidate_terms.append(lexeme)
+        total += df
     cursor.execute(
-        f"""SELECT id, ts_rank_cd(search_vector, q) AS rank
-            FROM rag_store, websearch_to_tsquery('english', %s) AS q
-            WHERE {scope} AND search_vector @@ q
-            ORDER BY rank DESC, id DESC LIMIT %s""",
-        [text, *params, limit],
+        f"""WITH terms AS (
+                SELECT * FROM unnest(%(k_idfs)s::float8[], %(k_in_item)s::tsquery[],
+                                     %(k_in_context)s::tsquery[]) AS t(idf, in_item, in_context)
+            ),
+            candidates AS MATERIALIZED (
+                SELECT id, search_vector, length(search_vector)::float8 AS dl FROM rag_store
+                WHERE {scope} AND search_vector @@ %(k_candidates)s::tsquery
+            )
+            SELECT c.id, sum(terms.idf * x.tf * (%(k_k1)s + 1) / (x.tf + %(k_k1)s
+                       * (1 - %(k_b)s + %(k_b)s * c.dl / %(k_avgdl)s))) AS score
+            FROM candidates AS c CROSS JOIN terms
+            CROSS JOIN LATERAL (
+                SELECT (c.search_vector @@ terms.in_item)::int
+                       + %(k_context_tf)s * (c.search_vector @@ terms.in_context)::int AS tf
+            ) AS x
+            WHERE x.tf > 0
+            GROUP BY c.id ORDER BY score DESC, c.id DESC LIMIT %(k_limit)s""",
+        {
+            **params,
+            "k_idfs": [idf[lexeme] for lexeme, _ in terms],
+            "k_in_item": [_tsquery_term(lexeme) + ":A" for lexeme, _ in terms],
+            "k_in_context": [_tsquery_term(lexeme) + ":B" for lexeme, _ in terms],
+            "k_candidates": " | ".join(_tsquery_term(lexeme) for lexeme in candidate_terms),
+            "k_context_tf": float(CONTEXT_TF_WEIGHT),
+            "k_k1": float(BM25_K1),
+            "k_b": float(BM25_B),
+            "k_avgdl": float(stats.mean_length),
+            "k_limit": limit,
+        },
     )
-    return cursor.fetchall()
+    return [(row[0], float(row[1])) for row in cursor.fetchall()]
 
 
-def _load_hits(cursor, ids: list[int], vector: str | None) -> dict[int, dict]:
+def _phrase_filter(query: str) -> str | None:
+    """The query itself when it uses web-search operators (quotes, -word): then every result
+    must satisfy websearch_to_tsquery; plain questions keep OR semantics."""
+    if '"' in query or re.search(r"(^|\s)-\w", query):
+        return query
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Vector side
+# --------------------------------------------------------------------------------------------
+
+
+def _vector_candidates(
+    cursor, *, scope: str, params: dict, vector: str, limit: int
+) -> list[tuple[int, float]]:
+    cursor.execute(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+        " set_config('hnsw.ef_search', %s, true)",
+        [str(max(100, limit))],
+    )
+    cursor.execute(
+        f"""WITH nearest AS MATERIALIZED (
+                SELECT id, embedding <=> %(v_vector)s::vector AS distance FROM rag_store
+                WHERE {scope} AND embedding IS NOT NULL
+                ORDER BY embedding <=> %(v_vector)s::vector LIMIT %(v_limit)s
+            )
+            SELECT id, 1 - distance FROM nearest ORDER BY distance, id DESC""",
+        {**params, "v_vector": vector, "v_limit": limit},
+    )
+    # relaxed_order may return rows slightly out of order: re-sorted above by exact distance.
+    return [(row[0], float(row[1])) for row in cursor.fetchall()]
+
+
+# --------------------------------------------------------------------------------------------
+# Ranking
+# --------------------------------------------------------------------------------------------
+
+
+def _load_candidates(
+    cursor, ids: list[int], vector: str | None, known_similarity: dict[int, float]
+) -> dict[int, _Candidate]:
+    """The light columns ranking needs (no text): speaker, position, covered messages.
+
+    Similarity is computed here only for items the vector side did not return (reading an
+    embedding costs a TOAST fetch).
+    """
     if not ids:
         return {}
-    similarity_sql = "1 - (embedding <=> %s::vector)" if vector else "NULL::float"
-    cursor.execute(
-        f"""SELECT id, source, content, header, created_at, occurred_at, metadata, topics,
-                   chat_session_id, token_count, {similarity_sql}
-            FROM rag_store WHERE id = ANY(%s)""",
-        ([vector] if vector else []) + [ids],
+    similarity_sql = (
+        "CASE WHEN id = ANY(%(c_known)s) THEN NULL"
+        " ELSE 1 - (embedding <=> %(c_vector)s::vector) END"
+        if vector
+        else "NULL::float8"
     )
-    columns = ["id", "source", "content", "header", "created_at", "occurred_at", "metadata", "topics",
-               "chat_session_id", "token_count", "similarity"]
-    return {row[0]: dict(zip(columns, row, strict=True)) for row in cursor.fetchall()}
+    covered_pair_sql = (
+        """source = 'chunk' AND coalesce(metadata->>'granularity', '') <> 'message'
+           AND cardinality(source_message_ids) > 0
+           AND EXISTS (SELECT 1 FROM rag_store AS x
+                       WHERE x.chunk_id = 'msg-' || rag_store.source_message_ids[1])"""
+        if PAIR_WEIGHT != 1.0
+        else "false"
+    )
+    cursor.execute(
+        f"""SELECT id, source, chat_session_id, occurred_at, token_count, source_message_ids,
+                   metadata->>'granularity' = 'message' AS is_message,
+                   coalesce(metadata->>'speaker', ''),
+                   CASE WHEN metadata->>'granularity' = 'message'
+                        AND jsonb_typeof(metadata->'position') = 'number'
+                        THEN (metadata->>'position')::int END,
+                   {covered_pair_sql}, {similarity_sql}
+            FROM rag_store WHERE id = ANY(%(c_ids)s)""",
+        {"c_ids": ids, "c_vector": vector, "c_known": list(known_similarity)},
+    )
+    found = {}
+    for row in cursor.fetchall():
+        similarity = known_similarity.get(row[0], row[10])
+        found[row[0]] = _Candidate(
+            id=row[0],
+            source=row[1],
+            chat_session_id=str(row[2]) if row[2] else None,
+            occurred_at=row[3],
+            token_count=row[4] or 0,
+            source_message_ids=list(row[5] or []),
+            is_message=bool(row[6]),
+            speaker=row[7].lower(),
+            position=row[8],
+            is_covered_pair=bool(row[9]),
+            similarity=float(similarity) if similarity is not None else None,
+        )
+    return found
+
+
+def _rrf(ranking: list[tuple[int, float]], weight: float) -> dict[int, float]:
+    return {item_id: weight / (RRF_K + rank) for rank, (item_id, _) in enumerate(ranking, 1)}
+
+
+def _smooth_neighbours(candidates: dict[int, _Candidate]) -> None:
+    """A message item gains NEIGHBOUR_WEIGHT x the best score of its adjacent messages."""
+    by_position = {
+        (c.chat_session_id, c.position): c
+        for c in candidates.values()
+        if c.is_message and c.position is not None
+    }
+    base = {item_id: c.score for item_id, c in candidates.items()}
+    for candidate in by_position.values():
+        best = max(
+            (
+                base[neighbour.id]
+                for offset in (-1, 1)
+                if (
+                    neighbour := by_position.get(
+                        (candidate.chat_session_id, candidate.position + offset)
+                    )
+                )
+            ),
+            default=0.0,
+        )
+        candidate.score += NEIGHBOUR_WEIGHT * best
+
+
+def _recency_factor(occurred_at: datetime, now: datetime, half_life_days: float) -> float:
+    age_days = max(0.0, (now - occurred_at).total_seconds() / 86400)
+    return 0.5 + 0.5 * math.pow(0.5, age_days / half_life_days)
+
+
+def _check_arguments(*, mode: str, sources, top_k: int) -> None:
+    if mode not in MODES:
+        raise InvalidInput(f"mode: one of {', '.join(MODES)}.", field="mode")
+    unknown = [s for s in sources if s not in SOURCES]
+    if unknown or not sources:
+        raise InvalidInput(f"sources: a non-empty list of {', '.join(SOURCES)}.", field="sources")
+    if top_k < 1:
+        raise InvalidInput("top_k: at least 1.", field="top_k")
 
 
 def memory_search(
@@ -141,7 +447,7 @@ def memory_search(
     app_id: str = "default",
     top_k: int = 10,
     max_tokens: int | None = 4000,
-    min_similarity: float = 0.0,
+    min_similarity: float | None = 0.0,
     sources: list[str] | tuple[str, ...] = SOURCES,
     mode: str = "hybrid",
     filters: SearchFilters | None = None,
@@ -150,11 +456,17 @@ def memory_search(
 ) -> SearchResult:
     """Rank the caller's memories for `query`; never reads another user's or app's rows.
 
-    Items come in fused rank order, at most top_k, stopping before the first item that would
-    push the running token total past max_tokens. min_similarity drops items whose cosine
-    similarity to the query is lower (not applied in keyword mode). Raises ProviderError when
-    the query cannot be embedded (semantic and hybrid modes).
+    Modes: "hybrid" (BM25 + vector fusion with the boosts above), "semantic" (cosine
+    similarity only, score = similarity) and "keyword" (BM25 only, with the speaker rules).
+    Items come in rank order, at most top_k, each new item skipped when the messages it covers
+    are all covered by items already taken, stopping before the first item that would push the
+    running token total past max_tokens (None: no budget). min_similarity drops items whose
+    cosine similarity to the query is lower (not in keyword mode; None: no threshold). A query
+    with web-search operators ("exact phrase", -word) only returns items matching them.
+    Raises InvalidInput for an unknown mode/source and ProviderError when the query cannot be
+    embedded (semantic and hybrid modes).
     """
+    _check_arguments(mode=mode, sources=sources, top_k=top_k)
     filters = filters or SearchFilters()
     embed_ms = 0.0
     vector = None
@@ -167,72 +479,222 @@ def memory_search(
 
     started = time.perf_counter()
     scope, params = _scope_sql(user_id=user.pk, app_id=app_id, sources=sources, filters=filters)
+    phrase = _phrase_filter(query)
+    if phrase:
+        scope += " AND search_vector @@ websearch_to_tsquery('english', %(s_phrase)s)"
+        params["s_phrase"] = phrase
     limit = max(CANDIDATES_PER_SIDE, top_k * 3)
+    named: list[str] = []
     # SET LOCAL needs a transaction; atomic() reuses the caller's when there is one.
     with transaction.atomic(), connection.cursor() as cursor:
-        vector_rows = _vector_candidates(cursor, scope=scope, params=params, vector=vector, limit=limit) if vector else []
-        keyword_rows = (
-            _keyword_candidates(cursor, scope=scope, params=params, text=keyword_query_text(query), limit=limit)
-            if mode in ("hybrid", "keyword")
+        keyword_rows: list[tuple[int, float]] = []
+        if mode in ("hybrid", "keyword") and query.strip():
+            stats = _scope_stats(cursor, scope=scope, params=params)
+            named = _named_speakers(query, stats.speakers)
+            keyword_rows = _bm25_candidates(
+                cursor,
+                scope=scope,
+                params=params,
+                query=query,
+                drop_name=named[0] if len(named) == 1 else "",
+                stats=stats,
+                limit=limit,
+            )
+        vector_rows = (
+            _vector_candidates(cursor, scope=scope, params=params, vector=vector, limit=limit)
+            if vector
             else []
         )
-        fused: dict[int, float] = {}
-        for rank, (item_id, _) in enumerate(vector_rows):
-            fused[item_id] = fused.get(item_id, 0.0) + 1.0 / (RRF_K + rank + 1)
-        for rank, (item_id, _) in enumerate(keyword_rows):
-            fused[item_id] = fused.get(item_id, 0.0) + 1.0 / (RRF_K + rank + 1)
-        rows = _load_hits(cursor, list(fused), vector)
-
-    keyword_rank = {item_id: rank for item_id, rank in keyword_rows}
-    now = timezone.now()
-    hits: list[SearchHit] = []
-    for item_id, score in fused.items():
-        row = rows.get(item_id)
-        if row is None:
-            continue
-        similarity = row["similarity"]
-        if mode != "keyword" and similarity is not None and similarity < min_similarity:
-            continue
-        if recency_half_life_days:
-            age_days = max(0.0, (now - row["occurred_at"]).total_seconds() / 86400)
-            score *= 0.5 + 0.5 * math.pow(0.5, age_days / recency_half_life_days)
-        hits.append(
-            SearchHit(
-                id=item_id,
-                source=row["source"],
-                content=row["content"],
-                header=row["header"],
-                score=score,
-                similarity=similarity,
-                keyword_rank=keyword_rank.get(item_id),
-                created_at=row["created_at"],
-                occurred_at=row["occurred_at"],
-                metadata=row["metadata"] or {},
-                topics=list(row["topics"] or []),
-                chat_session_id=str(row["chat_session_id"]) if row["chat_session_id"] else None,
-                token_count=row["token_count"] or 0,
-            )
+        if mode == "hybrid":
+            fused = _rrf(keyword_rows, KEYWORD_WEIGHT)
+            for item_id, value in _rrf(vector_rows, VECTOR_WEIGHT).items():
+                fused[item_id] = fused.get(item_id, 0.0) + value
+        elif mode == "keyword":
+            fused = dict(keyword_rows)
+        else:
+            fused = dict(vector_rows)
+        candidates = _load_candidates(cursor, list(fused), vector, dict(vector_rows))
+        keyword_scores = dict(keyword_rows)
+        for item_id, candidate in candidates.items():
+            candidate.score = fused[item_id]
+            candidate.keyword_score = keyword_scores.get(item_id)
+        ranked = _rank(
+            candidates,
+            mode=mode,
+            named=named,
+            min_similarity=min_similarity,
+            recency_half_life_days=recency_half_life_days,
         )
-    hits.sort(key=lambda hit: (-hit.score, -(hit.similarity or 0.0), -hit.id))
-    packed, used = [], 0
-    for hit in hits[:top_k]:
-        if max_tokens is not None and used + hit.token_count > max_tokens:
-            break
-        packed.append(hit)
-        used += hit.token_count
+        packed, used = _pack(ranked, top_k=top_k, max_tokens=max_tokens)
+        hits = _load_hits(cursor, packed)
     return SearchResult(
-        items=packed,
+        items=hits,
         total_tokens_used=used,
         query_embedding_ms=round(embed_ms, 2),
         search_ms=round((time.perf_counter() - started) * 1000, 2),
     )
 
 
+def _rank(
+    candidates: dict[int, _Candidate],
+    *,
+    mode: str,
+    named: list[str],
+    min_similarity: float | None,
+    recency_half_life_days: float | None,
+) -> list[_Candidate]:
+    if mode == "hybrid":
+        _smooth_neighbours(candidates)
+    if mode != "semantic":
+        if len(named) == 1:
+            speaker = named[0].lower()
+            for candidate in candidates.values():
+                if candidate.is_message and candidate.speaker == speaker:
+                    candidate.score *= SPEAKER_BOOST
+        for candidate in candidates.values():
+            if candidate.is_covered_pair:
+                candidate.score *= PAIR_WEIGHT
+            if candidate.source == MemoryItem.Source.SUMMARY:
+                candidate.score *= SUMMARY_WEIGHT
+    now = timezone.now()
+    kept = []
+    for candidate in candidates.values():
+        if (
+            mode != "keyword"
+            and min_similarity is not None
+            and candidate.similarity is not None
+            and candidate.similarity < min_similarity
+        ):
+            continue
+        if recency_half_life_days:
+            candidate.score *= _recency_factor(candidate.occurred_at, now, recency_half_life_days)
+        kept.append(candidate)
+    kept.sort(key=lambda c: (-c.score, -(c.similarity or 0.0), -c.id))
+    return kept
+
+
+def _pack(
+    ranked: list[_Candidate], *, top_k: int, max_tokens: int | None
+) -> tuple[list[_Candidate], int]:
+    packed: list[_Candidate] = []
+    covered: set[int] = set()
+    used = 0
+    for candidate in ranked:
+        if len(packed) >= top_k:
+            break
+        messages = set(candidate.source_message_ids)
+        if messages and messages <= covered:
+            continue
+        if max_tokens is not None and used + candidate.token_count > max_tokens:
+            break
+        packed.append(candidate)
+        covered |= messages
+        used += candidate.token_count
+    return packed, used
+
+
+def _load_hits(cursor, packed: list[_Candidate]) -> list[SearchHit]:
+    if not packed:
+        return []
+    cursor.execute(
+        "SELECT id, content, header, created_at, metadata, topics FROM rag_store"
+        " WHERE id = ANY(%s)",
+        [[c.id for c in packed]],
+    )
+    rows = {row[0]: row for row in cursor.fetchall()}
+    hits = []
+    for candidate in packed:
+        row = rows.get(candidate.id)
+        if row is None:  # deleted meanwhile
+            continue
+        # Django's psycopg setup hands raw-cursor jsonb back as text.
+        metadata = json.loads(row[4]) if isinstance(row[4], str) else row[4] or {}
+        hits.append(
+            SearchHit(
+                id=candidate.id,
+                source=candidate.source,
+                content=row[1],
+                header=row[2],
+                score=candidate.score,
+                similarity=candidate.similarity,
+                keyword_rank=candidate.keyword_score,
+                created_at=row[3],
+                occurred_at=candidate.occurred_at,
+                metadata=metadata,
+                topics=list(row[5] or []),
+                chat_session_id=candidate.chat_session_id,
+                token_count=candidate.token_count,
+                source_message_ids=candidate.source_message_ids,
+            )
+        )
+    return hits
+
+
+# --------------------------------------------------------------------------------------------
+# Rendering and stats
+# --------------------------------------------------------------------------------------------
+
+
+def format_date(moment: datetime | None) -> str:
+    if moment is None:
+        return ""
+    local = timezone.localtime(moment) if timezone.is_aware(moment) else moment
+    return f"{local.day} {local:%B %Y}"
+
+
+def format_hit(hit: SearchHit) -> str:
+    """One memory as the pack shows it: `(8 May 2023) "Caroline: text"` (quoted data).
+
+    The date is the one thing a reader cannot infer from the text and temporal questions need
+    it; the source is named for everything but conversation messages. The contextual header
+    is indexed, never shown: a 2-4 sentence header would eat the budget of a whole memory.
+    """
+    parts = [format_date(hit.occurred_at)]
+    if (hit.metadata or {}).get("granularity") != "message":
+        parts.append(hit.source)
+    label = ", ".join(part for part in parts if part)
+    text = " ".join(hit.content.split())
+    return f'({label}) "{text}"' if label else f'"{text}"'
+
+
 def format_for_prompt(items: list[SearchHit]) -> str:
     """The retrieved-knowledge block of the context pack: quoted data, one line per memory."""
-    lines = []
-    for hit in items:
-        when = hit.occurred_at.date().isoformat() if hit.occurred_at else ""
-        text = " ".join(hit.content.split())
-        lines.append(f'- ({hit.source}, {when}) "{text}"')
-    return "\n".join(lines)
+    return "\n".join(format_hit(hit) for hit in items)
+
+
+def memory_stats(*, user, app_id: str | None = None, top_topics: int = 50) -> dict:
+    """Totals of the caller's memories by source, project and topic (the `top_topics` most
+    used topics); one app's when app_id is given."""
+    items = MemoryItem.objects.filter(user=user)
+    if app_id:
+        items = items.filter(app_id=app_id)
+    by_source = {source: 0 for source in SOURCES}
+    by_source.update(
+        dict(
+            items.order_by()
+            .values_list("source")
+            .annotate(n=Count("id"))
+            .values_list("source", "n")
+        )
+    )
+    by_project = dict(
+        items.order_by()
+        .values_list("project_id")
+        .annotate(n=Count("id"))
+        .values_list("project_id", "n")
+    )
+    with connection.cursor() as cursor:
+        app_clause = "AND app_id = %s" if app_id else ""
+        cursor.execute(
+            f"""SELECT topic, count(*) FROM rag_store, unnest(topics) AS topic
+                WHERE user_id = %s {app_clause}
+                GROUP BY topic ORDER BY count(*) DESC, topic LIMIT %s""",
+            [user.pk, *([app_id] if app_id else []), top_topics],
+        )
+        by_topic = dict(cursor.fetchall())
+    return {
+        "total": sum(by_source.values()),
+        "by_source": by_source,
+        "by_project": by_project,
+        "by_topic": by_topic,
+    }

@@ -44,8 +44,14 @@ class MemoryItem(models.Model):
     # Exactly the (sanitized) text the embedding was made from, e.g. a chunk's header + user
     # prompt; `manage.py reembed` re-embeds from it after a model switch. Blank = content.
     embedding_text = models.TextField(blank=True, default="")
+    # Text indexed for keyword search at half weight (B) and never returned: for a message
+    # item, its neighbouring messages, which often hold the words a question uses.
+    keyword_context = models.TextField(blank=True, default="")
+    # The item's own text (header + content) at weight A, its keyword context at weight B; the
+    # BM25 scorer (context_app.selectors) reads the weights to count context words at half tf.
     search_vector = models.GeneratedField(
-        expression=SearchVector("header", "content", config="english"),
+        expression=SearchVector("header", "content", config="english", weight="A")
+        + SearchVector("keyword_context", config="english", weight="B"),
         output_field=SearchVectorField(),
         db_persist=True,
     )

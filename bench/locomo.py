@@ -1,0 +1,417 @@
+"""LoCoMo retrieval benchmark: Mnemo's real write and search path against two baselines.
+
+For each conversation a user is created and every session goes through the real write path:
+`session_open`, one `message_append` per turn (speaker_a as "user", speaker_b as "assistant",
+the session date as `created_at`, `{"speaker", "dia_id"}` as metadata, an image caption
+appended as " [image: <caption>]") so the after-message hooks write the turn-pair chunks and
+message items, then `session_close` and the close task run synchronously (summaries). Every
+question of categories 1-4 is then asked through `context_app.selectors.memory_search` scoped
+to that user (hybrid mode, the service defaults); an item covers the `dia_id`s of its
+`source_message_ids`, and its text is exactly the line `format_for_prompt` puts in the pack.
+
+Printed per category and overall: evidence recall within a 2,000-character budget (items in
+rank order while their text fits, stopping at the first that does not), recall@10 items, and
+p50/p95 search latency (database time of the search; the query embedding is shown apart); and
+the same recall for BM25 and dense-only (all-MiniLM-L6-v2) over single turns, computed in the
+same run (bench/locomo_data.py). The last line is one JSON object.
+
+Run: ``.venv/bin/python bench/locomo.py --data ../shared/bench/locomo-dev.json``
+(``--reuse`` keeps an earlier ingest in the same data dir; ``--variants`` compares settings of
+the ranking on the same ingest). Uses its own embedded database (``--data-dir``, default
+/tmp/locomo_data) so it never touches the project's data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR.parent))
+sys.path.insert(0, str(BENCH_DIR))
+
+import locomo_data as ld  # noqa: E402
+
+APP_ID = "locomo"
+USER_PREFIX = "locomo-"
+SEARCH_TOP_K = 50
+# Ranking settings that --variants may change (module constants of context_app.selectors).
+TUNABLE = (
+    "PAIR_WEIGHT",
+    "SUMMARY_WEIGHT",
+    "NEIGHBOUR_WEIGHT",
+    "SPEAKER_BOOST",
+    "VECTOR_WEIGHT",
+    "RRF_K",
+    "CONTEXT_TF_WEIGHT",
+)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True, help="LoCoMo-format JSON file")
+    parser.add_argument("--data-dir", default="/tmp/locomo_data", help="embedded database dir")
+    parser.add_argument("--reuse", action="store_true", help="keep conversations already ingested")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N conversations")
+    parser.add_argument(
+        "--variants",
+        default="",
+        help='extra ranking settings to compare, e.g. "PAIR_WEIGHT=1;PAIR_WEIGHT=0,SUMMARY_WEIGHT=0"',
+    )
+    parser.add_argument("--sources", default="", help="comma-separated sources (default: all)")
+    parser.add_argument("--no-baselines", action="store_true", help="skip the baselines (tuning)")
+    parser.add_argument(
+        "--torch-threads", type=int, default=1, help="torch intra-op threads (0: torch default)"
+    )
+    return parser.parse_args()
+
+
+def setup_django(data_dir: str) -> None:
+    # Before Django loads: the settings read the data dir (embedded database) and providers.
+    os.environ["MNEMO_DATA_DIR"] = data_dir
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_site.settings")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ["LLM_PROVIDER"] = "local"
+    os.environ["EMBEDDING_PROVIDER"] = "local"
+    os.environ.pop("DATABASE_URL", None)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def parse_session_date(date_time: str) -> datetime:
+    """ "1:56 pm on 8 May, 2023" -> an aware datetime (UTC)."""
+    from django.utils import timezone
+
+    parsed = datetime.strptime(date_time.strip(), "%I:%M %p on %d %B, %Y")
+    return timezone.make_aware(parsed, timezone.get_default_timezone())
+
+
+# --------------------------------------------------------------------------------------------
+# Ingest through the real write path
+# --------------------------------------------------------------------------------------------
+
+
+def conversation_ingested(user, conversation: ld.Conversation) -> bool:
+    from sessions_app.models import ChatSession, Message
+
+    turns = sum(len(s.turns) for s in conversation.sessions)
+    sessions = ChatSession.objects.filter(user=user, app_id=APP_ID)
+    return (
+        sessions.count() == len(conversation.sessions)
+        and not sessions.exclude(status=ChatSession.Status.CLOSED).exists()
+        and Message.objects.filter(user=user).count() == turns
+    )
+
+
+def ingest_conversation(conversation: ld.Conversation, timings: dict[str, list[float]]):
+    """A fresh user holding the conversation, written as a chat client would write it."""
+    from django.contrib.auth import get_user_model
+
+    from context_app.tasks import session_close_task
+    from sessions_app.services.messages import message_append
+    from sessions_app.services.sessions import session_close, session_open
+
+    User = get_user_model()
+    User.objects.filter(username=USER_PREFIX + conversation.sample_id).delete()
+    user = User.objects.create_user(username=USER_PREFIX + conversation.sample_id)
+    for session in conversation.sessions:
+        opened = session_open(user=user, app_id=APP_ID)
+        started_at = parse_session_date(session.date_time)
+        for offset, turn in enumerate(session.turns):
+            text = turn.text
+            if turn.blip_caption:
+                text += f" [image: {turn.blip_caption}]"
+            started = time.perf_counter()
+            message_append(
+                user=user,
+                session_id=opened.id,
+                role="user" if turn.speaker == conversation.speaker_a else "assistant",
+                content=text,
+                # one second apart: the same session date, a stable order
+                created_at=started_at + timedelta(seconds=offset),
+                metadata={"speaker": turn.speaker, "dia_id": turn.dia_id},
+            )
+            timings["message_append_ms"].append((time.perf_counter() - started) * 1000)
+        session_close(user=user, session_id=opened.id)
+        started = time.perf_counter()
+        outcome = session_close_task(str(opened.id))
+        timings["close_task_ms"].append((time.perf_counter() - started) * 1000)
+        if outcome != "closed":
+            raise RuntimeError(
+                f"closing session {session.index} of {conversation.sample_id}: {outcome}"
+            )
+    return user
+
+
+def ingest(conversations: Sequence[ld.Conversation], reuse: bool) -> dict[str, object]:
+    from django.contrib.auth import get_user_model
+    from django_q.models import OrmQ
+
+    User = get_user_model()
+    users = {}
+    timings: dict[str, list[float]] = {"message_append_ms": [], "close_task_ms": []}
+    started = time.perf_counter()
+    for conversation in conversations:
+        user = User.objects.filter(username=USER_PREFIX + conversation.sample_id).first()
+        if reuse and user is not None and conversation_ingested(user, conversation):
+            users[conversation.sample_id] = user
+            continue
+        conversation_started = time.perf_counter()
+        users[conversation.sample_id] = ingest_conversation(conversation, timings)
+        print(
+            f"ingested {conversation.sample_id}: {len(conversation.sessions)} sessions, "
+            f"{sum(len(s.turns) for s in conversation.sessions)} turns in "
+            f"{time.perf_counter() - conversation_started:.1f} s",
+            flush=True,
+        )
+    # The close endpoint queues the task as well; it already ran here, synchronously.
+    OrmQ.objects.all().delete()
+    if timings["message_append_ms"]:
+        append, close = timings["message_append_ms"], timings["close_task_ms"]
+        print(
+            f"ingest: {time.perf_counter() - started:.1f} s; message_append (with hooks) "
+            f"p50 {ld.percentile(append, 50):.1f} ms p95 {ld.percentile(append, 95):.1f} ms "
+            f"({len(append)} messages); close task p50 {ld.percentile(close, 50):.1f} ms "
+            f"p95 {ld.percentile(close, 95):.1f} ms ({len(close)} sessions)",
+            flush=True,
+        )
+    return users
+
+
+def store_report(users: dict) -> str:
+    from django.db.models import Count
+
+    from ingestion_app.models import MemoryItem
+
+    rows = (
+        MemoryItem.objects.filter(user__in=users.values(), app_id=APP_ID)
+        .values_list("source", "metadata__granularity")
+        .annotate(n=Count("id"))
+    )
+    parts = [f"{source}/{granularity or 'other'}: {n}" for source, granularity, n in rows]
+    return "stored items: " + ", ".join(sorted(parts))
+
+
+# --------------------------------------------------------------------------------------------
+# Questions through the retrieval service
+# --------------------------------------------------------------------------------------------
+
+
+class Scores:
+    def __init__(self) -> None:
+        self.budget: dict[int, list[float]] = {c: [] for c in ld.SCORED_CATEGORIES}
+        self.at10: dict[int, list[float]] = {c: [] for c in ld.SCORED_CATEGORIES}
+        # The same ranking rendered without quotes and source labels (format comparison).
+        self.plain: dict[int, list[float]] = {c: [] for c in ld.SCORED_CATEGORIES}
+        self.search_ms: list[float] = []
+        self.embed_ms: list[float] = []
+        self.chars_used: list[int] = []
+
+    @staticmethod
+    def mean(values: Sequence[float]) -> float:
+        return sum(values) / len(values) if values else 0.0
+
+    def overall(self, metric: str = "budget") -> float:
+        return self.mean([v for values in getattr(self, metric).values() for v in values])
+
+    def category(self, category: int, metric: str = "budget") -> float:
+        return self.mean(getattr(self, metric)[category])
+
+    def questions(self) -> int:
+        return sum(len(values) for values in self.budget.values())
+
+
+def evaluate(
+    conversations: Sequence[ld.Conversation], users: dict, sources: list[str] | None
+) -> Scores:
+    from context_app.selectors import SOURCES, format_date, format_hit, memory_search
+    from memory_site.providers import get_embedder
+    from sessions_app.models import Message
+
+    embedder = get_embedder()
+    scores = Scores()
+    for conversation in conversations:
+        user = users[conversation.sample_id]
+        dia_of = dict(
+            Message.objects.filter(user=user).values_list("id", "metadata__dia_id").iterator()
+        )
+        for question in conversation.questions:
+            if question.category not in ld.SCORED_CATEGORIES:
+                continue
+            started = time.perf_counter()
+            vector = embedder.embed([question.question])[0]
+            scores.embed_ms.append((time.perf_counter() - started) * 1000)
+            result = memory_search(
+                user=user,
+                query=question.question,
+                app_id=APP_ID,
+                top_k=SEARCH_TOP_K,
+                max_tokens=None,
+                sources=sources or SOURCES,
+                mode="hybrid",
+                query_embedding=vector,
+            )
+            scores.search_ms.append(result.search_ms)
+            ranked = [
+                ld.RetrievedItem(
+                    format_hit(hit),
+                    frozenset(dia_of[m] for m in hit.source_message_ids if m in dia_of),
+                )
+                for hit in result.items
+            ]
+            scores.budget[question.category].append(
+                ld.recall_within_budget(ranked, question.evidence)
+            )
+            scores.at10[question.category].append(ld.recall_at_k(ranked, question.evidence))
+            plain = [
+                ld.RetrievedItem(f"({format_date(hit.occurred_at)}) {hit.content}", item.dia_ids)
+                for hit, item in zip(result.items, ranked, strict=True)
+            ]
+            scores.plain[question.category].append(
+                ld.recall_within_budget(plain, question.evidence)
+            )
+            used = 0
+            for item in ranked:
+                if used + len(item.text) > ld.BUDGET_CHARS:
+                    break
+                used += len(item.text)
+            scores.chars_used.append(used)
+    return scores
+
+
+def apply_variant(spec: str) -> dict[str, float]:
+    """Set selectors constants from "NAME=value,NAME=value"; returns the previous values."""
+    from context_app import selectors
+
+    previous = {}
+    for assignment in filter(None, (part.strip() for part in spec.split(","))):
+        name, _, value = assignment.partition("=")
+        if name not in TUNABLE:
+            raise SystemExit(f"unknown setting {name!r}; one of {', '.join(TUNABLE)}")
+        previous[name] = getattr(selectors, name)
+        setattr(selectors, name, type(previous[name])(float(value)))
+    return previous
+
+
+def restore(previous: dict[str, float]) -> None:
+    from context_app import selectors
+
+    for name, value in previous.items():
+        setattr(selectors, name, value)
+
+
+def main() -> None:
+    args = parse_args()
+    if args.torch_threads:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
+    conversations, evidence_report = ld.load_locomo(args.data)
+    if args.limit:
+        conversations = conversations[: args.limit]
+    print(evidence_report.summary())
+    setup_django(args.data_dir)
+    from memory_site.providers import get_embedder
+
+    get_embedder().embed(["warm up"])
+    users = ingest(conversations, reuse=args.reuse)
+    print(store_report(users))
+    sources = [s for s in args.sources.split(",") if s] or None
+
+    for spec in filter(None, (v.strip() for v in args.variants.split(";"))):
+        previous = apply_variant(spec)
+        try:
+            variant = evaluate(conversations, users, sources)
+        finally:
+            restore(previous)
+        categories = " ".join(f"c{c} {variant.category(c):.3f}" for c in ld.SCORED_CATEGORIES)
+        print(
+            f"variant {spec}: budget {variant.overall():.3f} @10 {variant.overall('at10'):.3f} "
+            f"plain {variant.overall('plain'):.3f} [{categories}]",
+            flush=True,
+        )
+
+    scores = evaluate(conversations, users, sources)
+    baselines = None
+    if not args.no_baselines:
+        from memory_site.providers import local
+
+        model = get_embedder()._load() if isinstance(get_embedder(), local.LocalEmbedder) else None
+        baselines = ld.run_turn_baselines(conversations, model=model)
+
+    print()
+    header = f"{'category':<16}{'questions':>10}{'mnemo@2000':>12}{'mnemo@10':>10}"
+    if baselines:
+        header += f"{'bm25@2000':>11}{'dense@2000':>12}{'bm25@10':>9}{'dense@10':>10}"
+    print(header)
+    for category in (*ld.SCORED_CATEGORIES, None):
+        if category is None:
+            name, count = "overall", scores.questions()
+            mnemo = (scores.overall(), scores.overall("at10"))
+        else:
+            name, count = f"{category} {ld.CATEGORY_NAMES[category]}", len(scores.budget[category])
+            mnemo = (scores.category(category), scores.category(category, "at10"))
+        line = f"{name:<16}{count:>10}{mnemo[0]:>12.3f}{mnemo[1]:>10.3f}"
+        if baselines:
+            bm25, dense = baselines["bm25"], baselines["dense"]
+
+            def figure(result, metric, category=category):
+                return (
+                    result.overall(metric)
+                    if category is None
+                    else result.category(category, metric)
+                )
+
+            line += (
+                f"{figure(bm25, 'recall_budget'):>11.3f}{figure(dense, 'recall_budget'):>12.3f}"
+                f"{figure(bm25, 'recall_at_10'):>9.3f}{figure(dense, 'recall_at_10'):>10.3f}"
+            )
+        print(line)
+    print(
+        f"\nsearch (database) p50 {ld.percentile(scores.search_ms, 50):.1f} ms, "
+        f"p95 {ld.percentile(scores.search_ms, 95):.1f} ms; query embedding p50 "
+        f"{ld.percentile(scores.embed_ms, 50):.1f} ms, p95 {ld.percentile(scores.embed_ms, 95):.1f}"
+        f" ms; mean budget used {Scores.mean(scores.chars_used):.0f} chars"
+    )
+    print(
+        f"same ranking, items rendered unquoted without source labels: "
+        f"{scores.overall('plain'):.3f} within the budget"
+    )
+    if baselines:
+        for name in ("bm25", "dense"):
+            latency = [v for c in baselines[name].per_category.values() for v in c["latency_ms"]]
+            print(
+                f"baseline {name}: p50 {ld.percentile(latency, 50):.1f} ms, "
+                f"p95 {ld.percentile(latency, 95):.1f} ms (in memory"
+                f"{', with query embedding' if name == 'dense' else ''})"
+            )
+    summary = {
+        "recall_budget": round(scores.overall(), 4),
+        "recall_at_10": round(scores.overall("at10"), 4),
+        "bm25_recall_budget": round(baselines["bm25"].overall("recall_budget"), 4)
+        if baselines
+        else None,
+        "dense_recall_budget": round(baselines["dense"].overall("recall_budget"), 4)
+        if baselines
+        else None,
+        "search_p50_ms": round(ld.percentile(scores.search_ms, 50), 2),
+        "search_p95_ms": round(ld.percentile(scores.search_ms, 95), 2),
+        "questions": scores.questions(),
+    }
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

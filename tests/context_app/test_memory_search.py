@@ -1,0 +1,362 @@
+"""The retrieval service (context_app.selectors.memory_search): scope, modes, fusion, filters,
+threshold, budget and the prompt format. Embeddings come from the local all-MiniLM-L6-v2, so
+"semantic" means what it means in production."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.utils import timezone
+
+from context_app.selectors import (
+    SearchFilters,
+    format_for_prompt,
+    memory_search,
+    memory_stats,
+)
+from ingestion_app.models import MemoryItem
+from memory_site.errors import InvalidInput
+from memory_site.providers import get_embedder
+from memory_site.tokens import count_tokens
+from tests.factories import add_message, open_session
+
+pytestmark = pytest.mark.django_db
+
+MODES = ("hybrid", "semantic", "keyword")
+
+
+def remember(user, content: str, *, source: str = "fact", days_ago: float = 0, **fields):
+    """A memory row as the write paths store it: sanitized text, embedding, token count."""
+    when = fields.pop("occurred_at", None) or timezone.now() - timedelta(days=days_ago)
+    return MemoryItem.objects.create(
+        user=user,
+        source=source,
+        content=content,
+        embedding=get_embedder().embed([content])[0],
+        token_count=count_tokens(content),
+        occurred_at=when,
+        created_at=when,
+        **fields,
+    )
+
+
+def ids(result) -> list[int]:
+    return [hit.id for hit in result.items]
+
+
+# --- scope ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "query",
+    [
+        "The secret launch code of the Andromeda project is 7741.",
+        "Andromeda",
+        '"launch code"',
+        "a",
+        "'; DROP TABLE rag_store; --",
+    ],
+)
+def test_another_users_or_apps_memory_never_appears(user, other_user, mode, query):
+    secret = "The secret launch code of the Andromeda project is 7741."
+    theirs = remember(other_user, secret)
+    other_app = remember(user, secret, app_id="another-app")
+    mine = remember(user, "I water the Andromeda ficus on Sundays.")
+
+    result = memory_search(user=user, query=query, mode=mode, min_similarity=None, top_k=50)
+
+    assert theirs.id not in ids(result)
+    assert other_app.id not in ids(result)
+    assert set(ids(result)) <= {mine.id}
+    mine_for_them = memory_search(user=other_user, query=query, mode=mode, min_similarity=None)
+    assert mine.id not in ids(mine_for_them)
+
+
+def test_another_users_conversation_never_appears(user, other_user):
+    theirs = open_session(other_user)
+    add_message(theirs, "user", "My bank PIN is hidden under the Zanzibar postcard.")
+    add_message(theirs, "assistant", "Noted, the Zanzibar postcard.")
+    mine = open_session(user)
+    add_message(mine, "user", "I bought a postcard in Lisbon.")
+
+    for mode in MODES:
+        result = memory_search(user=user, query="Zanzibar postcard PIN", mode=mode, top_k=50)
+        assert all("Zanzibar" not in hit.content for hit in result.items)
+        assert result.items, mode  # my own postcard message is still found
+
+
+# --- modes ------------------------------------------------------------------------------------
+
+
+TICKETS = [
+    "Ticket KX-93241: printer jams on floor 3.",
+    "Ticket KX-39214: VPN drops every hour.",
+    "Ticket KX-93214: badge reader broken.",
+    "Ticket KX-93124: monitor flickers.",
+    "Ticket KX-92314: laptop battery swollen.",
+]
+
+
+def test_keyword_mode_finds_an_exact_name_semantic_search_misses(user):
+    items = {text: remember(user, text) for text in TICKETS}
+    wanted = items["Ticket KX-93214: badge reader broken."]
+
+    semantic = memory_search(user=user, query="KX-93214", mode="semantic", top_k=1)
+    keyword = memory_search(user=user, query="KX-93214", mode="keyword", top_k=1)
+    hybrid = memory_search(user=user, query="KX-93214", mode="hybrid", top_k=3)
+
+    assert ids(semantic) != [wanted.id]
+    assert ids(keyword) == [wanted.id]
+    assert wanted.id in ids(hybrid)  # the keyword side brings it into the fused top 3
+
+
+def test_hybrid_ranks_the_memory_matching_both_signals_first(user):
+    both = remember(user, "Fixing the leaking kitchen faucet needs a new rubber washer.")
+    meaning_only = remember(
+        user, "Water dripping from the tap under the sink stops once the seal is replaced."
+    )
+    words_only = remember(user, "The Kitchen Faucet is the name of our band's first album.")
+    remember(user, "I repainted the bedroom walls blue.")
+
+    result = memory_search(
+        user=user, query="How do I fix a leaking kitchen faucet?", min_similarity=None
+    )
+
+    assert ids(result)[0] == both.id
+    assert {meaning_only.id, words_only.id} <= set(ids(result))
+    semantic = memory_search(user=user, query="kitchen faucet leaking", mode="semantic")
+    keyword = memory_search(user=user, query="kitchen faucet leaking", mode="keyword")
+    assert meaning_only.id in ids(semantic) and meaning_only.id not in ids(keyword)
+
+
+def test_semantic_mode_scores_are_similarities_in_order(user):
+    for text in TICKETS:
+        remember(user, text)
+
+    result = memory_search(user=user, query="broken badge reader", mode="semantic")
+
+    similarities = [hit.similarity for hit in result.items]
+    assert similarities == sorted(similarities, reverse=True)
+    assert all(hit.score == pytest.approx(hit.similarity) for hit in result.items)
+    assert all(hit.keyword_rank is None for hit in result.items)
+
+
+def test_keyword_mode_needs_no_embedder(user, settings):
+    remember(user, "The spare key is in the blue flowerpot.")
+    settings.EMBEDDING_PROVIDER = "openai"
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"  # nothing listens: embedding would fail
+    settings.LLM_TIMEOUT_SECONDS = 0.5
+    settings.LLM_MAX_RETRIES = 0
+
+    result = memory_search(user=user, query="where is the spare key", mode="keyword")
+
+    assert [hit.content for hit in result.items] == ["The spare key is in the blue flowerpot."]
+    assert result.items[0].keyword_rank > 0 and result.query_embedding_ms == 0
+
+
+def test_quoted_phrase_must_match(user):
+    exact = remember(user, "We met at the blue door cafe.")
+    remember(user, "The door was blue and the cafe was closed.")
+
+    result = memory_search(user=user, query='"blue door"', mode="keyword")
+
+    assert ids(result) == [exact.id]
+
+
+@pytest.mark.parametrize(
+    "arguments, field",
+    [({"mode": "fuzzy"}, "mode"), ({"sources": ["email"]}, "sources"), ({"top_k": 0}, "top_k")],
+)
+def test_bad_arguments_are_refused(user, arguments, field):
+    with pytest.raises(InvalidInput) as error:
+        memory_search(user=user, query="anything", **arguments)
+    assert error.value.field == field
+
+
+# --- threshold, budget, packing ------------------------------------------------------------------
+
+
+def test_similarity_threshold_drops_unrelated_memories(user):
+    related = remember(user, "My daughter Ana is learning the violin.")
+    unrelated = remember(user, "Quarterly tax forms are due in April.")
+
+    loose = memory_search(user=user, query="Ana violin lessons", min_similarity=None)
+    strict = memory_search(user=user, query="Ana violin lessons", min_similarity=0.4)
+
+    assert set(ids(loose)) == {related.id, unrelated.id}
+    assert ids(strict) == [related.id]
+    assert all(hit.similarity >= 0.4 for hit in strict.items)
+    # Keyword mode has no similarity to threshold on.
+    keyword = memory_search(user=user, query="Ana violin", mode="keyword", min_similarity=0.99)
+    assert ids(keyword) == [related.id]
+
+
+def test_token_budget_and_top_k_are_honoured(user):
+    for index in range(12):
+        remember(user, f"Garden note {index}: the tomatoes need water " + "and care " * index)
+
+    result = memory_search(user=user, query="garden tomatoes water", max_tokens=60, top_k=10)
+
+    assert 0 < result.total_tokens_used <= 60
+    assert result.total_tokens_used == sum(hit.token_count for hit in result.items)
+    unlimited = memory_search(user=user, query="garden tomatoes water", max_tokens=None, top_k=10)
+    assert len(unlimited.items) == 10
+    # Packed in rank order: the budgeted result is a prefix of the unbudgeted ranking.
+    assert ids(result) == ids(unlimited)[: len(result.items)]
+    assert sum(hit.token_count for hit in unlimited.items[: len(result.items) + 1]) > 60
+
+
+def test_messages_are_never_returned_twice(user):
+    session = open_session(user)
+    add_message(session, "user", "Which wood is best for a sauna bench?")
+    add_message(session, "assistant", "Abachi or aspen: they stay cool to the touch.")
+
+    result = memory_search(user=user, query="sauna bench wood abachi aspen", top_k=10)
+
+    seen: set[int] = set()
+    for hit in result.items:
+        assert not set(hit.source_message_ids) <= seen, "an item repeated covered messages"
+        seen |= set(hit.source_message_ids)
+    assert len(seen) == 2
+
+
+# --- ranking rules ------------------------------------------------------------------------------
+
+
+def conversation(user, turns: list[tuple[str, str]]):
+    session = open_session(user)
+    for speaker, text in turns:
+        role = "user" if speaker == "Caroline" else "assistant"
+        add_message(session, role, text, metadata={"speaker": speaker})
+    return session
+
+
+def test_question_naming_a_speaker_prefers_their_messages(user):
+    conversation(
+        user,
+        [
+            ("Melanie", "I went hiking near the lake last weekend."),
+            ("Caroline", "I went hiking in the mountains last weekend."),
+            ("Melanie", "The lake trail was muddy."),
+        ],
+    )
+
+    result = memory_search(user=user, query="Where did Caroline go hiking?", sources=["chunk"])
+
+    first = result.items[0]
+    assert first.metadata["granularity"] == "message"
+    assert first.content == "Caroline: I went hiking in the mountains last weekend."
+
+
+def test_an_answer_next_to_the_matching_question_is_found(user):
+    conversation(
+        user,
+        [
+            ("Caroline", "What instrument does your son play these days?"),
+            ("Melanie", "He switched to the cello last spring."),
+            ("Caroline", "Nice!"),
+        ],
+    )
+
+    result = memory_search(user=user, query="what instrument does the son play", top_k=3)
+
+    contents = [hit.content for hit in result.items]
+    assert "Melanie: He switched to the cello last spring." in contents
+
+
+def test_recency_weight_puts_the_newer_of_equal_memories_first(user):
+    old = remember(user, "Lunch with Priya at the ramen bar.", days_ago=300)
+    new = remember(user, "Lunch with Priya at the ramen bar!", days_ago=1)
+
+    plain = memory_search(user=user, query="lunch with Priya", recency_half_life_days=None)
+    weighted = memory_search(user=user, query="lunch with Priya", recency_half_life_days=30)
+
+    assert ids(weighted)[0] == new.id
+    assert set(ids(plain)) == {old.id, new.id}
+    old_hit = next(hit for hit in weighted.items if hit.id == old.id)
+    assert old_hit.score < next(hit for hit in plain.items if hit.id == old.id).score
+
+
+# --- filters ------------------------------------------------------------------------------------
+
+
+def test_filters_narrow_the_scope(user):
+    session = open_session(user)
+    base = datetime(2024, 3, 10, tzinfo=UTC)
+    in_project = remember(user, "Bake sourdough bread", project_id="kitchen", occurred_at=base)
+    by_agent = remember(user, "Sourdough bread schedule", agent_id="baker", occurred_at=base)
+    in_session = remember(
+        user, "Sourdough bread starter", chat_session=session, occurred_at=base + timedelta(5)
+    )
+    tagged = remember(
+        user, "Sourdough bread flour", topics=["flour"], occurred_at=base + timedelta(10)
+    )
+    summary = remember(
+        user, "Summary: sourdough bread", source="summary", occurred_at=base + timedelta(20)
+    )
+    query = "sourdough bread"
+
+    def found(**filters):
+        sources = filters.pop("sources", None)
+        extra = {"sources": sources} if sources else {}
+        return set(
+            ids(memory_search(user=user, query=query, filters=SearchFilters(**filters), **extra))
+        )
+
+    everything = {in_project.id, by_agent.id, in_session.id, tagged.id, summary.id}
+    assert found() == everything
+    assert found(project_id="kitchen") == {in_project.id}
+    assert found(agent_id="baker") == {by_agent.id}
+    assert found(chat_session_id=str(session.id)) == {in_session.id}
+    assert found(exclude_chat_session_id=str(session.id)) == everything - {in_session.id}
+    assert found(topics=["flour", "yeast"]) == {tagged.id}
+    assert found(since=base + timedelta(1)) == {in_session.id, tagged.id, summary.id}
+    assert found(until=base + timedelta(6)) == {in_project.id, by_agent.id, in_session.id}
+    assert found(sources=["summary"]) == {summary.id}
+
+
+# --- prompt format and stats ------------------------------------------------------------------
+
+
+def test_format_for_prompt_quotes_items_with_date_never_the_header(user):
+    session = open_session(user)
+    add_message(
+        session,
+        "user",
+        "I went to a support group yesterday.",
+        metadata={"speaker": "Caroline"},
+        created_at=datetime(2023, 5, 8, 13, 56, tzinfo=UTC),
+    )
+    remember(
+        user,
+        "Caroline\nvolunteers at the shelter.",
+        header="A long contextual header that must not be shown.",
+        occurred_at=datetime(2023, 6, 1, tzinfo=UTC),
+    )
+
+    result = memory_search(
+        user=user, query="Caroline support group shelter", sources=["chunk", "fact"]
+    )
+    text = format_for_prompt(result.items)
+
+    assert '(8 May 2023) "Caroline: I went to a support group yesterday."' in text.splitlines()
+    assert '(1 June 2023, fact) "Caroline volunteers at the shelter."' in text.splitlines()
+    assert "contextual header" not in text
+
+
+def test_stats_count_only_the_callers_memories(user, other_user):
+    remember(user, "a", project_id="p1", topics=["cooking", "bread"])
+    remember(user, "b", source="summary", project_id="p1", topics=["cooking"])
+    remember(user, "c", source="chunk", app_id="other")
+    remember(other_user, "d", project_id="p1", topics=["cooking"])
+
+    stats = memory_stats(user=user)
+    one_app = memory_stats(user=user, app_id="default")
+
+    assert stats["total"] == 3
+    assert stats["by_source"] == {"fact": 1, "chunk": 1, "summary": 1, "document": 0}
+    assert stats["by_project"] == {"p1": 2, "": 1}
+    assert stats["by_topic"] == {"cooking": 2, "bread": 1}
+    assert one_app["total"] == 2 and one_app["by_source"]["chunk"] == 0

@@ -1,0 +1,155 @@
+"""Message items: every user/assistant message is retrievable on its own, right after it is
+stored, with its neighbours indexed (not returned) for keyword search."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from context_app.selectors import memory_search
+from ingestion_app.models import MemoryItem
+from ingestion_app.services.message_index import message_index
+from tests.factories import add_message, open_session
+
+pytestmark = pytest.mark.django_db
+
+
+def message_items(session):
+    return list(
+        MemoryItem.objects.filter(chat_session=session, metadata__granularity="message").order_by(
+            "id"
+        )
+    )
+
+
+def test_each_message_becomes_an_item_with_speaker_date_and_position(user, fake_embedder):
+    session = open_session(user, project_id="garden", agent_id="helper")
+    when = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    first = add_message(session, "user", "I planted tomatoes today.", created_at=when)
+    second = add_message(
+        session, "assistant", "Which variety did you choose?", created_at=when + timedelta(1)
+    )
+
+    items = message_items(session)
+
+    assert [item.content for item in items] == [
+        "User: I planted tomatoes today.",
+        "Assistant: Which variety did you choose?",
+    ]
+    first_item = items[0]
+    assert first_item.source == MemoryItem.Source.CHUNK
+    assert first_item.source_message_ids == [first.id]
+    assert first_item.occurred_at == when
+    assert first_item.header == "8 May 2023"
+    assert first_item.embedding is not None
+    assert first_item.embedding_text == "(8 May 2023) User: I planted tomatoes today."
+    # A reply is embedded with the message it answers, after its own text.
+    assert items[1].embedding_text == (
+        "(9 May 2023) Assistant: Which variety did you choose?\nUser: I planted tomatoes today."
+    )
+    assert (first_item.project_id, first_item.agent_id) == ("garden", "helper")
+    assert first_item.metadata["speaker"] == "user"
+    assert [item.metadata["position"] for item in items] == [0, 1]
+    assert items[1].metadata["message_id"] == second.id
+    assert first_item.token_count > 0
+
+
+def test_named_speaker_from_message_metadata(user, fake_embedder):
+    session = open_session(user)
+    add_message(session, "user", "I went to a support group.", metadata={"speaker": "Caroline"})
+
+    (item,) = message_items(session)
+
+    assert item.content == "Caroline: I went to a support group."
+    assert item.metadata["speaker"] == "Caroline"
+
+
+def test_system_and_blank_messages_are_not_indexed(user, fake_embedder):
+    session = open_session(user)
+    add_message(session, "system", "You are a helpful assistant.")
+    add_message(session, "user", "   ")
+
+    assert message_items(session) == []
+
+
+def test_neighbours_are_keyword_context_two_on_each_side(user, fake_embedder):
+    session = open_session(user)
+    texts = ["alpha one", "bravo two", "charlie three", "delta four", "echo five", "foxtrot six"]
+    for index, text in enumerate(texts):
+        add_message(session, "user" if index % 2 == 0 else "assistant", text)
+
+    contexts = [item.keyword_context for item in message_items(session)]
+
+    # The middle item sees two before and two after; nothing of its own text, nothing further.
+    assert contexts[2].splitlines() == [
+        "User: alpha one",
+        "Assistant: bravo two",
+        "Assistant: delta four",
+        "User: echo five",
+    ]
+    assert contexts[0].splitlines() == ["Assistant: bravo two", "User: charlie three"]
+    assert contexts[5].splitlines() == ["Assistant: delta four", "User: echo five"]
+
+
+def test_a_neighbours_words_find_the_message_but_are_not_returned(user, fake_embedder):
+    session = open_session(user)
+    add_message(session, "user", "What did you think of the Zanzibar trip?")
+    add_message(session, "assistant", "It was the best holiday of my life.")
+    add_message(session, "user", "Glad to hear it.")
+
+    result = memory_search(
+        user=user, query="zanzibar holiday", mode="keyword", sources=["chunk"], top_k=5
+    )
+
+    contents = [hit.content for hit in result.items]
+    assert "Assistant: It was the best holiday of my life." in contents
+    reply = next(hit for hit in result.items if "best holiday" in hit.content)
+    assert "Zanzibar" not in reply.content
+
+
+def test_only_redacted_text_is_indexed(user, fake_embedder):
+    session = open_session(user)
+    add_message(session, "user", "Mail me at jane.doe@example.com about the invoice.")
+    add_message(session, "assistant", "Sure, I will write to you.")
+
+    items = message_items(session)
+    stored = " ".join(
+        f"{item.content} {item.keyword_context} {item.embedding_text}" for item in items
+    )
+    assert "jane.doe@example.com" not in stored
+    assert "invoice" in items[0].content
+    sent = fake_embedder.all_text_sent()
+    assert "jane.doe@example.com" not in sent
+
+
+def test_hook_is_idempotent(user, fake_embedder):
+    session = open_session(user)
+    message = add_message(session, "user", "Remember that my cat is called Pixel.")
+
+    again = message_index(message=message)
+
+    assert again is not None and [item.id for item in message_items(session)] == [again.id]
+
+
+def test_turn_pair_chunk_and_message_items_both_written(user, fake_embedder):
+    session = open_session(user)
+    prompt = add_message(session, "user", "How do I prune roses?")
+    reply = add_message(session, "assistant", "Cut just above an outward-facing bud.")
+
+    chunks = MemoryItem.objects.filter(chat_session=session, source="chunk")
+    pair = chunks.get(metadata__kind="turn_pair")
+    assert pair.source_message_ids == [prompt.id, reply.id]
+    assert chunks.filter(metadata__granularity="message").count() == 2
+
+
+def test_embedder_failure_keeps_the_message_searchable(user, fake_embedder):
+    session = open_session(user)
+    fake_embedder.fail_count = 10
+    add_message(session, "user", "My passport number ends with the Kilimanjaro sticker.")
+    fake_embedder.fail_count = 0
+
+    (item,) = message_items(session)
+    assert item.embedding is None
+    result = memory_search(user=user, query="Kilimanjaro", mode="keyword")
+    assert [hit.id for hit in result.items] == [item.id]
