@@ -209,6 +209,28 @@ def store_report(users: dict) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+class CpuClock:
+    """CPU time of this process plus the database backend serving it (Linux schedstat), so a
+    search's own cost can be read apart from waiting for a CPU on a busy machine."""
+
+    def __init__(self) -> None:
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            path = Path(f"/proc/{cursor.fetchone()[0]}/schedstat")
+        self.path = path if path.exists() else None
+
+    def now_ms(self) -> float | None:
+        if self.path is None:
+            return None
+        try:
+            backend_ns = int(self.path.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        return backend_ns / 1e6 + time.process_time() * 1000
+
+
 class Scores:
     def __init__(self) -> None:
         self.budget: dict[int, list[float]] = {c: [] for c in ld.SCORED_CATEGORIES}
@@ -216,6 +238,7 @@ class Scores:
         # The same ranking rendered without quotes and source labels (format comparison).
         self.plain: dict[int, list[float]] = {c: [] for c in ld.SCORED_CATEGORIES}
         self.search_ms: list[float] = []
+        self.search_cpu_ms: list[float] = []
         self.embed_ms: list[float] = []
         self.chars_used: list[int] = []
 
@@ -242,6 +265,7 @@ def evaluate(
 
     embedder = get_embedder()
     scores = Scores()
+    clock = CpuClock()
     for conversation in conversations:
         user = users[conversation.sample_id]
         dia_of = dict(
@@ -253,6 +277,7 @@ def evaluate(
             started = time.perf_counter()
             vector = embedder.embed([question.question])[0]
             scores.embed_ms.append((time.perf_counter() - started) * 1000)
+            cpu_started = clock.now_ms()
             result = memory_search(
                 user=user,
                 query=question.question,
@@ -264,6 +289,9 @@ def evaluate(
                 query_embedding=vector,
             )
             scores.search_ms.append(result.search_ms)
+            cpu_ended = clock.now_ms()
+            if cpu_started is not None and cpu_ended is not None:
+                scores.search_cpu_ms.append(cpu_ended - cpu_started)
             ranked = [
                 ld.RetrievedItem(
                     format_hit(hit),
@@ -385,6 +413,12 @@ def main() -> None:
         f"{ld.percentile(scores.embed_ms, 50):.1f} ms, p95 {ld.percentile(scores.embed_ms, 95):.1f}"
         f" ms; mean budget used {Scores.mean(scores.chars_used):.0f} chars"
     )
+    if scores.search_cpu_ms:
+        print(
+            f"search CPU (this process + database backend, what an idle machine would take): "
+            f"p50 {ld.percentile(scores.search_cpu_ms, 50):.1f} ms, "
+            f"p95 {ld.percentile(scores.search_cpu_ms, 95):.1f} ms"
+        )
     print(
         f"same ranking, items rendered unquoted without source labels: "
         f"{scores.overall('plain'):.3f} within the budget"

@@ -118,7 +118,7 @@ class _Candidate:
     id: int
     source: str
     chat_session_id: str | None
-    occurred_at: datetime
+    occurred_epoch: float  # seconds; parsing ~200 datetimes per search costs a millisecond
     token_count: int
     source_message_ids: list[int]
     is_message: bool
@@ -354,28 +354,35 @@ def _load_candidates(
     if not ids:
         return {}
     similarity_sql = (
-        "CASE WHEN id = ANY(%(c_known)s) THEN NULL"
-        " ELSE 1 - (embedding <=> %(c_vector)s::vector) END"
+        "CASE WHEN m.id = ANY(%(c_known)s) THEN NULL"
+        " ELSE 1 - (m.embedding <=> %(c_vector)s::vector) END"
         if vector
         else "NULL::float8"
     )
+    # A pair chunk is "covered" when its first message also has a message item; the probe is
+    # a unique-index lookup per pair (LATERAL + LIMIT keeps the planner from hashing the
+    # whole chunk_id index instead).
     covered_pair_sql = (
-        """source = 'chunk' AND coalesce(metadata->>'granularity', '') <> 'message'
-           AND cardinality(source_message_ids) > 0
-           AND EXISTS (SELECT 1 FROM rag_store AS x
-                       WHERE x.chunk_id = 'msg-' || rag_store.source_message_ids[1])"""
+        """LEFT JOIN LATERAL (
+               SELECT true AS covered FROM rag_store AS x
+               WHERE m.source = 'chunk' AND coalesce(m.metadata->>'granularity', '') <> 'message'
+                 AND cardinality(m.source_message_ids) > 0
+                 AND x.chunk_id = 'msg-' || m.source_message_ids[1]
+               LIMIT 1) AS pair ON true"""
         if PAIR_WEIGHT != 1.0
-        else "false"
+        else "LEFT JOIN (SELECT NULL::boolean AS covered) AS pair ON false"
     )
     cursor.execute(
-        f"""SELECT id, source, chat_session_id, occurred_at, token_count, source_message_ids,
-                   metadata->>'granularity' = 'message' AS is_message,
-                   coalesce(metadata->>'speaker', ''),
-                   CASE WHEN metadata->>'granularity' = 'message'
-                        AND jsonb_typeof(metadata->'position') = 'number'
-                        THEN (metadata->>'position')::int END,
-                   {covered_pair_sql}, {similarity_sql}
-            FROM rag_store WHERE id = ANY(%(c_ids)s)""",
+        f"""SELECT m.id, m.source, m.chat_session_id::text,
+                   extract(epoch FROM m.occurred_at)::float8, m.token_count, m.source_message_ids,
+                   m.metadata->>'granularity' = 'message' AS is_message,
+                   coalesce(m.metadata->>'speaker', ''),
+                   CASE WHEN m.metadata->>'granularity' = 'message'
+                        AND jsonb_typeof(m.metadata->'position') = 'number'
+                        THEN (m.metadata->>'position')::int END,
+                   pair.covered, {similarity_sql}
+            FROM rag_store AS m {covered_pair_sql}
+            WHERE m.id = ANY(%(c_ids)s)""",
         {"c_ids": ids, "c_vector": vector, "c_known": list(known_similarity)},
     )
     found = {}
@@ -384,8 +391,8 @@ def _load_candidates(
         found[row[0]] = _Candidate(
             id=row[0],
             source=row[1],
-            chat_session_id=str(row[2]) if row[2] else None,
-            occurred_at=row[3],
+            chat_session_id=row[2],
+            occurred_epoch=row[3],
             token_count=row[4] or 0,
             source_message_ids=list(row[5] or []),
             is_message=bool(row[6]),
@@ -425,8 +432,8 @@ def _smooth_neighbours(candidates: dict[int, _Candidate]) -> None:
         candidate.score += NEIGHBOUR_WEIGHT * best
 
 
-def _recency_factor(occurred_at: datetime, now: datetime, half_life_days: float) -> float:
-    age_days = max(0.0, (now - occurred_at).total_seconds() / 86400)
+def _recency_factor(occurred_epoch: float, now: float, half_life_days: float) -> float:
+    age_days = max(0.0, (now - occurred_epoch) / 86400)
     return 0.5 + 0.5 * math.pow(0.5, age_days / half_life_days)
 
 
@@ -556,7 +563,7 @@ def _rank(
                 candidate.score *= PAIR_WEIGHT
             if candidate.source == MemoryItem.Source.SUMMARY:
                 candidate.score *= SUMMARY_WEIGHT
-    now = timezone.now()
+    now = timezone.now().timestamp()
     kept = []
     for candidate in candidates.values():
         if (
@@ -567,7 +574,9 @@ def _rank(
         ):
             continue
         if recency_half_life_days:
-            candidate.score *= _recency_factor(candidate.occurred_at, now, recency_half_life_days)
+            candidate.score *= _recency_factor(
+                candidate.occurred_epoch, now, recency_half_life_days
+            )
         kept.append(candidate)
     kept.sort(key=lambda c: (-c.score, -(c.similarity or 0.0), -c.id))
     return kept
@@ -597,7 +606,7 @@ def _load_hits(cursor, packed: list[_Candidate]) -> list[SearchHit]:
     if not packed:
         return []
     cursor.execute(
-        "SELECT id, content, header, created_at, metadata, topics FROM rag_store"
+        "SELECT id, content, header, created_at, metadata, topics, occurred_at FROM rag_store"
         " WHERE id = ANY(%s)",
         [[c.id for c in packed]],
     )
@@ -619,7 +628,7 @@ def _load_hits(cursor, packed: list[_Candidate]) -> list[SearchHit]:
                 similarity=candidate.similarity,
                 keyword_rank=candidate.keyword_score,
                 created_at=row[3],
-                occurred_at=candidate.occurred_at,
+                occurred_at=row[6],
                 metadata=metadata,
                 topics=list(row[5] or []),
                 chat_session_id=candidate.chat_session_id,
