@@ -22,14 +22,21 @@ def memories_for_user(
     chat_session_id: uuid.UUID | str | None = None,
     app_id: str | None = None,
     q: str | None = None,
+    include_message_items: bool = False,
 ) -> QuerySet[MemoryItem]:
     """The caller's memories, newest first, or best text match first when `q` is given.
+
+    Per-message retrieval items (chunks with granularity "message", written beside each
+    turn-pair chunk so search can return single turns) are left out unless asked for: for a
+    person browsing memories they repeat the turn-pair chunk.
 
     `q` is a web-style full-text query (`websearch_to_tsquery('english', q)`) over header and
     content; a case-insensitive substring match on content is OR-ed in so that partial words
     ("Berl") and stop-word-only queries ("the who") still find what the user typed.
     """
     queryset = MemoryItem.objects.filter(user=user).defer("embedding", "raw_content")
+    if not include_message_items:
+        queryset = queryset.exclude(metadata__contains={"granularity": "message"})
     if project_id:
         queryset = queryset.filter(project_id=project_id)
     if source:

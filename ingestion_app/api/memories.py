@@ -50,6 +50,7 @@ class MemoryListApi(ListAPIView):
         chat_session_id = StrictUUIDField(required=False)
         app_id = StrictCharField(required=False, max_length=64)
         q = StrictCharField(required=False, max_length=500)
+        include_message_items = serializers.BooleanField(required=False, default=False)
 
     @extend_schema(
         tags=["memories"],
@@ -59,6 +60,12 @@ class MemoryListApi(ListAPIView):
             OpenApiParameter("chat_session_id", str),
             OpenApiParameter("app_id", str),
             OpenApiParameter("q", str, description="Full-text search (web syntax) over the text."),
+            OpenApiParameter(
+                "include_message_items",
+                bool,
+                description="Also list the per-message retrieval items (chunks of one message) "
+                "that sit beside each turn-pair chunk; hidden by default.",
+            ),
         ],
     )
     def get(self, request, *args, **kwargs):
@@ -75,6 +82,7 @@ class MemoryListApi(ListAPIView):
             chat_session_id=data.get("chat_session_id"),
             app_id=data.get("app_id"),
             q=(data.get("q") or "").strip() or None,
+            include_message_items=data.get("include_message_items", False),
         )
 
 

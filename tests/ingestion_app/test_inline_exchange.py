@@ -15,6 +15,11 @@ from memory_site.providers import get_embedder
 from sessions_app.models import Message
 from tests.factories import add_message, open_session
 
+
+def pair_chunks(user):
+    """The turn-pair chunks (not the per-message items the message index also writes)."""
+    return MemoryItem.objects.filter(user=user, source="chunk").exclude(metadata__contains={"granularity": "message"})
+
 pytestmark = pytest.mark.django_db
 
 
@@ -31,7 +36,7 @@ def post_message(api, session_id, role, content):
 def nearest_chunks(user, text, k=3):
     vector = get_embedder().embed([text])[0]
     return list(
-        MemoryItem.objects.filter(user=user, source="chunk").order_by(
+        pair_chunks(user).order_by(
             CosineDistance("embedding", vector)
         )[:k]
     )
@@ -57,7 +62,7 @@ def test_an_exchange_is_retrievable_by_vector_search_before_the_next_turn(api, u
 
     best = nearest_chunks(user, "stop my kitten from clawing the couch")[0]
     assert "scratching the sofa" in best.content
-    assert MemoryItem.objects.filter(user=user, source="chunk").count() == 3
+    assert pair_chunks(user).count() == 3
 
 
 def test_the_chunk_carries_the_reference_frontmatter_and_header(api, user):
@@ -71,7 +76,7 @@ def test_the_chunk_carries_the_reference_frontmatter_and_header(api, user):
         api, session_id, "assistant", "Usually nitrogen deficiency; feed a balanced fertiliser."
     )
 
-    chunk = MemoryItem.objects.get(user=user, source="chunk")
+    chunk = pair_chunks(user).get()
     meta = chunk.metadata
     assert set(FRONTMATTER_FIELDS) <= set(meta)
     assert meta["source_platform"] == "local"
@@ -103,7 +108,7 @@ def test_the_embedding_is_made_from_header_and_user_prompt_only(user):
         session, "assistant", "Canberra. Many people guess Sydney, which is the largest city."
     )
 
-    chunk = MemoryItem.objects.get(user=user, source="chunk")
+    chunk = pair_chunks(user).get()
     expected = get_embedder().embed([f"{chunk.header}\n\nWhat is the capital of Australia?"])[0]
     with_reply = get_embedder().embed([chunk.header + "\n\n" + chunk.content])[0]
     stored = np.array(chunk.embedding)
@@ -121,7 +126,7 @@ def test_pairs_are_numbered_and_only_user_then_assistant_makes_a_chunk(user):
     add_message(session, "user", "Which one pays back faster?")
     reply = add_message(session, "assistant", "Usually the heat pump, if you heat with gas now.")
 
-    chunks = list(MemoryItem.objects.filter(user=user, source="chunk").order_by("occurred_at"))
+    chunks = list(pair_chunks(user).order_by("occurred_at"))
     assert [c.metadata["turn_range"] for c in chunks] == ["2", "3"]
     assert chunks[0].metadata["agent_id"] == "researcher"
     assert "Also mention the costs." in chunks[0].content
@@ -129,7 +134,7 @@ def test_pairs_are_numbered_and_only_user_then_assistant_makes_a_chunk(user):
 
     # The hook running again for the same reply (a redelivery) stores nothing new.
     assert exchange_index(message=reply).id == chunks[1].id
-    assert MemoryItem.objects.filter(user=user, source="chunk").count() == 2
+    assert pair_chunks(user).count() == 2
 
 
 def test_only_redacted_text_is_indexed(user):
@@ -141,7 +146,7 @@ def test_only_redacted_text_is_indexed(user):
         session, "assistant", "Here is a draft for landlord.smith@example.com: the boiler ..."
     )
 
-    chunk = MemoryItem.objects.get(user=user, source="chunk")
+    chunk = pair_chunks(user).get()
     assert "landlord.smith@example.com" not in chunk.content
     assert "landlord.smith@example.com" not in chunk.header
     assert "boiler" in chunk.content
@@ -153,7 +158,7 @@ def test_historical_messages_keep_their_dates(user):
     add_message(session, "user", "I adopted a greyhound named Pixel last week.", created_at=at)
     add_message(session, "assistant", "Congratulations on adopting Pixel!", created_at=at)
 
-    chunk = MemoryItem.objects.get(user=user, source="chunk")
+    chunk = pair_chunks(user).get()
     assert chunk.occurred_at == at
     assert chunk.metadata["timestamp"] == "2023-05-08T13:56:00Z"
     assert chunk.chunk_id.endswith("-1-20230508")

@@ -14,6 +14,11 @@ from memory_site.providers import get_embedder
 from sessions_app.models import UsageLog
 from tests.factories import add_message, open_session
 
+
+def pair_chunks(user):
+    """The turn-pair chunks (not the per-message items the message index also writes)."""
+    return MemoryItem.objects.filter(user=user, source="chunk").exclude(metadata__contains={"granularity": "message"})
+
 pytestmark = pytest.mark.django_db
 
 PROMPT = "How long should I rest a brisket after smoking it?"
@@ -38,7 +43,7 @@ def test_a_fast_model_header_is_used_directly(user, fake_openai):
     add_message(session, "user", PROMPT)
     add_message(session, "assistant", REPLY)
 
-    chunk = MemoryItem.objects.get(user=user, source="chunk")
+    chunk = pair_chunks(user).get()
     assert chunk.header == MODEL_HEADER
     assert chunk.topics == ["brisket-smoking", "barbecue-timing", "x" * 40]
     assert chunk.metadata["header_status"] == "llm"
@@ -66,7 +71,7 @@ def test_a_slow_model_gets_a_placeholder_then_a_backfilled_header(
         elapsed = time.perf_counter() - started
 
     assert elapsed < 0.9  # the request did not wait for the model
-    chunk = MemoryItem.objects.get(user=user, source="chunk")
+    chunk = pair_chunks(user).get()
     assert chunk.metadata["header_status"] == "pending"
     assert chunk.header and chunk.header != MODEL_HEADER  # the local placeholder
     # Indexed immediately, on the user prompt alone.
@@ -99,7 +104,7 @@ def test_a_failing_model_keeps_the_local_header_as_final(
     with django_capture_on_commit_callbacks(execute=True):
         add_message(session, "assistant", REPLY)
 
-    chunk = MemoryItem.objects.get(user=user, source="chunk")
+    chunk = pair_chunks(user).get()
     assert chunk.metadata["header_status"] == "local"
     assert "brisket" in chunk.header.lower()
     expected = get_embedder().embed([f"{chunk.header}\n\n{PROMPT}"])[0]
