@@ -69,8 +69,11 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 CONTEXT_TF_WEIGHT = 0.5  # term frequency of a keyword-context (weight B) occurrence
 MAX_QUERY_TERMS = 32  # lexemes of a long query beyond the first 32 are ignored
+MAX_KEYWORD_QUERY_CHARS = 4000  # a pasted document as query: only its start is parsed
 DF_CAP = 5000  # document frequencies are counted up to this (idf is near its floor anyway)
 PRUNE_DF = 3000  # candidates come from the rarest terms whose summed df stays under this
+# Scopes up to this many items are scored exactly in one statement (see _bm25_candidates).
+SINGLE_STATEMENT_ITEMS = 20_000
 STATS_TTL_SECONDS = 60
 ROLE_SPEAKERS = frozenset({"user", "assistant", "system"})
 
@@ -222,6 +225,56 @@ def _tsquery_term(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+# The query's lexemes (english config, first MAX_QUERY_TERMS in text order), each with its
+# quoted tsquery operand; a named speaker's lexemes are left out unless nothing else remains.
+_TERMS_SQL = r"""
+    query_terms AS (
+        SELECT t.lexeme, t.positions[1] AS first_position,
+               '''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''' AS operand,
+               t.lexeme IN (SELECT n.lexeme FROM unnest(to_tsvector('english', %(k_drop)s)) AS n)
+                   AS is_name
+        FROM unnest(to_tsvector('english', %(k_query)s)) AS t
+        ORDER BY t.positions[1] LIMIT %(k_max_terms)s
+    ),
+    terms AS (
+        SELECT lexeme, first_position, operand::tsquery AS any_weight,
+               (operand || ':A')::tsquery AS in_item, (operand || ':B')::tsquery AS in_context
+        FROM query_terms
+        WHERE NOT is_name OR NOT EXISTS (SELECT 1 FROM query_terms WHERE NOT is_name)
+    )"""
+
+# tf of a term in an item: 1 if it is in the item's own text (weight A) plus k_context_tf if it
+# is in its keyword context (weight B). Materialized so each pair of tests runs once, float8
+# so no numeric arithmetic creeps in. Occurrence counts are not used: items are mostly one
+# message, and on LoCoMo counting positions changed recall by 0.2 points at several times the
+# cost (it needs unnest() of every candidate's vector).
+_MATCHES_SQL = """
+    matches AS MATERIALIZED (
+        SELECT c.id, c.dl, terms.lexeme,
+               (c.search_vector @@ terms.in_item)::int::float8
+               + %(k_context_tf)s::float8 * (c.search_vector @@ terms.in_context)::int::float8
+                   AS tf
+        FROM candidates AS c CROSS JOIN terms
+    )"""
+
+_BM25_TERM_SQL = """idf * tf * (%(k_k1)s::float8 + 1) / (tf + %(k_k1)s::float8
+                 * (1 - %(k_b)s::float8 + %(k_b)s::float8 * dl / %(k_avgdl)s::float8))"""
+
+
+def _bm25_params(*, query: str, drop_name: str, stats: _ScopeStats, limit: int) -> dict:
+    return {
+        "k_query": query,
+        "k_drop": drop_name,
+        "k_max_terms": MAX_QUERY_TERMS,
+        "k_context_tf": float(CONTEXT_TF_WEIGHT),
+        "k_k1": float(BM25_K1),
+        "k_b": float(BM25_B),
+        "k_avgdl": float(stats.mean_length),
+        "k_count": stats.count,
+        "k_limit": limit,
+    }
+
+
 def _bm25_candidates(
     cursor, *, scope: str, params: dict, query: str, drop_name: str, stats: _ScopeStats, limit: int
 ) -> list[tuple[int, float]]:
@@ -229,35 +282,44 @@ def _bm25_candidates(
 
     drop_name: a speaker name the query names; its lexemes leave the query (every message of
     the conversation is "about" its participants) unless nothing else would be left.
+    Scopes up to SINGLE_STATEMENT_ITEMS items are scored exactly in one statement (document
+    frequencies counted on the matching rows themselves); bigger ones take two (frequencies
+    from the GIN index, capped, then candidates from the rarest terms only).
     """
-    cursor.execute(
-        f"""WITH terms AS (
-                SELECT t.lexeme, t.positions[1] AS first_position,
-                       t.lexeme IN (SELECT n.lexeme FROM unnest(to_tsvector('english', %(k_drop)s))
-                                    AS n) AS is_name
-                FROM unnest(to_tsvector('english', %(k_query)s)) AS t
-                ORDER BY t.positions[1] LIMIT %(k_max_terms)s
-            )
-            SELECT terms.lexeme, terms.is_name, (
-                SELECT count(*) FROM (
-                    SELECT 1 FROM rag_store
+    bm25 = {**params, **_bm25_params(query=query, drop_name=drop_name, stats=stats, limit=limit)}
+    if stats.count <= SINGLE_STATEMENT_ITEMS:
+        cursor.execute(
+            f"""WITH {_TERMS_SQL},
+                candidates AS MATERIALIZED (
+                    SELECT id, search_vector, length(search_vector)::float8 AS dl
+                    FROM rag_store
                     WHERE {scope} AND search_vector @@ (
-                        '''' || replace(replace(terms.lexeme, '\\', '\\\\'), '''', '''''') || ''''
-                    )::tsquery
+                        SELECT string_agg(operand, ' | ')::tsquery FROM query_terms
+                        WHERE lexeme IN (SELECT lexeme FROM terms))
+                ),
+                {_MATCHES_SQL},
+                term_idf AS (
+                    SELECT lexeme, ln(1 + (greatest(%(k_count)s, count(*)) - count(*) + 0.5)
+                                          / (count(*) + 0.5)) AS idf
+                    FROM matches WHERE tf > 0 GROUP BY lexeme
+                )
+                SELECT id, sum({_BM25_TERM_SQL}) AS score
+                FROM matches JOIN term_idf USING (lexeme) WHERE tf > 0
+                GROUP BY id ORDER BY score DESC, id DESC LIMIT %(k_limit)s""",
+            bm25,
+        )
+        return [(row[0], float(row[1])) for row in cursor.fetchall()]
+
+    cursor.execute(
+        f"""WITH {_TERMS_SQL}
+            SELECT terms.lexeme, (
+                SELECT count(*) FROM (
+                    SELECT 1 FROM rag_store WHERE {scope} AND search_vector @@ terms.any_weight
                     LIMIT %(k_df_cap)s) AS capped)
             FROM terms ORDER BY terms.first_position""",
-        {
-            **params,
-            "k_query": query,
-            "k_drop": drop_name,
-            "k_max_terms": MAX_QUERY_TERMS,
-            "k_df_cap": DF_CAP,
-        },
+        {**bm25, "k_df_cap": DF_CAP},
     )
-    rows = cursor.fetchall()
-    if any(not is_name for _, is_name, _ in rows):
-        rows = [row for row in rows if not row[1]]
-    terms = [(lexeme, df) for lexeme, _, df in rows if df > 0]
+    terms = [(lexeme, df) for lexeme, df in cursor.fetchall() if df > 0]
     if not terms:
         return []
     count = max(stats.count, max(df for _, df in terms))
@@ -272,33 +334,25 @@ def _bm25_candidates(
         total += df
     cursor.execute(
         f"""WITH terms AS (
-                SELECT * FROM unnest(%(k_idfs)s::float8[], %(k_in_item)s::tsquery[],
-                                     %(k_in_context)s::tsquery[]) AS t(idf, in_item, in_context)
+                SELECT * FROM unnest(%(k_lexemes)s::text[], %(k_idfs)s::float8[],
+                                     %(k_in_item)s::tsquery[], %(k_in_context)s::tsquery[])
+                    AS t(lexeme, idf, in_item, in_context)
             ),
             candidates AS MATERIALIZED (
                 SELECT id, search_vector, length(search_vector)::float8 AS dl FROM rag_store
                 WHERE {scope} AND search_vector @@ %(k_candidates)s::tsquery
-            )
-            SELECT c.id, sum(terms.idf * x.tf * (%(k_k1)s + 1) / (x.tf + %(k_k1)s
-                       * (1 - %(k_b)s + %(k_b)s * c.dl / %(k_avgdl)s))) AS score
-            FROM candidates AS c CROSS JOIN terms
-            CROSS JOIN LATERAL (
-                SELECT (c.search_vector @@ terms.in_item)::int
-                       + %(k_context_tf)s * (c.search_vector @@ terms.in_context)::int AS tf
-            ) AS x
-            WHERE x.tf > 0
-            GROUP BY c.id ORDER BY score DESC, c.id DESC LIMIT %(k_limit)s""",
+            ),
+            {_MATCHES_SQL}
+            SELECT id, sum({_BM25_TERM_SQL}) AS score
+            FROM matches JOIN terms USING (lexeme) WHERE tf > 0
+            GROUP BY id ORDER BY score DESC, id DESC LIMIT %(k_limit)s""",
         {
-            **params,
+            **bm25,
+            "k_lexemes": [lexeme for lexeme, _ in terms],
             "k_idfs": [idf[lexeme] for lexeme, _ in terms],
             "k_in_item": [_tsquery_term(lexeme) + ":A" for lexeme, _ in terms],
             "k_in_context": [_tsquery_term(lexeme) + ":B" for lexeme, _ in terms],
             "k_candidates": " | ".join(_tsquery_term(lexeme) for lexeme in candidate_terms),
-            "k_context_tf": float(CONTEXT_TF_WEIGHT),
-            "k_k1": float(BM25_K1),
-            "k_b": float(BM25_B),
-            "k_avgdl": float(stats.mean_length),
-            "k_limit": limit,
         },
     )
     return [(row[0], float(row[1])) for row in cursor.fetchall()]
@@ -497,12 +551,12 @@ def memory_search(
         keyword_rows: list[tuple[int, float]] = []
         if mode in ("hybrid", "keyword") and query.strip():
             stats = _scope_stats(cursor, scope=scope, params=params)
-            named = _named_speakers(query, stats.speakers)
+            named = _named_speakers(query[:MAX_KEYWORD_QUERY_CHARS], stats.speakers)
             keyword_rows = _bm25_candidates(
                 cursor,
                 scope=scope,
                 params=params,
-                query=query,
+                query=query[:MAX_KEYWORD_QUERY_CHARS],
                 drop_name=named[0] if len(named) == 1 else "",
                 stats=stats,
                 limit=limit,

@@ -360,3 +360,32 @@ def test_stats_count_only_the_callers_memories(user, other_user):
     assert stats["by_project"] == {"p1": 2, "": 1}
     assert stats["by_topic"] == {"cooking": 2, "bread": 1}
     assert one_app["total"] == 2 and one_app["by_source"]["chunk"] == 0
+
+
+# --- big scopes ---------------------------------------------------------------------------------
+
+
+def test_big_scope_path_ranks_like_the_exact_one(user, monkeypatch):
+    from context_app import selectors
+
+    for text in TICKETS + [
+        "The badge office is on floor 2.",
+        "Printer paper is in the cupboard.",
+        "Badge photos are taken on Mondays.",
+    ]:
+        remember(user, text)
+    query = "broken badge reader ticket"
+
+    exact = memory_search(user=user, query=query, mode="keyword")
+    monkeypatch.setattr(selectors, "SINGLE_STATEMENT_ITEMS", 0)
+    big = memory_search(user=user, query=query, mode="keyword")
+
+    assert ids(big) == ids(exact)
+    assert [hit.keyword_rank for hit in big.items] == pytest.approx(
+        [hit.keyword_rank for hit in exact.items]
+    )
+    # Pruned to the rarest term's rows, the best match still comes first.
+    monkeypatch.setattr(selectors, "PRUNE_DF", 1)
+    pruned = memory_search(user=user, query=query, mode="keyword")
+    assert ids(pruned)[0] == ids(exact)[0]
+    assert len(pruned.items) < len(exact.items)
