@@ -62,7 +62,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--variants",
         default="",
-        help='extra ranking settings to compare, e.g. "PAIR_WEIGHT=1;PAIR_WEIGHT=0,SUMMARY_WEIGHT=0"',
+        help="ranking settings to compare first, e.g. \"PAIR_WEIGHT=1;VECTOR_WEIGHT=0.5,RRF_K=60\"",
     )
     parser.add_argument("--sources", default="", help="comma-separated sources (default: all)")
     parser.add_argument("--no-baselines", action="store_true", help="skip the baselines (tuning)")
@@ -238,6 +238,7 @@ class Scores:
         # The same ranking rendered without quotes and source labels (format comparison).
         self.plain: dict[int, list[float]] = {c: [] for c in ld.SCORED_CATEGORIES}
         self.search_ms: list[float] = []
+        self.search_ms_by_category: dict[int, list[float]] = {c: [] for c in ld.SCORED_CATEGORIES}
         self.search_cpu_ms: list[float] = []
         self.embed_ms: list[float] = []
         self.chars_used: list[int] = []
@@ -289,6 +290,7 @@ def evaluate(
                 query_embedding=vector,
             )
             scores.search_ms.append(result.search_ms)
+            scores.search_ms_by_category[question.category].append(result.search_ms)
             cpu_ended = clock.now_ms()
             if cpu_started is not None and cpu_ended is not None:
                 scores.search_cpu_ms.append(cpu_ended - cpu_started)
@@ -380,7 +382,10 @@ def main() -> None:
         baselines = ld.run_turn_baselines(conversations, model=model)
 
     print()
-    header = f"{'category':<16}{'questions':>10}{'mnemo@2000':>12}{'mnemo@10':>10}"
+    header = (
+        f"{'category':<16}{'questions':>10}{'mnemo@2000':>12}{'mnemo@10':>10}"
+        f"{'p50 ms':>8}{'p95 ms':>8}"
+    )
     if baselines:
         header += f"{'bm25@2000':>11}{'dense@2000':>12}{'bm25@10':>9}{'dense@10':>10}"
     print(header)
@@ -388,10 +393,15 @@ def main() -> None:
         if category is None:
             name, count = "overall", scores.questions()
             mnemo = (scores.overall(), scores.overall("at10"))
+            latency = scores.search_ms
         else:
             name, count = f"{category} {ld.CATEGORY_NAMES[category]}", len(scores.budget[category])
             mnemo = (scores.category(category), scores.category(category, "at10"))
-        line = f"{name:<16}{count:>10}{mnemo[0]:>12.3f}{mnemo[1]:>10.3f}"
+            latency = scores.search_ms_by_category[category]
+        line = (
+            f"{name:<16}{count:>10}{mnemo[0]:>12.3f}{mnemo[1]:>10.3f}"
+            f"{ld.percentile(latency, 50):>8.1f}{ld.percentile(latency, 95):>8.1f}"
+        )
         if baselines:
             bm25, dense = baselines["bm25"], baselines["dense"]
 
