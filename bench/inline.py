@@ -134,7 +134,9 @@ def bench_request_path(user, rng: random.Random, exchanges: int) -> None:
         assistant_ms.append(timed_hooks(assistant_message))
     texts = list(
         MemoryItem.objects.filter(user=user, source="chunk")
-        .exclude(metadata__contains={"granularity": "message"})  # the turn-pair chunks, not per-message items
+        .exclude(
+            metadata__contains={"granularity": "message"}
+        )  # the turn-pair chunks, not per-message items
         .values_list("embedding_text", flat=True)
     )
     assert len(texts) == exchanges, (len(texts), exchanges)

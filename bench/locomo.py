@@ -62,7 +62,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--variants",
         default="",
-        help="ranking settings to compare first, e.g. \"PAIR_WEIGHT=1;VECTOR_WEIGHT=0.5,RRF_K=60\"",
+        help='ranking settings to compare first, e.g. "PAIR_WEIGHT=1;VECTOR_WEIGHT=0.5,RRF_K=60"',
     )
     parser.add_argument("--sources", default="", help="comma-separated sources (default: all)")
     parser.add_argument("--no-baselines", action="store_true", help="skip the baselines (tuning)")

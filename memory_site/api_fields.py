@@ -53,7 +53,10 @@ def _has_unstorable_text(value, depth: int = 0) -> bool:
     if isinstance(value, str):
         return "\x00" in value or any(0xD800 <= ord(ch) <= 0xDFFF for ch in value)
     if isinstance(value, dict):
-        return any(_has_unstorable_text(k, depth + 1) or _has_unstorable_text(v, depth + 1) for k, v in value.items())
+        return any(
+            _has_unstorable_text(k, depth + 1) or _has_unstorable_text(v, depth + 1)
+            for k, v in value.items()
+        )
     if isinstance(value, list):
         return any(_has_unstorable_text(v, depth + 1) for v in value)
     return False

@@ -15,13 +15,21 @@ from memory_site.middleware import body_limit_for  # noqa: E402  (needs Django s
 
 async def _send_413(send, limit: int) -> None:
     body = json.dumps(
-        {"error": {"code": "payload_too_large", "message": f"Request body is over the {limit}-byte limit."}}
+        {
+            "error": {
+                "code": "payload_too_large",
+                "message": f"Request body is over the {limit}-byte limit.",
+            }
+        }
     ).encode()
     await send(
         {
             "type": "http.response.start",
             "status": 413,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})
@@ -68,7 +76,11 @@ class BodyLimitASGI:
             if not message.get("more_body"):
                 break
         body = b"".join(chunks)
-        new_headers = [(k, v) for k, v in scope["headers"] if k not in (b"transfer-encoding", b"content-length")]
+        new_headers = [
+            (k, v)
+            for k, v in scope["headers"]
+            if k not in (b"transfer-encoding", b"content-length")
+        ]
         new_headers.append((b"content-length", str(len(body)).encode()))
         replayed = False
 

@@ -115,9 +115,13 @@ def api_exception_handler(exc, context):
     if isinstance(exc, RequestDataTooBig):
         return Response(error_body("payload_too_large", "Request body is too large."), status=413)
     if isinstance(exc, RecursionError):
-        return Response(error_body("malformed_json", "Request body is nested too deeply."), status=400)
+        return Response(
+            error_body("malformed_json", "Request body is nested too deeply."), status=400
+        )
     if isinstance(exc, drf.ParseError):
-        return Response(error_body("malformed_json", f"Malformed request body: {exc.detail}"), status=400)
+        return Response(
+            error_body("malformed_json", f"Malformed request body: {exc.detail}"), status=400
+        )
     if isinstance(exc, drf.ValidationError):
         field, message = _first_validation_error(exc.detail)
         text = f"{field}: {message}" if field else message

@@ -35,7 +35,9 @@ def _worker_state() -> str:
     except Exception:
         return "unknown"
     now = timezone.now()
-    fresh = [stat for stat in stats if stat.timestamp and now - stat.timestamp < timedelta(minutes=1)]
+    fresh = [
+        stat for stat in stats if stat.timestamp and now - stat.timestamp < timedelta(minutes=1)
+    ]
     return "ok" if fresh else "down"
 
 
@@ -48,7 +50,11 @@ class HealthApi(APIView):
         responses={
             200: inline_serializer(
                 "Health",
-                {"database": serializers.CharField(), "vector": serializers.CharField(), "worker": serializers.CharField()},
+                {
+                    "database": serializers.CharField(),
+                    "vector": serializers.CharField(),
+                    "worker": serializers.CharField(),
+                },
             )
         },
     )

@@ -32,6 +32,8 @@ class BodySizeLimitMiddleware:
         limit = body_limit_for(request.path)
         if length > limit:
             return error_response(
-                413, "payload_too_large", f"Request body of {length} bytes is over the {limit}-byte limit."
+                413,
+                "payload_too_large",
+                f"Request body of {length} bytes is over the {limit}-byte limit.",
             )
         return self.get_response(request)

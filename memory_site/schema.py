@@ -10,7 +10,10 @@ ERROR_SCHEMA = {
             "properties": {
                 "code": {"type": "string", "example": "session_not_found"},
                 "message": {"type": "string"},
-                "field": {"type": "string", "description": "The request field at fault, when there is one."},
+                "field": {
+                    "type": "string",
+                    "description": "The request field at fault, when there is one.",
+                },
             },
             "required": ["code", "message"],
         }
@@ -42,5 +45,7 @@ def add_error_responses(result, generator, request, public):
                 codes.pop("409")
                 codes.pop("413")
             for code, description in codes.items():
-                operation["responses"].setdefault(code, {"description": description, "content": reference})
+                operation["responses"].setdefault(
+                    code, {"description": description, "content": reference}
+                )
     return result

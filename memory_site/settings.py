@@ -33,7 +33,9 @@ def _local_secret(filename: str, make) -> str:
     if not path.exists():
         path.write_text(make())
         path.chmod(0o600)
-        print(f"mnemo: generated a local {filename} under {DATA_DIR} (set it in the environment for production)")
+        print(
+            f"mnemo: generated a local {filename} under {DATA_DIR} (set it in the environment for production)"
+        )
     return path.read_text().strip()
 
 
@@ -50,7 +52,9 @@ if not MNEMO_ENCRYPTION_KEYS:
         raise ImproperlyConfigured("MNEMO_ENCRYPTION_KEYS must be set when MNEMO_ENV=production")
     from cryptography.fernet import Fernet
 
-    MNEMO_ENCRYPTION_KEYS = [_local_secret("encryption_key", lambda: Fernet.generate_key().decode())]
+    MNEMO_ENCRYPTION_KEYS = [
+        _local_secret("encryption_key", lambda: Fernet.generate_key().decode())
+    ]
 
 try:
     from cryptography.fernet import Fernet
@@ -196,7 +200,9 @@ OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
 # "openai" when an endpoint or key is configured, else the offline local provider.
 LLM_PROVIDER = env_str("LLM_PROVIDER", "openai" if (OPENAI_API_KEY or OPENAI_BASE_URL) else "local")
 LLM_MODEL = env_str("LLM_MODEL", "gpt-4o-mini")
-LLM_JSON_MODE = env_str("LLM_JSON_MODE", "json_schema")  # or "json_object" for servers without schemas
+LLM_JSON_MODE = env_str(
+    "LLM_JSON_MODE", "json_schema"
+)  # or "json_object" for servers without schemas
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60.0)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2)
 EMBEDDING_PROVIDER = env_str("EMBEDDING_PROVIDER", "local")
@@ -204,7 +210,9 @@ EMBEDDING_MODEL = env_str(
     "EMBEDDING_MODEL",
     "all-MiniLM-L6-v2" if EMBEDDING_PROVIDER == "local" else "text-embedding-3-small",
 )
-EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 384 if EMBEDDING_PROVIDER == "local" else 1536)
+EMBEDDING_DIMENSIONS = env_int(
+    "EMBEDDING_DIMENSIONS", 384 if EMBEDDING_PROVIDER == "local" else 1536
+)
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64)
 # torch intra-op threads for the local embedder (0 = torch's default of one per core).
 EMBEDDING_TORCH_THREADS = env_int("EMBEDDING_TORCH_THREADS", 1)
@@ -248,7 +256,10 @@ MNEMO_SESSION_CLOSE_TASK = "context_app.tasks.session_close_task"
 # process, so /api/health can tell whether a worker is alive.
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    "tasks": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "mnemo_task_cache"},
+    "tasks": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "mnemo_task_cache",
+    },
 }
 Q_CLUSTER = {
     "name": "mnemo",

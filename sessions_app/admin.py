@@ -15,12 +15,29 @@ class MessageInline(admin.TabularInline):
 
 @admin.register(ChatSession)
 class ChatSessionAdmin(admin.ModelAdmin):
-    list_display = ["id", "title", "user", "app_id", "status", "visible", "opened_at", "last_activity_at", "closed_at"]
+    list_display = [
+        "id",
+        "title",
+        "user",
+        "app_id",
+        "status",
+        "visible",
+        "opened_at",
+        "last_activity_at",
+        "closed_at",
+    ]
     list_filter = ["status", "app_id", "visible"]
     search_fields = ["id", "title", "user__username", "project_id", "agent_id"]
     list_select_related = ["user"]
     raw_id_fields = ["user"]
-    readonly_fields = ["id", "opened_at", "closed_at", "close_error", "close_attempts", "messages_purged_at"]
+    readonly_fields = [
+        "id",
+        "opened_at",
+        "closed_at",
+        "close_error",
+        "close_attempts",
+        "messages_purged_at",
+    ]
     date_hierarchy = "opened_at"
     inlines = [MessageInline]
     actions = ["resummarize_sessions", "rebuild_user_rollups"]
@@ -47,7 +64,16 @@ class ChatSessionAdmin(admin.ModelAdmin):
 
 @admin.register(Message)
 class MessageAdmin(admin.ModelAdmin):
-    list_display = ["id", "session", "user", "role", "token_count", "model", "incomplete", "created_at"]
+    list_display = [
+        "id",
+        "session",
+        "user",
+        "role",
+        "token_count",
+        "model",
+        "incomplete",
+        "created_at",
+    ]
     list_filter = ["role", "incomplete"]
     search_fields = ["content_sanitized", "user__username", "session__id"]
     list_select_related = ["session", "user"]
@@ -59,7 +85,16 @@ class MessageAdmin(admin.ModelAdmin):
 
 @admin.register(UsageLog)
 class UsageLogAdmin(admin.ModelAdmin):
-    list_display = ["created_at", "user", "kind", "model", "tokens_in", "tokens_out", "cost_usd", "session"]
+    list_display = [
+        "created_at",
+        "user",
+        "kind",
+        "model",
+        "tokens_in",
+        "tokens_out",
+        "cost_usd",
+        "session",
+    ]
     list_filter = ["kind", "model"]
     search_fields = ["user__username", "model"]
     list_select_related = ["user", "session"]

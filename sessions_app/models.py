@@ -18,7 +18,9 @@ class ChatSession(models.Model):
         CLOSED = "closed"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions"
+    )
     app_id = models.CharField(max_length=64, default="default")
     agent_id = models.CharField(max_length=128, blank=True, default="")
     project_id = models.CharField(max_length=128, blank=True, default="")
@@ -54,7 +56,9 @@ class Message(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="messages")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_messages")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_messages"
+    )
     role = models.CharField(max_length=16, choices=Role.choices)
     # The original text, encrypted at rest; never sent to a model or an index.
     content = EncryptedTextField()
@@ -80,9 +84,13 @@ class UsageLog(models.Model):
     session = models.ForeignKey(
         ChatSession, on_delete=models.SET_NULL, null=True, blank=True, related_name="usage_logs"
     )
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="usage_logs")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="usage_logs"
+    )
     app_id = models.CharField(max_length=64, default="default")
-    kind = models.CharField(max_length=32, default="chat")  # chat, summary, facts, header, embedding
+    kind = models.CharField(
+        max_length=32, default="chat"
+    )  # chat, summary, facts, header, embedding
     model = models.CharField(max_length=128)
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)
@@ -98,7 +106,9 @@ class SessionSummary(models.Model):
     """The mini summary written when a session closes (its searchable copy lives in rag_store)."""
 
     session = models.OneToOneField(ChatSession, on_delete=models.CASCADE, related_name="summary")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="session_summaries")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="session_summaries"
+    )
     summary = models.TextField()
     token_estimate = models.PositiveIntegerField(default=0)
     model = models.CharField(max_length=128, blank=True, default="")
@@ -108,13 +118,17 @@ class SessionSummary(models.Model):
 
 class SessionTag(models.Model):
     session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="tags")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="session_tags")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="session_tags"
+    )
     tag = models.CharField(max_length=64)
     confidence = models.FloatField()
 
     class Meta:
         ordering = ["-confidence"]
-        constraints = [models.UniqueConstraint(fields=["session", "tag"], name="session_tag_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "tag"], name="session_tag_unique")
+        ]
         indexes = [models.Index(fields=["user", "tag"], name="session_tag_user")]
 
 

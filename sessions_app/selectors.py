@@ -24,7 +24,9 @@ def session_get_for_user(
     try:
         return queryset.get(id=session_id)
     except (ChatSession.DoesNotExist, ValueError) as exc:
-        raise NotFound(f"Session {session_id} not found.", code="session_not_found", field=field) from exc
+        raise NotFound(
+            f"Session {session_id} not found.", code="session_not_found", field=field
+        ) from exc
 
 
 def sessions_for_user(*, user, app_id: str | None = None) -> QuerySet[ChatSession]:

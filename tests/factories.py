@@ -20,4 +20,6 @@ def open_session(user, **fields):
 def add_message(session, role: str, content: str, **fields):
     from sessions_app.services.messages import message_append
 
-    return message_append(user=session.user, session_id=session.id, role=role, content=content, **fields)
+    return message_append(
+        user=session.user, session_id=session.id, role=role, content=content, **fields
+    )

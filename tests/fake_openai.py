@@ -62,7 +62,10 @@ class FakeOpenAIServer:
                 if server.delay_seconds:
                     time.sleep(server.delay_seconds)
                 if failing:
-                    return self._json(server.fail_status, {"error": {"message": "injected failure", "type": "server_error"}})
+                    return self._json(
+                        server.fail_status,
+                        {"error": {"message": "injected failure", "type": "server_error"}},
+                    )
                 if self.path.endswith("/embeddings"):
                     return self._embeddings(body)
                 if self.path.endswith("/chat/completions"):
@@ -82,12 +85,23 @@ class FakeOpenAIServer:
             def _embeddings(self, body):
                 inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 data = [
-                    {"object": "embedding", "index": i, "embedding": hashed_embedding(text, server.dimensions)}
+                    {
+                        "object": "embedding",
+                        "index": i,
+                        "embedding": hashed_embedding(text, server.dimensions),
+                    }
                     for i, text in enumerate(inputs)
                 ]
                 tokens = sum(len(t.split()) for t in inputs)
-                self._json(200, {"object": "list", "data": data, "model": body.get("model"),
-                                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+                self._json(
+                    200,
+                    {
+                        "object": "list",
+                        "data": data,
+                        "model": body.get("model"),
+                        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+                    },
+                )
 
             def _content_for(self, body) -> str:
                 if body.get("response_format", {}).get("type") in ("json_schema", "json_object"):
@@ -97,15 +111,30 @@ class FakeOpenAIServer:
 
             def _chat(self, body):
                 content = self._content_for(body)
-                prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
-                self._json(200, {
-                    "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
-                    "created": int(time.time()), "model": body.get("model", "fake-model"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                 "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(content.split()),
-                              "total_tokens": prompt_tokens + len(content.split())},
-                })
+                prompt_tokens = sum(
+                    len(str(m.get("content", "")).split()) for m in body.get("messages", [])
+                )
+                self._json(
+                    200,
+                    {
+                        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body.get("model", "fake-model"),
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": content},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {
+                            "prompt_tokens": prompt_tokens,
+                            "completion_tokens": len(content.split()),
+                            "total_tokens": prompt_tokens + len(content.split()),
+                        },
+                    },
+                )
 
             def _stream(self, body):
                 content = self._content_for(body)
@@ -120,18 +149,34 @@ class FakeOpenAIServer:
                 try:
                     for i, word in enumerate(words):
                         piece = word if i == 0 else " " + word
-                        chunk = {"id": response_id, "object": "chat.completion.chunk", "created": int(time.time()),
-                                 "model": model, "choices": [{"index": 0, "delta": {"content": piece},
-                                                              "finish_reason": None}]}
+                        chunk = {
+                            "id": response_id,
+                            "object": "chat.completion.chunk",
+                            "created": int(time.time()),
+                            "model": model,
+                            "choices": [
+                                {"index": 0, "delta": {"content": piece}, "finish_reason": None}
+                            ],
+                        }
                         self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                         self.wfile.flush()
                         if server.stream_delay_seconds:
                             time.sleep(server.stream_delay_seconds)
-                    prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
-                    final = {"id": response_id, "object": "chat.completion.chunk", "created": int(time.time()),
-                             "model": model, "choices": [],
-                             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(words),
-                                       "total_tokens": prompt_tokens + len(words)}}
+                    prompt_tokens = sum(
+                        len(str(m.get("content", "")).split()) for m in body.get("messages", [])
+                    )
+                    final = {
+                        "id": response_id,
+                        "object": "chat.completion.chunk",
+                        "created": int(time.time()),
+                        "model": model,
+                        "choices": [],
+                        "usage": {
+                            "prompt_tokens": prompt_tokens,
+                            "completion_tokens": len(words),
+                            "total_tokens": prompt_tokens + len(words),
+                        },
+                    }
                     self.wfile.write(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n".encode())
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):

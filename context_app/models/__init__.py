@@ -1,5 +1,6 @@
 """context_app models, one module per concept; import them all here for Django."""
 
+from context_app.models.access import AccessLog  # noqa: F401
 from context_app.models.context import (  # noqa: F401
     ContextSettings,
     InjectionLog,
@@ -8,4 +9,3 @@ from context_app.models.context import (  # noqa: F401
     TopicSummary,
 )
 from context_app.models.rollups import SessionConsolidation, UserChatSummary  # noqa: F401
-from context_app.models.access import AccessLog  # noqa: F401

@@ -15,14 +15,29 @@ class FactHistoryInline(admin.TabularInline):
 class MemoryItemAdmin(admin.ModelAdmin):
     """The rag_store: browsable and searchable by user, project and text, with delete."""
 
-    list_display = ["id", "source", "short_content", "user", "app_id", "project_id", "chat_session", "created_at"]
+    list_display = [
+        "id",
+        "source",
+        "short_content",
+        "user",
+        "app_id",
+        "project_id",
+        "chat_session",
+        "created_at",
+    ]
     list_filter = ["source", "app_id", ("user", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["content", "header", "user__username", "project_id", "chunk_id"]
     search_help_text = "Text of the memory, username, project id or chunk id."
     list_select_related = ["user", "chat_session"]
     raw_id_fields = ["user", "chat_session"]
     exclude = ["embedding", "raw_content"]
-    readonly_fields = ["search_vector", "content_hash", "source_message_ids", "created_at", "updated_at"]
+    readonly_fields = [
+        "search_vector",
+        "content_hash",
+        "source_message_ids",
+        "created_at",
+        "updated_at",
+    ]
     show_full_result_count = False
     inlines = [FactHistoryInline]
 

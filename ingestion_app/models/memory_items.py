@@ -24,12 +24,18 @@ class MemoryItem(models.Model):
         DOCUMENT = "document"
 
     id = models.BigAutoField(primary_key=True)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_items")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_items"
+    )
     app_id = models.CharField(max_length=64, default="default")
     project_id = models.CharField(max_length=128, blank=True, default="")
     agent_id = models.CharField(max_length=128, blank=True, default="")
     chat_session = models.ForeignKey(
-        "sessions_app.ChatSession", on_delete=models.SET_NULL, null=True, blank=True, related_name="memory_items"
+        "sessions_app.ChatSession",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="memory_items",
     )
     rag_session_id = models.CharField(max_length=128, blank=True, default="")
     # "role" in the reference: fact | chunk | summary | document.
@@ -71,7 +77,9 @@ class MemoryItem(models.Model):
         db_table = "rag_store"
         ordering = ["-created_at"]
         indexes = [
-            models.Index(fields=["user", "app_id", "source", "-created_at"], name="rag_user_source_recent"),
+            models.Index(
+                fields=["user", "app_id", "source", "-created_at"], name="rag_user_source_recent"
+            ),
             models.Index(fields=["user", "content_hash"], name="rag_user_hash"),
             models.Index(fields=["chat_session", "source"], name="rag_session_source"),
             GinIndex(fields=["search_vector"], name="rag_search_vector"),
@@ -98,7 +106,9 @@ class FactHistory(models.Model):
         DELETE = "DELETE"
 
     memory = models.ForeignKey(MemoryItem, on_delete=models.CASCADE, related_name="history")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="fact_history")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="fact_history"
+    )
     event = models.CharField(max_length=8, choices=Event.choices)
     previous_content = models.TextField(blank=True, default="")
     new_content = models.TextField(blank=True, default="")

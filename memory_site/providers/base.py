@@ -36,7 +36,9 @@ class LLM(Protocol):
 
     def chat(self, messages: list[dict], *, model: str | None = None) -> ChatResult: ...
 
-    def stream(self, messages: list[dict], *, model: str | None = None) -> Iterator[StreamChunk]: ...
+    def stream(
+        self, messages: list[dict], *, model: str | None = None
+    ) -> Iterator[StreamChunk]: ...
 
     def chat_json(
         self, messages: list[dict], *, schema: dict, schema_name: str, model: str | None = None

@@ -30,7 +30,9 @@ class OpenAILLM:
 
     def chat(self, messages: list[dict], *, model: str | None = None) -> ChatResult:
         try:
-            response = self.client.chat.completions.create(model=model or self.model, messages=messages)
+            response = self.client.chat.completions.create(
+                model=model or self.model, messages=messages
+            )
         except openai.OpenAIError as exc:
             raise ProviderError(f"LLM request failed: {exc}") from exc
         usage = response.usage
@@ -77,7 +79,9 @@ class OpenAILLM:
             )
         )
 
-    def chat_json(self, messages, *, schema: dict, schema_name: str, model: str | None = None) -> dict:
+    def chat_json(
+        self, messages, *, schema: dict, schema_name: str, model: str | None = None
+    ) -> dict:
         """Structured output: a JSON schema where the server supports it, else JSON mode."""
         if self.json_mode == "json_schema":
             response_format = {
@@ -105,7 +109,9 @@ class OpenAILLM:
 class OpenAIEmbedder:
     name = "openai"
 
-    def __init__(self, client: openai.OpenAI, *, model: str, dimensions: int, batch_size: int = 256):
+    def __init__(
+        self, client: openai.OpenAI, *, model: str, dimensions: int, batch_size: int = 256
+    ):
         self.client = client
         self.model = model
         self.dimensions = dimensions

@@ -73,7 +73,16 @@ class MessageDetailOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Message
-        fields = ["id", "role", "content", "content_sanitized", "token_count", "model", "incomplete", "created_at"]
+        fields = [
+            "id",
+            "role",
+            "content",
+            "content_sanitized",
+            "token_count",
+            "model",
+            "incomplete",
+            "created_at",
+        ]
 
 
 class SessionDetailOutput(SessionOutput):
@@ -88,7 +97,13 @@ class SessionDetailOutput(SessionOutput):
         summary = getattr(session, "summary", None)
         if summary is None:
             return None
-        return {"text": summary.summary, "token_estimate": summary.token_estimate, "created_at": summary.created_at}
+        return {
+            "text": summary.summary,
+            "token_estimate": summary.token_estimate,
+            "created_at": summary.created_at,
+        }
 
     def get_tags(self, session) -> list[dict]:
-        return [{"tag": tag.tag, "confidence": round(tag.confidence, 3)} for tag in session.tags.all()]
+        return [
+            {"tag": tag.tag, "confidence": round(tag.confidence, 3)} for tag in session.tags.all()
+        ]

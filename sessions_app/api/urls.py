@@ -9,5 +9,9 @@ urlpatterns = [
     path("chat/close", views.SessionCloseApi.as_view(), name="chat-close"),
     path("chat/messages", views.MessageCreateApi.as_view(), name="chat-messages"),
     path("chat/sessions", views.SessionListApi.as_view(), name="chat-sessions"),
-    path("chat/sessions/<uuid:session_id>", views.SessionDetailApi.as_view(), name="chat-session-detail"),
+    path(
+        "chat/sessions/<uuid:session_id>",
+        views.SessionDetailApi.as_view(),
+        name="chat-session-detail",
+    ),
 ]

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import serializers
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -50,7 +49,10 @@ class SessionHeartbeatApi(APIView):
         responses={
             200: inline_serializer(
                 "HeartbeatOutput",
-                {"session_id": serializers.UUIDField(), "last_heartbeat_at": serializers.DateTimeField()},
+                {
+                    "session_id": serializers.UUIDField(),
+                    "last_heartbeat_at": serializers.DateTimeField(),
+                },
             )
         },
         tags=["sessions"],
@@ -66,14 +68,17 @@ class SessionVisibilityApi(APIView):
         request=VisibilityInput,
         responses={
             200: inline_serializer(
-                "VisibilityOutput", {"session_id": serializers.UUIDField(), "visible": serializers.BooleanField()}
+                "VisibilityOutput",
+                {"session_id": serializers.UUIDField(), "visible": serializers.BooleanField()},
             )
         },
         tags=["sessions"],
     )
     def post(self, request):
         data = validated(VisibilityInput, request)
-        session = session_set_visibility(user=request.user, session_id=data["session_id"], visible=data["visible"])
+        session = session_set_visibility(
+            user=request.user, session_id=data["session_id"], visible=data["visible"]
+        )
         return Response({"session_id": session.id, "visible": session.visible})
 
 
@@ -97,7 +102,11 @@ class SessionCloseApi(APIView):
         data = validated(SessionRefInput, request)
         session = session_close(user=request.user, session_id=data["session_id"])
         return Response(
-            {"session_id": session.id, "status": session.status, "close_error": session.close_error},
+            {
+                "session_id": session.id,
+                "status": session.status,
+                "close_error": session.close_error,
+            },
             status=status.HTTP_202_ACCEPTED,
         )
 
@@ -121,7 +130,9 @@ class SessionListApi(ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
-        return sessions_for_user(user=self.request.user, app_id=self.request.query_params.get("app_id"))
+        return sessions_for_user(
+            user=self.request.user, app_id=self.request.query_params.get("app_id")
+        )
 
 
 class SessionDetailApi(APIView):

@@ -110,9 +110,9 @@ def sessions_close_stale(*, now=None) -> int:
     now = now or timezone.now()
     cutoff = now - timedelta(minutes=settings.MNEMO_STALE_SESSION_MINUTES)
     stale_ids = list(
-        ChatSession.objects.filter(status=ChatSession.Status.OPEN, last_activity_at__lt=cutoff).values_list(
-            "id", flat=True
-        )
+        ChatSession.objects.filter(
+            status=ChatSession.Status.OPEN, last_activity_at__lt=cutoff
+        ).values_list("id", flat=True)
     )
     closed = 0
     for session_id in stale_ids:

@@ -12,7 +12,9 @@ from sessions_app.models import ChatSession, UsageLog
 def usage_cost_usd(*, model: str, tokens_in: int, tokens_out: int) -> Decimal:
     """Cost from MNEMO_PRICE_TABLE (USD per 1M tokens); models not in the table cost 0."""
     price_in, price_out = settings.MNEMO_PRICE_TABLE.get(model, [0.0, 0.0])
-    cost = (Decimal(str(price_in)) * tokens_in + Decimal(str(price_out)) * tokens_out) / Decimal(1_000_000)
+    cost = (Decimal(str(price_in)) * tokens_in + Decimal(str(price_out)) * tokens_out) / Decimal(
+        1_000_000
+    )
     return cost.quantize(Decimal("0.000001"))
 
 

@@ -18,7 +18,10 @@ from tests.factories import add_message, open_session
 
 def pair_chunks(user):
     """The turn-pair chunks (not the per-message items the message index also writes)."""
-    return MemoryItem.objects.filter(user=user, source="chunk").exclude(metadata__contains={"granularity": "message"})
+    return MemoryItem.objects.filter(user=user, source="chunk").exclude(
+        metadata__contains={"granularity": "message"}
+    )
+
 
 pytestmark = pytest.mark.django_db
 
@@ -35,11 +38,7 @@ def post_message(api, session_id, role, content):
 
 def nearest_chunks(user, text, k=3):
     vector = get_embedder().embed([text])[0]
-    return list(
-        pair_chunks(user).order_by(
-            CosineDistance("embedding", vector)
-        )[:k]
-    )
+    return list(pair_chunks(user).order_by(CosineDistance("embedding", vector))[:k])
 
 
 def test_an_exchange_is_retrievable_by_vector_search_before_the_next_turn(api, user):

@@ -17,7 +17,10 @@ from tests.factories import add_message, open_session
 
 def pair_chunks(user):
     """The turn-pair chunks (not the per-message items the message index also writes)."""
-    return MemoryItem.objects.filter(user=user, source="chunk").exclude(metadata__contains={"granularity": "message"})
+    return MemoryItem.objects.filter(user=user, source="chunk").exclude(
+        metadata__contains={"granularity": "message"}
+    )
+
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,10 @@ from memory_site.asgi import BodyLimitASGI
 
 def run(app, scope, body_chunks):
     sent = []
-    queue = [{"type": "http.request", "body": chunk, "more_body": i < len(body_chunks) - 1}
-             for i, chunk in enumerate(body_chunks)]
+    queue = [
+        {"type": "http.request", "body": chunk, "more_body": i < len(body_chunks) - 1}
+        for i, chunk in enumerate(body_chunks)
+    ]
 
     async def receive():
         return queue.pop(0) if queue else {"type": "http.disconnect"}
@@ -45,7 +47,11 @@ def recording_app():
 def test_declared_length_over_limit_is_413_without_reading(settings):
     settings.MNEMO_MAX_BODY_BYTES = 100
     inner, seen = recording_app()
-    sent = run(BodyLimitASGI(inner), scope_for("/api/v1/chat/messages", [(b"content-length", b"5000")]), [b"x" * 10])
+    sent = run(
+        BodyLimitASGI(inner),
+        scope_for("/api/v1/chat/messages", [(b"content-length", b"5000")]),
+        [b"x" * 10],
+    )
     assert sent[0]["status"] == 413
     assert json.loads(sent[1]["body"])["error"]["code"] == "payload_too_large"
     assert seen == {}
@@ -54,8 +60,11 @@ def test_declared_length_over_limit_is_413_without_reading(settings):
 def test_chunked_body_over_limit_is_413(settings):
     settings.MNEMO_MAX_BODY_BYTES = 100
     inner, seen = recording_app()
-    sent = run(BodyLimitASGI(inner), scope_for("/api/v1/chat/messages", [(b"transfer-encoding", b"chunked")]),
-               [b"x" * 60, b"x" * 60])
+    sent = run(
+        BodyLimitASGI(inner),
+        scope_for("/api/v1/chat/messages", [(b"transfer-encoding", b"chunked")]),
+        [b"x" * 60, b"x" * 60],
+    )
     assert sent[0]["status"] == 413
     assert seen == {}
 
@@ -63,8 +72,11 @@ def test_chunked_body_over_limit_is_413(settings):
 def test_small_chunked_body_reaches_django_with_a_length(settings):
     settings.MNEMO_MAX_BODY_BYTES = 100
     inner, seen = recording_app()
-    sent = run(BodyLimitASGI(inner), scope_for("/api/v1/chat/messages", [(b"transfer-encoding", b"chunked")]),
-               [b'{"a":', b" 1}"])
+    sent = run(
+        BodyLimitASGI(inner),
+        scope_for("/api/v1/chat/messages", [(b"transfer-encoding", b"chunked")]),
+        [b'{"a":', b" 1}"],
+    )
     assert sent[0]["status"] == 200
     assert seen["body"] == b'{"a": 1}'
     assert seen["headers"][b"content-length"] == b"8"
@@ -75,7 +87,11 @@ def test_upload_paths_have_their_own_limit(settings):
     settings.MNEMO_MAX_BODY_BYTES = 100
     settings.MNEMO_MAX_UPLOAD_BYTES = 10_000
     inner, seen = recording_app()
-    sent = run(BodyLimitASGI(inner), scope_for("/api/v1/imports", [(b"content-length", b"5000")]), [b"x" * 5000])
+    sent = run(
+        BodyLimitASGI(inner),
+        scope_for("/api/v1/imports", [(b"content-length", b"5000")]),
+        [b"x" * 5000],
+    )
     assert sent[0]["status"] == 200
 
 
@@ -88,7 +104,9 @@ def test_deeply_nested_json_is_400_not_500(api):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("raw", ['{"metadata": {"k": "a\\u0000b"}}', '{"metadata": {"k": "a\\ud800b"}}'])
+@pytest.mark.parametrize(
+    "raw", ['{"metadata": {"k": "a\\u0000b"}}', '{"metadata": {"k": "a\\ud800b"}}']
+)
 def test_unstorable_metadata_text_is_400(api, raw):
     response = api.generic("POST", "/api/v1/chat/new", raw, content_type="application/json")
     assert response.status_code == 400

@@ -32,8 +32,12 @@ def test_openai_json_output(fake_openai):
     fake_openai.json_responder = lambda body: {"facts": ["Alice lives in Paris."]}
     data = get_llm().chat_json(
         [{"role": "user", "content": "extract"}],
-        schema={"type": "object", "properties": {"facts": {"type": "array", "items": {"type": "string"}}},
-                "required": ["facts"], "additionalProperties": False},
+        schema={
+            "type": "object",
+            "properties": {"facts": {"type": "array", "items": {"type": "string"}}},
+            "required": ["facts"],
+            "additionalProperties": False,
+        },
         schema_name="facts",
     )
     assert data == {"facts": ["Alice lives in Paris."]}
@@ -44,7 +48,10 @@ def test_openai_embeddings(fake_openai_embeddings, settings):
     vectors = get_embedder().embed(["hello world", "another text"])
     assert len(vectors) == 2
     assert all(len(v) == settings.EMBEDDING_DIMENSIONS for v in vectors)
-    assert fake_openai_embeddings.bodies("/embeddings")[-1]["input"] == ["hello world", "another text"]
+    assert fake_openai_embeddings.bodies("/embeddings")[-1]["input"] == [
+        "hello world",
+        "another text",
+    ]
 
 
 def test_server_error_becomes_provider_error(fake_openai):
@@ -70,10 +77,15 @@ def test_local_llm_is_honest_and_shows_context(settings):
     settings.LLM_PROVIDER = "local"
     llm = get_llm()
     assert llm.is_local
-    text = "".join(c.text for c in llm.stream([
-        {"role": "system", "content": "[Recent context]\n- likes hiking"},
-        {"role": "user", "content": "What do I like?"},
-    ]))
+    text = "".join(
+        c.text
+        for c in llm.stream(
+            [
+                {"role": "system", "content": "[Recent context]\n- likes hiking"},
+                {"role": "user", "content": "What do I like?"},
+            ]
+        )
+    )
     assert "no language model configured" in text
     assert "likes hiking" in text
 
@@ -81,11 +93,15 @@ def test_local_llm_is_honest_and_shows_context(settings):
 def test_local_embedder_unit_vectors_and_paraphrase_ranking(settings):
     settings.EMBEDDING_PROVIDER = "local"
     embedder = get_embedder()
-    vectors = np.array(embedder.embed([
-        "How do I bake sourdough bread at home?",
-        "What's the way to make homemade sourdough loaves?",
-        "The stock market fell sharply on Tuesday.",
-    ]))
+    vectors = np.array(
+        embedder.embed(
+            [
+                "How do I bake sourdough bread at home?",
+                "What's the way to make homemade sourdough loaves?",
+                "The stock market fell sharply on Tuesday.",
+            ]
+        )
+    )
     assert vectors.shape == (3, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
     paraphrase, unrelated = vectors[0] @ vectors[1], vectors[0] @ vectors[2]

@@ -14,11 +14,17 @@ pytestmark = pytest.mark.django_db
 
 def test_reembed_replaces_vectors_from_embedding_text(user, fake_openai_embeddings):
     item = MemoryItem.objects.create(
-        user=user, source="fact", content="Alice lives in Paris.", embedding=[0.0] * 383 + [1.0],
+        user=user,
+        source="fact",
+        content="Alice lives in Paris.",
+        embedding=[0.0] * 383 + [1.0],
         embedding_text="",
     )
     chunk = MemoryItem.objects.create(
-        user=user, source="chunk", content="User: hi\nAssistant: hello", embedding=[0.0] * 383 + [1.0],
+        user=user,
+        source="chunk",
+        content="User: hi\nAssistant: hello",
+        embedding=[0.0] * 383 + [1.0],
         embedding_text="Greeting chunk header.\nhi",
     )
     call_command("reembed")
@@ -31,8 +37,12 @@ def test_reembed_replaces_vectors_from_embedding_text(user, fake_openai_embeddin
     assert "Greeting chunk header.\nhi" in sent and "User: hi\nAssistant: hello" not in sent
 
 
-def test_reembed_resizes_column_when_the_model_dimension_changes(user, fake_openai_embeddings, settings):
-    MemoryItem.objects.create(user=user, source="fact", content="Bob plays chess.", embedding=[0.1] * 384)
+def test_reembed_resizes_column_when_the_model_dimension_changes(
+    user, fake_openai_embeddings, settings
+):
+    MemoryItem.objects.create(
+        user=user, source="fact", content="Bob plays chess.", embedding=[0.1] * 384
+    )
     settings.EMBEDDING_DIMENSIONS = 64
     fake_openai_embeddings.dimensions = 64
     call_command("reembed")

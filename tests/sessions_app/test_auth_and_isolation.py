@@ -27,7 +27,11 @@ SESSION_POSTS = [
     ],
 )
 def test_every_endpoint_requires_auth(anon_api, method, path):
-    response = getattr(anon_api, method)(path, {}, format="json") if method == "post" else anon_api.get(path)
+    response = (
+        getattr(anon_api, method)(path, {}, format="json")
+        if method == "post"
+        else anon_api.get(path)
+    )
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "not_authenticated"
 

@@ -15,7 +15,13 @@ def post_raw(api, path, raw: bytes, content_type="application/json"):
 
 @pytest.mark.parametrize(
     "path",
-    ["/api/v1/chat/new", "/api/v1/chat/heartbeat", "/api/v1/chat/visibility", "/api/v1/chat/close", "/api/v1/chat/messages"],
+    [
+        "/api/v1/chat/new",
+        "/api/v1/chat/heartbeat",
+        "/api/v1/chat/visibility",
+        "/api/v1/chat/close",
+        "/api/v1/chat/messages",
+    ],
 )
 def test_malformed_json_is_400(api, path):
     response = post_raw(api, path, b'{"session_id": ')
@@ -31,11 +37,35 @@ def test_malformed_json_is_400(api, path):
         ("/api/v1/chat/new", {"close_session_id": "nope"}, "close_session_id"),
         ("/api/v1/chat/heartbeat", {"session_id": 12}, "session_id"),
         ("/api/v1/chat/heartbeat", {}, "session_id"),
-        ("/api/v1/chat/visibility", {"session_id": "00000000-0000-0000-0000-000000000000", "visible": "yes"}, "visible"),
+        (
+            "/api/v1/chat/visibility",
+            {"session_id": "00000000-0000-0000-0000-000000000000", "visible": "yes"},
+            "visible",
+        ),
         ("/api/v1/chat/close", {"session_id": "not-a-uuid"}, "session_id"),
-        ("/api/v1/chat/messages", {"session_id": "00000000-0000-0000-0000-000000000000", "role": "wizard", "content": "x"}, "role"),
-        ("/api/v1/chat/messages", {"session_id": "00000000-0000-0000-0000-000000000000", "role": "user", "content": 42}, "content"),
-        ("/api/v1/chat/messages", {"session_id": "00000000-0000-0000-0000-000000000000", "role": "user", "content": "   "}, "content"),
+        (
+            "/api/v1/chat/messages",
+            {
+                "session_id": "00000000-0000-0000-0000-000000000000",
+                "role": "wizard",
+                "content": "x",
+            },
+            "role",
+        ),
+        (
+            "/api/v1/chat/messages",
+            {"session_id": "00000000-0000-0000-0000-000000000000", "role": "user", "content": 42},
+            "content",
+        ),
+        (
+            "/api/v1/chat/messages",
+            {
+                "session_id": "00000000-0000-0000-0000-000000000000",
+                "role": "user",
+                "content": "   ",
+            },
+            "content",
+        ),
     ],
 )
 def test_wrong_types_name_the_field(api, path, body, field):
@@ -53,7 +83,11 @@ def test_json_array_body_is_400(api):
 
 
 def test_unknown_session_is_404(api):
-    response = api.post("/api/v1/chat/heartbeat", {"session_id": "00000000-0000-0000-0000-000000000000"}, format="json")
+    response = api.post(
+        "/api/v1/chat/heartbeat",
+        {"session_id": "00000000-0000-0000-0000-000000000000"},
+        format="json",
+    )
     assert response.status_code == 404
 
 
@@ -61,7 +95,9 @@ def test_body_over_limit_is_413_and_stores_nothing(api, settings):
     settings.MNEMO_MAX_BODY_BYTES = 2048
     session_id = api.post("/api/v1/chat/new", {}, format="json").json()["session_id"]
     response = api.post(
-        "/api/v1/chat/messages", {"session_id": session_id, "role": "user", "content": "x" * 5000}, format="json"
+        "/api/v1/chat/messages",
+        {"session_id": session_id, "role": "user", "content": "x" * 5000},
+        format="json",
     )
     assert response.status_code == 413
     assert response.json()["error"]["code"] == "payload_too_large"

@@ -41,7 +41,11 @@ def test_heartbeat_and_visibility(api):
     assert beat.status_code == 200
     assert beat.json()["session_id"] == session["session_id"]
     assert beat.json()["last_heartbeat_at"]
-    hidden = api.post("/api/v1/chat/visibility", {"session_id": session["session_id"], "visible": False}, format="json")
+    hidden = api.post(
+        "/api/v1/chat/visibility",
+        {"session_id": session["session_id"], "visible": False},
+        format="json",
+    )
     assert hidden.status_code == 200
     assert hidden.json() == {"session_id": session["session_id"], "visible": False}
     assert ChatSession.objects.get(id=session["session_id"]).visible is False
@@ -51,7 +55,11 @@ def test_messages_are_logged_with_token_counts(api):
     session = open_session(api)
     response = api.post(
         "/api/v1/chat/messages",
-        {"session_id": session["session_id"], "role": "user", "content": "Hello there, how are you today?"},
+        {
+            "session_id": session["session_id"],
+            "role": "user",
+            "content": "Hello there, how are you today?",
+        },
         format="json",
     )
     assert response.status_code == 201
@@ -94,7 +102,11 @@ def test_session_list_is_newest_first_and_paginated(api):
 def test_session_detail_has_messages_in_order(api):
     session = open_session(api)
     for role, text in [("user", "hi"), ("assistant", "hello"), ("user", "bye")]:
-        api.post("/api/v1/chat/messages", {"session_id": session["session_id"], "role": role, "content": text}, format="json")
+        api.post(
+            "/api/v1/chat/messages",
+            {"session_id": session["session_id"], "role": role, "content": text},
+            format="json",
+        )
     detail = api.get(f"/api/v1/chat/sessions/{session['session_id']}")
     assert detail.status_code == 200
     body = detail.json()

@@ -33,7 +33,9 @@ def resize_embedding_column(dimensions: int) -> None:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute("DROP INDEX IF EXISTS rag_embedding_hnsw")
         cursor.execute("UPDATE rag_store SET embedding = NULL")
-        cursor.execute(f"ALTER TABLE rag_store ALTER COLUMN embedding TYPE vector({int(dimensions)})")
+        cursor.execute(
+            f"ALTER TABLE rag_store ALTER COLUMN embedding TYPE vector({int(dimensions)})"
+        )
         cursor.execute(
             "CREATE INDEX rag_embedding_hnsw ON rag_store USING hnsw (embedding vector_cosine_ops) "
             "WITH (m = 16, ef_construction = 64)"
@@ -45,13 +47,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--batch-size", type=int, default=settings.EMBEDDING_BATCH_SIZE)
-        parser.add_argument("--only-missing", action="store_true", help="only rows without a vector")
+        parser.add_argument(
+            "--only-missing", action="store_true", help="only rows without a vector"
+        )
 
     def handle(self, *args, batch_size, only_missing, **options):
         embedder = get_embedder()
         current = column_dimensions()
         if current != embedder.dimensions:
-            self.stdout.write(f"Column is vector({current}); model {embedder.model} gives {embedder.dimensions}: resizing.")
+            self.stdout.write(
+                f"Column is vector({current}); model {embedder.model} gives {embedder.dimensions}: resizing."
+            )
             resize_embedding_column(embedder.dimensions)
             only_missing = True
         queryset = MemoryItem.objects.order_by("id")
@@ -62,7 +68,11 @@ class Command(BaseCommand):
         last_id = 0
         with tqdm(total=total, unit="item", disable=not total) as progress:
             while True:
-                batch = list(queryset.filter(id__gt=last_id).only("id", "content", "embedding_text")[:batch_size])
+                batch = list(
+                    queryset.filter(id__gt=last_id).only("id", "content", "embedding_text")[
+                        :batch_size
+                    ]
+                )
                 if not batch:
                     break
                 vectors = embedder.embed([item.embedding_text or item.content for item in batch])
@@ -72,4 +82,6 @@ class Command(BaseCommand):
                 last_id = batch[-1].id
                 done += len(batch)
                 progress.update(len(batch))
-        self.stdout.write(f"Re-embedded {done} items with {embedder.name}:{embedder.model} ({embedder.dimensions} dims).")
+        self.stdout.write(
+            f"Re-embedded {done} items with {embedder.name}:{embedder.model} ({embedder.dimensions} dims)."
+        )

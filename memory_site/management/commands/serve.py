@@ -23,11 +23,23 @@ class Command(BaseCommand):
         env = {**os.environ, "MNEMO_WARM_EMBEDDER": "1"}
         worker = subprocess.Popen([python, "manage.py", "qcluster"], env=env)
         web = subprocess.Popen(
-            [python, "-m", "uvicorn", "memory_site.asgi:application", "--host", host, "--port", str(port),
-             "--timeout-graceful-shutdown", "5"],
+            [
+                python,
+                "-m",
+                "uvicorn",
+                "memory_site.asgi:application",
+                "--host",
+                host,
+                "--port",
+                str(port),
+                "--timeout-graceful-shutdown",
+                "5",
+            ],
             env=env,
         )
-        self.stdout.write(f"Mnemo: web http://{host}:{port}/ (pid {web.pid}), worker pid {worker.pid}. Ctrl-C stops both.")
+        self.stdout.write(
+            f"Mnemo: web http://{host}:{port}/ (pid {web.pid}), worker pid {worker.pid}. Ctrl-C stops both."
+        )
         stopping = False
 
         def stop(*_):
@@ -38,7 +50,9 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         while not stopping and web.poll() is None and worker.poll() is None:
             time.sleep(0.5)
-        first_dead = None if stopping else ("web server" if web.poll() is not None else "task worker")
+        first_dead = (
+            None if stopping else ("web server" if web.poll() is not None else "task worker")
+        )
         for process in (web, worker):
             if process.poll() is None:
                 process.send_signal(signal.SIGINT)
@@ -48,5 +62,7 @@ class Command(BaseCommand):
             except subprocess.TimeoutExpired:
                 process.kill()
         if first_dead:
-            raise CommandError(f"The {first_dead} exited on its own (is port {port} free?); stopped both.")
+            raise CommandError(
+                f"The {first_dead} exited on its own (is port {port} free?); stopped both."
+            )
         self.stdout.write("Mnemo stopped.")

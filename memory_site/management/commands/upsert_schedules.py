@@ -7,7 +7,11 @@ from django_q.models import Schedule
 
 # name -> (dotted function path, schedule type, minutes)
 SCHEDULES = {
-    "mnemo-close-stale-sessions": ("sessions_app.tasks.close_stale_sessions_task", Schedule.MINUTES, 5),
+    "mnemo-close-stale-sessions": (
+        "sessions_app.tasks.close_stale_sessions_task",
+        Schedule.MINUTES,
+        5,
+    ),
     "mnemo-retention": ("sessions_app.tasks.retention_task", Schedule.DAILY, None),
 }
 
@@ -19,6 +23,11 @@ class Command(BaseCommand):
         for name, (func, schedule_type, minutes) in SCHEDULES.items():
             Schedule.objects.update_or_create(
                 name=name,
-                defaults={"func": func, "schedule_type": schedule_type, "minutes": minutes, "repeats": -1},
+                defaults={
+                    "func": func,
+                    "schedule_type": schedule_type,
+                    "minutes": minutes,
+                    "repeats": -1,
+                },
             )
             self.stdout.write(f"schedule {name}: {func}")

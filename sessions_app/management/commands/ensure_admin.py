@@ -19,12 +19,18 @@ class Command(BaseCommand):
         user = user_model.objects.filter(username=username).first()
         if user is None:
             password = secrets.token_urlsafe(12)
-            user = user_model.objects.create_superuser(username=username, password=password, email="")
+            user = user_model.objects.create_superuser(
+                username=username, password=password, email=""
+            )
             password_file.write_text(password)
             password_file.chmod(0o600)
             self.stdout.write(f"Created admin account '{username}'.")
         token, _ = Token.objects.get_or_create(user=user)
-        password = password_file.read_text().strip() if password_file.exists() else "(changed since first run)"
+        password = (
+            password_file.read_text().strip()
+            if password_file.exists()
+            else "(changed since first run)"
+        )
         self.stdout.write(
             f"\n  Mnemo is at {url}/\n"
             f"  Log in as: {username} / {password}   (password kept in {password_file})\n"

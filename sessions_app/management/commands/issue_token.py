@@ -16,7 +16,9 @@ class Command(BaseCommand):
             user = user_model.objects.get(username=username)
         except user_model.DoesNotExist as exc:
             if not create_user:
-                raise CommandError(f"No user named {username!r} (add --create-user to create one).") from exc
+                raise CommandError(
+                    f"No user named {username!r} (add --create-user to create one)."
+                ) from exc
             user = user_model.objects.create_user(username=username)
         token, _ = Token.objects.get_or_create(user=user)
         self.stdout.write(token.key)
