@@ -209,7 +209,7 @@ def generate(args, rng: np.random.Generator, centroids: np.ndarray) -> None:
         cursor.execute("SET maintenance_work_mem = '512MB'")
         cursor.execute(
             "CREATE INDEX rag_embedding_hnsw ON rag_store USING hnsw (embedding vector_cosine_ops) "
-            "WITH (m = 16, ef_construction = 64)"
+            "WITH (m = 16, ef_construction = 128)"
         )
         cursor.execute("ANALYZE")
     print(f"  HNSW index rebuilt, analyzed: {time.perf_counter() - started:.1f} s", flush=True)

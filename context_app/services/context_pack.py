@@ -33,7 +33,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from context_app.models import ContextSettings, InjectionLog, OptOut, TopicOverride, TopicSummary
-from context_app.selectors import format_for_prompt, memory_search
+from context_app.selectors import SearchFilters, format_for_prompt, memory_search
 from context_app.services.topics import (
     TopicChoice,
     topic_infer,
@@ -479,6 +479,9 @@ def _relevant_memory_lines(
         min_similarity=context_settings.memory_min_similarity,
         sources=MEMORY_SOURCES,
         mode="semantic",
+        # This session's own turns are already in the conversation; excluding them in the
+        # query keeps a long session's message items from crowding out other memories.
+        filters=SearchFilters(exclude_chat_session_id=str(session.id)),
         query_embedding=embedding,
     )
     own_session = str(session.id)

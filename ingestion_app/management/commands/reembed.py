@@ -38,7 +38,7 @@ def resize_embedding_column(dimensions: int) -> None:
         )
         cursor.execute(
             "CREATE INDEX rag_embedding_hnsw ON rag_store USING hnsw (embedding vector_cosine_ops) "
-            "WITH (m = 16, ef_construction = 64)"
+            "WITH (m = 16, ef_construction = 128)"
         )
 
 
