@@ -46,19 +46,7 @@ class ImportUploadForm(forms.Form):
 
 class ImportFileInline(admin.TabularInline):
     model = ImportFile
-    fields = [
-        "name",
-        "format",
-        "status",
-        "conversations",
-        "turn_pairs",
-        "chunks_written",
-        "duplicates_skipped",
-        "size_bytes",
-        "content_hash",
-        "error",
-        "processed_at",
-    ]
+    fields = list(ImportFile.REPORT_FIELDS)
     readonly_fields = fields
     extra = 0
     can_delete = False

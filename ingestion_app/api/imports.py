@@ -16,19 +16,7 @@ from memory_site.api_fields import StrictCharField
 class ImportFileOutput(serializers.ModelSerializer):
     class Meta:
         model = ImportFile
-        fields = [
-            "name",
-            "format",
-            "status",
-            "conversations",
-            "turn_pairs",
-            "chunks_written",
-            "duplicates_skipped",
-            "size_bytes",
-            "content_hash",
-            "error",
-            "processed_at",
-        ]
+        fields = list(ImportFile.REPORT_FIELDS)
 
 
 class ImportJobOutput(serializers.ModelSerializer):

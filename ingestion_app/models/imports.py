@@ -59,6 +59,21 @@ class ImportJob(models.Model):
 
 
 class ImportFile(models.Model):
+    # What a person or client is shown about one imported file (API, admin, pages).
+    REPORT_FIELDS = (
+        "name",
+        "format",
+        "status",
+        "conversations",
+        "turn_pairs",
+        "chunks_written",
+        "duplicates_skipped",
+        "size_bytes",
+        "content_hash",
+        "error",
+        "processed_at",
+    )
+
     class Status(models.TextChoices):
         PENDING = "pending"
         IMPORTED = "imported"
