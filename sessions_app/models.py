@@ -78,6 +78,12 @@ class Message(models.Model):
     def __str__(self) -> str:
         return f"{self.role} #{self.id}"
 
+    @property
+    def is_no_model_reply(self) -> bool:
+        """A reply the offline provider wrote because no model is configured: it says so and
+        echoes the context, so it holds nothing worth summarizing or indexing."""
+        return self.role == self.Role.ASSISTANT and self.model == "local"
+
 
 class UsageLog(models.Model):
     id = models.BigAutoField(primary_key=True)

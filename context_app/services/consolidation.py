@@ -150,7 +150,7 @@ def _consolidate_once(*, session: ChatSession, high_water: int) -> tuple[bool, M
     budget = settings.MNEMO_CONSOLIDATION_TOKENS
     live = list(
         Message.objects.filter(session=session, id__gt=high_water)
-        .only("id", "role", "content_sanitized", "token_count", "created_at")
+        .only("id", "role", "model", "content_sanitized", "token_count", "created_at")
         .order_by("id")
     )
     if sum(message.token_count for message in live) <= budget or len(live) < 2:

@@ -109,6 +109,7 @@ def turns_of(messages: Sequence[Message]) -> list[tuple[str, str]]:
         for message in messages
         if message.role in (Message.Role.USER, Message.Role.ASSISTANT)
         and message.content_sanitized.strip()
+        and not message.is_no_model_reply
     ]
 
 
@@ -305,7 +306,7 @@ def session_digest_build(*, session: ChatSession) -> SessionDigest:
     messages = list(
         Message.objects.filter(session=session)
         .exclude(role=Message.Role.SYSTEM)
-        .only("id", "role", "content_sanitized", "created_at")
+        .only("id", "role", "model", "content_sanitized", "created_at")
         .order_by("id")
     )
     turns = turns_of(messages)

@@ -101,7 +101,11 @@ def message_index(*, message: Message) -> MemoryItem | None:
     An embedder failure stores the item without embedding (keyword search still finds it;
     `manage.py reembed` fills it in) rather than losing it. Holds no lock.
     """
-    if message.role not in INDEXED_ROLES or not message.content_sanitized.strip():
+    if (
+        message.role not in INDEXED_ROLES
+        or not message.content_sanitized.strip()
+        or message.is_no_model_reply
+    ):
         return None
     chunk_id = message_chunk_id(message.id)
     existing = MemoryItem.objects.filter(chunk_id=chunk_id).first()
