@@ -216,6 +216,9 @@ EMBEDDING_DIMENSIONS = env_int(
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64)
 # torch intra-op threads for the local embedder (0 = torch's default of one per core).
 EMBEDDING_TORCH_THREADS = env_int("EMBEDDING_TORCH_THREADS", 1)
+# Forward passes of the local embedder run side by side (one torch thread each): a call with
+# several texts is split over this many threads. Default: one per core, at most 4.
+EMBEDDING_WORKERS = env_int("EMBEDDING_WORKERS", min(4, os.cpu_count() or 1))
 # USD per 1M tokens: {"model": [input, output]}; unknown models cost 0 and are logged as such.
 MNEMO_PRICE_TABLE = {
     "gpt-4o-mini": [0.15, 0.60],
@@ -241,11 +244,11 @@ MNEMO_RECENT_WINDOW_DAYS = env_int("MNEMO_RECENT_WINDOW_DAYS", 28)
 MNEMO_ROLLUP_RECENT_MAX_CHARS = env_int("MNEMO_ROLLUP_RECENT_MAX_CHARS", 800)
 MNEMO_ROLLUP_HISTORY_MAX_CHARS = env_int("MNEMO_ROLLUP_HISTORY_MAX_CHARS", 600)
 # Called (dotted paths, keyword argument `message`) right after any message is stored, in the
-# request: the exchange indexer makes a reply retrievable before the next turn, consolidation
-# queues a summary of long sessions. They live in higher layers than sessions_app.
+# request: the indexer makes the message (and after a reply, the exchange's turn-pair chunk)
+# retrievable before the next turn, consolidation queues a summary of long sessions. They
+# live in higher layers than sessions_app.
 MNEMO_AFTER_MESSAGE_HOOKS = [
-    "ingestion_app.services.inline.exchange_index",
-    "ingestion_app.services.message_index.message_index",
+    "ingestion_app.services.indexing.message_items_index",
     "context_app.services.consolidation.consolidation_check",
 ]
 # Queued (dotted path) when a session is closed; lives in context_app.

@@ -40,6 +40,7 @@ from ingestion_app.chunking import (
 from ingestion_app.models import MemoryItem
 from ingestion_app.parsers.base import Conversation, TurnPair
 from ingestion_app.parsers.detect import LOCAL_MARKDOWN
+from ingestion_app.services.pending_items import PendingItem, pending_items_store
 from memory_site.providers import get_embedder, get_llm
 from memory_site.providers.base import LLM, ProviderError
 from memory_site.redaction import redact
@@ -103,13 +104,23 @@ class Exchange:
 
 
 def exchange_index(*, message: Message) -> MemoryItem | None:
-    """After-message hook: store an assistant reply and its prompt as a turn-pair chunk.
+    """Store an assistant reply and its prompt as a turn-pair chunk (embedded on its own).
 
-    Only an assistant message directly following a user message makes a chunk. Idempotent:
-    the chunk id is derived from the session and pair number, so running the hook twice returns
-    the stored chunk. Holds no lock; the model call for the header is bounded by
-    MNEMO_INLINE_HEADER_BUDGET_SECONDS. Raises nothing the caller must handle beyond database
-    errors (model and embedder failures degrade to the placeholder path).
+    The after-message hook (`ingestion_app.services.indexing.message_items_index`) does the
+    same through `exchange_prepare`, sharing one embedder call with the reply's message item.
+    """
+    pending = exchange_prepare(message=message)
+    return None if pending is None else pending_items_store([pending])[0]
+
+
+def exchange_prepare(*, message: Message) -> PendingItem | None:
+    """The turn-pair chunk an assistant reply completes, ready to embed and store.
+
+    Only an assistant message directly following a user message makes a chunk (else None).
+    Idempotent: the chunk id is derived from the session and pair number, so a second run gets
+    the stored chunk back as `existing`. Holds no lock; the model call for the header is bounded
+    by MNEMO_INLINE_HEADER_BUDGET_SECONDS. Model and embedder failures degrade to the
+    placeholder path (local header now, the model's header and any missing embedding by task).
     """
     if message.role != Message.Role.ASSISTANT:
         return None
@@ -119,7 +130,7 @@ def exchange_index(*, message: Message) -> MemoryItem | None:
     conversation, chunk = exchange_chunk(exchange)
     existing = MemoryItem.objects.filter(chunk_id=chunk.chunk_id).first()
     if existing is not None:
-        return existing
+        return PendingItem(existing=existing)
 
     topics = local_tags(chunk, conversation)
     status = HeaderStatus.LOCAL
@@ -141,26 +152,28 @@ def exchange_index(*, message: Message) -> MemoryItem | None:
     # Embedding Dilution: header + user prompt, never the reply; a placeholder header is left
     # out so the backfilled header, not the provisional one, shapes the final vector.
     embedding_text = chunk.user_text if status == HeaderStatus.PENDING else chunk.embedding_text()
-    try:
-        embedding = get_embedder().embed([embedding_text])[0]
-    except ProviderError:
-        logger.warning("embedding chunk %s failed; the backfill task will retry", chunk.chunk_id)
-        embedding = None
 
-    item = _chunk_store(
-        exchange=exchange,
-        conversation=conversation,
-        chunk=chunk,
-        status=status,
-        embedding=embedding,
-        embedding_text=embedding_text,
-    )
-    if item is not None and (status == HeaderStatus.PENDING or embedding is None):
-        item_id = item.id
-        transaction.on_commit(
-            lambda: async_task(BACKFILL_TASK, item_id, task_name=f"chunk-backfill-{item_id}")
+    def store(embedding: list[float] | None) -> MemoryItem | None:
+        if embedding is None:
+            logger.warning(
+                "chunk %s stored without embedding; the backfill task embeds it", chunk.chunk_id
+            )
+        item = _chunk_store(
+            exchange=exchange,
+            conversation=conversation,
+            chunk=chunk,
+            status=status,
+            embedding=embedding,
+            embedding_text=embedding_text,
         )
-    return item
+        if item is not None and (status == HeaderStatus.PENDING or embedding is None):
+            item_id = item.id
+            transaction.on_commit(
+                lambda: async_task(BACKFILL_TASK, item_id, task_name=f"chunk-backfill-{item_id}")
+            )
+        return item
+
+    return PendingItem(embedding_text=embedding_text, store=store)
 
 
 def exchange_load(*, message: Message) -> Exchange | None:

@@ -18,19 +18,15 @@ keyword context it completes.
 from __future__ import annotations
 
 import hashlib
-import logging
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from ingestion_app.models import MemoryItem
-from memory_site.providers import get_embedder
-from memory_site.providers.base import ProviderError
+from ingestion_app.services.pending_items import PendingItem, pending_items_store
 from memory_site.tokens import count_tokens
 from sessions_app.models import Message
-
-logger = logging.getLogger(__name__)
 
 GRANULARITY = "message"
 INDEXED_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
@@ -93,13 +89,19 @@ def _context_of(window: list[Message], index: int) -> str:
 
 
 def message_index(*, message: Message) -> MemoryItem | None:
-    """After-message hook: store `message` as a message item and extend its neighbours' context.
+    """Store `message` as a message item (embedded on its own); see `message_item_prepare`."""
+    pending = message_item_prepare(message=message)
+    return None if pending is None else pending_items_store([pending])[0]
+
+
+def message_item_prepare(*, message: Message) -> PendingItem | None:
+    """The message item of `message`, ready to embed and store.
 
     Indexes user and assistant messages with text (others return None). The new item's keyword
-    context holds the previous CONTEXT_WINDOW messages; the items of those messages get this one
-    added to theirs (two single-row UPDATEs). Idempotent: a second run returns the stored item.
-    An embedder failure stores the item without embedding (keyword search still finds it;
-    `manage.py reembed` fills it in) rather than losing it. Holds no lock.
+    context holds the previous CONTEXT_WINDOW messages; storing it adds this message to the
+    context of those messages' items (single-row UPDATEs). Idempotent: a second run gets the
+    stored item back as `existing`. Without an embedding (embedder failure) the item is stored
+    anyway: keyword search still finds it and `manage.py reembed` fills it in. Holds no lock.
     """
     if (
         message.role not in INDEXED_ROLES
@@ -110,8 +112,7 @@ def message_index(*, message: Message) -> MemoryItem | None:
     chunk_id = message_chunk_id(message.id)
     existing = MemoryItem.objects.filter(chunk_id=chunk_id).first()
     if existing is not None:
-        return existing
-    session = message.session
+        return PendingItem(existing=existing)
     previous = list(
         Message.objects.filter(
             session_id=message.session_id, id__lt=message.id, role__in=INDEXED_ROLES
@@ -122,22 +123,28 @@ def message_index(*, message: Message) -> MemoryItem | None:
     )
     previous.reverse()
     window = [*previous, message]
-    position = _position(message=message, previous=previous)
-
-    speaker, _ = message_speaker(message)
     content = message_line(message)
-    header = message_date_label(message.created_at)
     embedding_text = message_embedding_text(
-        date_label=header,
+        date_label=message_date_label(message.created_at),
         line=content,
         previous_line=message_line(previous[-1]) if previous else "",
     )
-    try:
-        embedding = get_embedder().embed([embedding_text])[0]
-    except ProviderError as exc:
-        logger.warning("embedding message %s failed, stored without embedding: %s", message.id, exc)
-        embedding = None
 
+    def store(embedding: list[float] | None) -> MemoryItem | None:
+        return _message_item_store(
+            message=message, window=window, embedding=embedding, embedding_text=embedding_text
+        )
+
+    return PendingItem(embedding_text=embedding_text, store=store)
+
+
+def _message_item_store(
+    *, message: Message, window: list[Message], embedding, embedding_text: str
+) -> MemoryItem | None:
+    session = message.session
+    chunk_id = message_chunk_id(message.id)
+    speaker, _ = message_speaker(message)
+    content = message_line(message)
     try:
         with transaction.atomic():
             item = MemoryItem.objects.create(
@@ -148,7 +155,7 @@ def message_index(*, message: Message) -> MemoryItem | None:
                 chat_session=session,
                 source=MemoryItem.Source.CHUNK,
                 content=content,
-                header=header,
+                header=message_date_label(message.created_at),
                 keyword_context=_context_of(window, len(window) - 1),
                 embedding=embedding,
                 embedding_text=embedding_text,
@@ -156,7 +163,7 @@ def message_index(*, message: Message) -> MemoryItem | None:
                     "granularity": GRANULARITY,
                     "speaker": speaker,
                     "role": message.role,
-                    "position": position,
+                    "position": _position(message=message, previous=window[:-1]),
                     "message_id": message.id,
                     "session_id": str(session.id),
                 },

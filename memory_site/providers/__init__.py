@@ -38,7 +38,9 @@ def _openai_embedder(api_key, base_url, model, dimensions, timeout, retries) -> 
 @lru_cache(maxsize=1)
 def _local_embedder() -> LocalEmbedder:
     return LocalEmbedder(
-        batch_size=settings.EMBEDDING_BATCH_SIZE, threads=settings.EMBEDDING_TORCH_THREADS
+        batch_size=settings.EMBEDDING_BATCH_SIZE,
+        threads=settings.EMBEDDING_TORCH_THREADS,
+        workers=settings.EMBEDDING_WORKERS,
     )
 
 

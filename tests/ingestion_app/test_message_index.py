@@ -153,3 +153,41 @@ def test_embedder_failure_keeps_the_message_searchable(user, fake_embedder):
     assert item.embedding is None
     result = memory_search(user=user, query="Kilimanjaro", mode="keyword")
     assert [hit.id for hit in result.items] == [item.id]
+
+
+def test_a_reply_and_its_exchange_are_embedded_in_one_embedder_call(user, fake_embedder):
+    session = open_session(user)
+    add_message(session, "user", "Which rootstock suits a dwarf apple tree?")
+    calls_before = len(fake_embedder.bodies("/embeddings"))
+    add_message(session, "assistant", "M9 keeps an apple tree under three metres.")
+
+    calls = fake_embedder.bodies("/embeddings")[calls_before:]
+    assert len(calls) == 1 and len(calls[0]["input"]) == 2
+    pair = MemoryItem.objects.get(chat_session=session, metadata__kind="turn_pair")
+    reply_item = message_items(session)[-1]
+    assert sorted(calls[0]["input"]) == sorted([pair.embedding_text, reply_item.embedding_text])
+    assert pair.embedding is not None and reply_item.embedding is not None
+    hit = memory_search(user=user, query="M9 rootstock dwarf apple", mode="semantic").items[0]
+    assert hit.id in {pair.id, reply_item.id}
+
+
+def test_embedder_failure_after_a_reply_keeps_both_items(
+    user, fake_embedder, django_capture_on_commit_callbacks
+):
+    session = open_session(user)
+    add_message(session, "user", "Where did I leave the Zanzibar spice box?")
+    fake_embedder.fail_count = 10
+    with django_capture_on_commit_callbacks() as callbacks:
+        add_message(session, "assistant", "You said it was on the Zanzibar shelf in the pantry.")
+    fake_embedder.fail_count = 0
+
+    pair = MemoryItem.objects.get(chat_session=session, metadata__kind="turn_pair")
+    reply_item = message_items(session)[-1]
+    assert pair.embedding is None and reply_item.embedding is None
+    result = memory_search(user=user, query="Zanzibar pantry shelf", mode="keyword")
+    assert reply_item.id in {hit.id for hit in result.items}
+    # The chunk's backfill task, queued on commit, embeds it once the embedder is back.
+    for callback in callbacks:
+        callback()
+    pair.refresh_from_db()
+    assert pair.embedding is not None

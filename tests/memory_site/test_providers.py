@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
 from memory_site.providers import ProviderError, get_embedder, get_llm
+from memory_site.providers.local import LocalEmbedder
 
 
 def test_openai_chat_and_stream(fake_openai):
@@ -106,3 +109,32 @@ def test_local_embedder_unit_vectors_and_paraphrase_ranking(settings):
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
     paraphrase, unrelated = vectors[0] @ vectors[1], vectors[0] @ vectors[2]
     assert paraphrase > unrelated + 0.3
+
+
+def test_local_embedder_split_over_workers_keeps_each_text_with_its_vector():
+    embedder = LocalEmbedder(batch_size=3, workers=2)
+    texts = [
+        "A long note about pruning roses in late winter, just above an outward bud. " * 4,
+        "Kyoto in autumn",
+        "Zürich café 日本 😊",
+        "The quarterly VAT return is due at the end of April.",
+        "ok",
+        "How do I bake sourdough bread at home?",
+        "Marathon taper: cut mileage by a third in the last two weeks.",
+    ]
+    together = np.array(embedder.embed(texts))  # three batches on two threads
+    alone = np.array([embedder.embed([text])[0] for text in texts])
+    assert together.shape == (7, 384)
+    assert np.allclose(together, alone, atol=1e-4)
+
+
+def test_local_embedder_serves_concurrent_callers():
+    """Requests embed at the same time (threads of the web server): each gets its own vectors."""
+    embedder = LocalEmbedder(workers=2)
+    texts = [f"Message number {n} about the garden shed and its {n} tools." for n in range(12)]
+    expected = [embedder.embed([text, text[::-1]]) for text in texts]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = list(pool.map(lambda text: embedder.embed([text, text[::-1]]), texts * 3))
+    assert len(results) == 36
+    for index, vectors in enumerate(results):
+        assert np.allclose(vectors, expected[index % 12], atol=1e-4)

@@ -1,0 +1,51 @@
+"""Retrieval items built in the request that still need their embedding.
+
+After an assistant reply two items are written (its turn-pair chunk and its own message item).
+Building them is cheap; embedding is not. Each builder returns a PendingItem, and
+`pending_items_store` embeds all of them in ONE embedder call (the local embedder spreads a
+batch over the cores; a remote one makes one HTTP round trip instead of two) before storing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ingestion_app.models import MemoryItem
+from memory_site.providers import get_embedder
+from memory_site.providers.base import ProviderError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class PendingItem:
+    """An item ready to store once embedded, or one that is already stored (`existing`).
+
+    store(embedding) writes the item; it gets None when the embedder failed and must then keep
+    the item findable by keywords and arrange for the embedding to be filled in later.
+    """
+
+    embedding_text: str = ""
+    store: Callable[[list[float] | None], MemoryItem | None] | None = None
+    existing: MemoryItem | None = None
+
+
+def pending_items_store(items: Sequence[PendingItem]) -> list[MemoryItem | None]:
+    """Embed the new items in one call, then store each; already stored ones are returned as is.
+
+    An embedder failure stores every new item without an embedding rather than losing it.
+    """
+    new = [item for item in items if item.existing is None and item.store is not None]
+    vectors: list[list[float] | None] = [None] * len(new)
+    if new:
+        try:
+            vectors = list(get_embedder().embed([item.embedding_text for item in new]))
+        except ProviderError as exc:
+            logger.warning("embedding %d new items failed, stored without: %s", len(new), exc)
+    embedded = {id(item): vector for item, vector in zip(new, vectors, strict=True)}
+    return [
+        item.existing if id(item) not in embedded else item.store(embedded[id(item)])
+        for item in items
+    ]
