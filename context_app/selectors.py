@@ -81,6 +81,10 @@ BIG_SCOPE_CANDIDATES = 3000  # and at most this many rows are scored
 # index for one scope: reading its posting list costs more than scanning the scope.
 GIN_GLOBAL_ROWS = 20_000
 SPEAKER_LIST_MAX = 200
+# Cost of one GIN posting-list entry of a term, in scope rows read: a word with 15,000 rows
+# table-wide took 11 ms to look up (300k rows, 10k-item user) where its ~500 rows in the
+# scope take ~2 ms; at 0.05 such a word stops drawing candidates (PRUNE_DF) but still scores.
+GIN_ROW_COST = 0.05
 STATS_TTL_SECONDS = 60
 GLOBAL_STATS_TTL_SECONDS = 600
 ROLE_SPEAKERS = frozenset({"user", "assistant", "system"})
@@ -397,52 +401,62 @@ def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: _ScopeStats):
     common = _table_common_lexemes(cursor)
     candidate_terms, total = [], 0.0
     for lexeme in sorted(estimated, key=lambda lexeme: estimated[lexeme]):
-        if candidate_terms and total + estimated[lexeme] > PRUNE_DF:
+        # Cost of a term: its rows in the scope, plus its posting list read from GIN.
+        cost = estimated[lexeme] + common.get(lexeme, 0) * GIN_ROW_COST
+        if candidate_terms and total + cost > PRUNE_DF:
             break
         if common.get(lexeme, 0) > GIN_GLOBAL_ROWS:
             continue
         candidate_terms.append(lexeme)
-        total += estimated[lexeme]
+        total += cost
     if candidate_terms:
         candidates_sql = f"SELECT id, search_vector FROM rag_store WHERE {scope}"
         candidate_query = " | ".join(_tsquery_term(lexeme) for lexeme in candidate_terms)
     else:
         candidates_sql = f"SELECT id, search_vector FROM rag_store WHERE {scope} OFFSET 0"
         candidate_query = " | ".join(_tsquery_term(lexeme) for lexeme in estimated)
-    lexemes = list(estimated)
+    # One row per candidate with one tf column per term, df of each term counted over the
+    # candidates in the same statement, each term's weight (idf x (k1 + 1)) and each row's
+    # length norm computed once: PostgreSQL evaluates float expressions slowly (~2 us per
+    # term and row when the weights were inlined into the per-row score).
+    term_params: dict = {}
+    tf_columns, df_columns, weight_columns, score_terms = [], [], [], []
+    for i, lexeme in enumerate(estimated):
+        operand = _tsquery_term(lexeme)
+        term_params[f"k_a{i}"] = operand + ":A"
+        term_params[f"k_b{i}"] = operand + ":B"
+        term_params[f"k_s{i}"] = estimated[lexeme]
+        tf_columns.append(
+            f"(search_vector @@ %(k_a{i})s::tsquery)::int::float8 + %(k_context_tf)s::float8"
+            f" * (search_vector @@ %(k_b{i})s::tsquery)::int::float8 AS tf{i}"
+        )
+        df_columns.append(f"count(*) FILTER (WHERE tf{i} > 0)::float8 AS df{i}")
+        df = f"df{i}" if lexeme in candidate_terms else f"greatest(%(k_s{i})s::float8, df{i})"
+        weight_columns.append(
+            f"ln(1 + (%(k_count)s - least(%(k_count)s::float8, {df}) + 0.5)"
+            f" / (least(%(k_count)s::float8, {df}) + 0.5)) * (%(k_k1)s::float8 + 1) AS w{i}"
+        )
+        score_terms.append(f"w{i} * tf{i} / (tf{i} + kn)")
     cursor.execute(
-        f"""WITH terms AS (
-                SELECT * FROM unnest(%(k_lexemes)s::text[], %(k_dfs)s::float8[],
-                                     %(k_exact)s::boolean[], %(k_in_item)s::tsquery[],
-                                     %(k_in_context)s::tsquery[])
-                    AS t(lexeme, sampled_df, exact, in_item, in_context)
-            ),
-            candidates AS MATERIALIZED (
-                SELECT id, search_vector, length(search_vector)::float8 AS dl
+        f"""WITH candidates AS MATERIALIZED (
+                SELECT id, {", ".join(tf_columns)},
+                       %(k_k1)s::float8 * (1 - %(k_b)s::float8 + %(k_b)s::float8
+                           * length(search_vector) / %(k_avgdl)s::float8) AS kn
                 FROM ({candidates_sql}) AS scoped
                 WHERE search_vector @@ %(k_candidates)s::tsquery LIMIT %(k_max_rows)s
             ),
-            {_MATCHES_SQL},
-            counted AS (SELECT lexeme, count(*) AS df FROM matches WHERE tf > 0 GROUP BY lexeme),
-            term_idf AS (
-                SELECT terms.lexeme, ln(1 + (%(k_count)s - d.df + 0.5) / (d.df + 0.5)) AS idf
-                FROM terms LEFT JOIN counted USING (lexeme),
-                     LATERAL (SELECT least(%(k_count)s::float8, CASE WHEN terms.exact
-                         THEN coalesce(counted.df, 0)
-                         ELSE greatest(terms.sampled_df, coalesce(counted.df, 0)) END) AS df) AS d
+            frequencies AS (SELECT {", ".join(df_columns)} FROM candidates),
+            weights AS MATERIALIZED (SELECT {", ".join(weight_columns)} FROM frequencies),
+            scored AS MATERIALIZED (
+                SELECT id, {" + ".join(score_terms)} AS score FROM candidates, weights
             )
-            SELECT id, sum({_BM25_TERM_SQL}) AS score
-            FROM matches JOIN term_idf USING (lexeme) WHERE tf > 0
-            GROUP BY id ORDER BY score DESC, id DESC LIMIT %(k_limit)s""",
+            SELECT id, score FROM scored WHERE score > 0
+            ORDER BY score DESC, id DESC LIMIT %(k_limit)s""",
         {
             **bm25,
-            "k_count": count,
+            **term_params,
+            "k_count": float(count),
             "k_avgdl": mean_length,
-            "k_lexemes": lexemes,
-            "k_dfs": [estimated[lexeme] for lexeme in lexemes],
-            "k_exact": [lexeme in candidate_terms for lexeme in lexemes],
-            "k_in_item": [_tsquery_term(lexeme) + ":A" for lexeme in lexemes],
-            "k_in_context": [_tsquery_term(lexeme) + ":B" for lexeme in lexemes],
             "k_candidates": candidate_query,
             "k_max_rows": BIG_SCOPE_CANDIDATES,
         },
@@ -450,13 +464,18 @@ def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: _ScopeStats):
     return [(row[0], float(row[1])) for row in cursor.fetchall()]
 
 
+# (expiry on time.monotonic(), lexeme -> rows): see _table_common_lexemes.
+_common_lexemes: tuple[float, dict[str, float]] = (0.0, {})
+
+
 def _table_common_lexemes(cursor) -> dict[str, float]:
     """Lexemes frequent over the whole rag_store -> their estimated row count, from the
     planner's statistics (ANALYZE keeps the most common elements of a tsvector column);
-    cached for GLOBAL_STATS_TTL_SECONDS. Empty before the first ANALYZE."""
-    key = "mnemo:rag-common-lexemes"
-    cached = cache.get(key)
-    if cached is not None:
+    kept in the process for GLOBAL_STATS_TTL_SECONDS (not in the cache: unpickling 1,000
+    entries per search cost more than the lookup saves). Empty before the first ANALYZE."""
+    global _common_lexemes
+    expires, cached = _common_lexemes
+    if time.monotonic() < expires:
         return cached
     cursor.execute(
         """SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples
@@ -473,7 +492,7 @@ def _table_common_lexemes(cursor) -> dict[str, float]:
             lexeme: float(frequency) * max(0.0, float(rows))
             for lexeme, frequency in zip(elements, frequencies[: len(elements)], strict=True)
         }
-    cache.set(key, common, GLOBAL_STATS_TTL_SECONDS)
+    _common_lexemes = (time.monotonic() + GLOBAL_STATS_TTL_SECONDS, common)
     return common
 
 
