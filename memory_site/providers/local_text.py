@@ -165,11 +165,16 @@ _NO_FOLD = frozenset(
 
 _PLACEHOLDER_RE = re.compile(r"\[[A-Z][A-Z0-9_]*(?:[ :_-][A-Z0-9_]+)*\]|<[A-Z][A-Z0-9_]*>")
 _MD_LINK_RE = re.compile(r"!?\[([^\]\n]{0,200})\]\([^)\s]{0,500}\)")
-_URL_RE = re.compile(
-    r"(?:https?://|www\.)\S+|\b(?:[\w-]+\.)+(?:com|org|net|edu|gov|io|de|uk|fr|es|it|nl|eu|co|"
-    r"ai|app|dev|info|me|ch|at|ru|jp|cn|us|ca|au)\b(?:/\S*)?",
-    re.IGNORECASE,
+_URL_TLDS = (
+    r"(?:com|org|net|edu|gov|io|de|uk|fr|es|it|nl|eu|co|"
+    r"ai|app|dev|info|me|ch|at|ru|jp|cn|us|ca|au)"
 )
+_URL_RE = re.compile(
+    r"(?:https?://|www\.)\S+|\b(?:[\w-]+\.)+" + _URL_TLDS + r"\b(?:/\S*)?", re.IGNORECASE
+)
+# Every match of _URL_RE contains "://", "www." or ".<tld>" followed by a word boundary; this
+# search is many times cheaper than trying the full pattern at every word boundary.
+_URL_HINT_RE = re.compile(r"www\.|\." + _URL_TLDS + r"\b", re.IGNORECASE)
 _SCHEME_URL_RE = re.compile(r"(?:https?://|www\.)([\w.-]+)\S*", re.IGNORECASE)
 _EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
 _CODE_FENCE_RE = re.compile(r"```[\s\S]*?(?:```|\Z)")
@@ -198,7 +203,7 @@ def _strip_noise(text: str) -> str:
         text = _CODE_FENCE_RE.sub("\n", text)
     if "](" in text:
         text = _MD_LINK_RE.sub(r"\1", text)
-    if "." in text or "://" in text:
+    if "://" in text or ("." in text and _URL_HINT_RE.search(text)):
         text = _URL_RE.sub(" ", text)
     if "@" in text:
         text = _EMAIL_RE.sub(" ", text)
@@ -255,63 +260,99 @@ _DETERMINERS = frozenset(
 )
 _CJK = "\x00cjk"
 
+# Fields of a cached word (a plain tuple: the tokenizer looks up one per word of every text).
+_LOWER, _SURFACE, _KEY, _KEY1, _UPPER, _ED, _PRECEDER, _DETERMINER, _BIGRAMS = range(9)
+
 
 @lru_cache(maxsize=100_000)
-def _word(raw: str) -> tuple[str, str, str]:
-    """(lowercase, surface, key): key is the folded content word, "" for a non-content word,
-    or the CJK marker. Cached: chat vocabulary is small and this is the hot loop."""
+def _word(raw: str) -> tuple:
+    """Everything the tokenizer needs to know about one raw word, computed once per spelling
+    (chat vocabulary is small and this is the hot loop): lowercase, surface, key (the folded
+    content word, "" for a non-content word, or the CJK marker), the key as a 1-tuple (the
+    candidate key of the word), whether the surface starts upper-case, whether it looks like a
+    past participle, whether it makes the next word verb-like ("I", "to") or the previous one
+    ("the", "my"), and for CJK text its character bigrams."""
     surface = raw.replace("’", "'").strip("-'")
     lower = surface.lower()
     if lower.endswith("'s"):
         lower, surface = lower[:-2], surface[:-2]
     if not lower:
-        return "", "", ""
+        return ("", "", "", None, False, False, False, False, ())
+    bigrams: tuple[str, ...] = ()
     if _CJK_RE.search(lower):
-        return lower, surface, _CJK
-    if _is_content(lower, surface):
-        return lower, surface, _fold(lower)
-    return lower, surface, ""
+        key = _CJK
+        # No spaces in Chinese/Japanese: character bigrams stand in for words.
+        chars = [ch for ch in lower if _CJK_RE.match(ch)]
+        bigrams = tuple(chars[index] + chars[index + 1] for index in range(len(chars) - 1))
+    elif _is_content(lower, surface):
+        key = _fold(lower)
+    else:
+        key = ""
+    return (
+        lower,
+        surface,
+        key,
+        (key,) if key and key != _CJK else None,
+        surface[:1].isupper(),
+        lower.endswith("ed") and len(lower) > 4,
+        lower in _VERB_PRECEDERS,
+        lower in _DETERMINERS,
+        bigrams,
+    )
+
+
+def _fragment_words(text: str) -> list[list[tuple]]:
+    """The cached words of each fragment of ``text`` (split at punctuation), noise removed."""
+    fragments = []
+    for fragment in _FRAGMENT_SPLIT_RE.split(_strip_noise(text)):
+        raws = _WORD_RE.findall(fragment)
+        if raws:
+            fragments.append(list(map(_word, raws)))
+    return fragments
 
 
 @lru_cache(maxsize=1024)
 def _runs(text: str) -> tuple[tuple[_Token, ...], ...]:
     """Maximal runs of adjacent content words, split at stop-words and punctuation.
 
-    Cached per text: the importer asks for tags, keywords and a header of the same turn."""
+    A content word is verb-like when it is not capitalised mid-fragment and follows "I", "to"...
+    or precedes "the", "my"...; a CJK word becomes one single-token run per character bigram.
+    (The keyword ranking does the same walk fused with its counting, in ``_text_evidence``.)"""
     runs: list[tuple[_Token, ...]] = []
-    for fragment in _FRAGMENT_SPLIT_RE.split(_strip_noise(text)):
-        words = [_word(raw) for raw in _WORD_RE.findall(fragment)]
+    for words in _fragment_words(text):
         run: list[_Token] = []
-        previous = ""
-        for position, (lower, surface, key) in enumerate(words):
-            if key == _CJK:
+        previous_preceder = False
+        last = len(words) - 1
+        for index, word in enumerate(words):
+            if word[_KEY1] is not None:
+                capitalised = index > 0 and word[_UPPER]
+                verb_like = not capitalised and (
+                    previous_preceder or (index < last and words[index + 1][_DETERMINER])
+                )
+                run.append(_Token(word[_KEY], word[_LOWER], word[_SURFACE], capitalised, verb_like))
+            else:
                 if run:
                     runs.append(tuple(run))
                     run = []
-                # No spaces in Chinese/Japanese: character bigrams stand in for words.
-                chars = [ch for ch in lower if _CJK_RE.match(ch)]
-                for index in range(len(chars) - 1):
-                    bigram = chars[index] + chars[index + 1]
+                for bigram in word[_BIGRAMS]:
                     runs.append((_Token(bigram, bigram, bigram, False),))
-            elif key:
-                capitalised = position > 0 and surface[:1].isupper()
-                following = words[position + 1][0] if position + 1 < len(words) else ""
-                verb_like = not capitalised and (
-                    previous in _VERB_PRECEDERS or following in _DETERMINERS
-                )
-                run.append(_Token(key, lower, surface, capitalised, verb_like))
-            elif run:
-                runs.append(tuple(run))
-                run = []
-            if lower:
-                previous = lower
+            if word[_LOWER]:
+                previous_preceder = word[_PRECEDER]
         if run:
             runs.append(tuple(run))
     return tuple(runs)
 
 
 def _content_keys(text: str) -> list[str]:
-    return [token.key for run in _runs(text) for token in run]
+    """The keys of the content words of ``text`` in order (CJK as character bigrams)."""
+    keys: list[str] = []
+    for words in _fragment_words(text):
+        for word in words:
+            if word[_KEY1] is not None:
+                keys.append(word[_KEY])
+            elif word[_BIGRAMS]:
+                keys.extend(word[_BIGRAMS])
+    return keys
 
 
 # --------------------------------------------------------------------------------------------
@@ -327,124 +368,200 @@ class _Candidate:
         "count",
         "first",
         "text_hits",
-        "last_text",
         "capitalised",
         "surfaces",
         "mass",
         "score",
+        "current",
         "whole_run",
     )
 
-    def __init__(self, keys: tuple[str, ...], first: int) -> None:
+    def __init__(
+        self,
+        keys: tuple[str, ...],
+        first: int,
+        count: int,
+        mass: float,
+        capitalised: int,
+        surfaces: dict[str, int],
+        whole_run: bool,
+    ) -> None:
         self.keys = keys
-        self.count = 0
+        self.count = count
         self.first = first
-        self.text_hits = 0  # in how many texts it occurs
-        self.last_text = -1
-        self.capitalised = 0
-        self.surfaces: dict[str, int] = {}
-        self.mass = 0.0  # occurrences weighted by how noun-like each one looked
+        self.text_hits = 1  # in how many texts it occurs
+        self.capitalised = capitalised
+        self.surfaces = surfaces
+        self.mass = mass  # occurrences weighted by how noun-like each one looked
         self.score = 0.0
-        self.whole_run = False  # a phrase that was once a complete run of 2-3 content words
+        self.current = 0.0  # the score while ranking (lowered as better candidates are picked)
+        self.whole_run = whole_run  # a phrase that was once a complete run of 2-3 content words
 
 
 # keys, first occurrence (position among the text's occurrences), count, weights in text order,
-# capitalised count, (surface, count) in first-seen order, ever a whole run
-_Evidence = tuple[
-    tuple[str, ...], int, int, tuple[float, ...], int, tuple[tuple[str, int], ...], bool
-]
+# capitalised count, {surface: count} in first-seen order, ever a whole run
+_Evidence = tuple[tuple[str, ...], int, int, list[float], int, dict[str, int], bool]
+
+
+def _add_phrase(
+    grouped: dict, keys: tuple[str, ...], position: int, surface: str, weight: float, whole: bool
+) -> None:
+    entry = grouped.get(keys)
+    if entry is None:
+        grouped[keys] = [position, [weight], 0, {surface: 1}, whole]
+        return
+    entry[1].append(weight)
+    surfaces = entry[3]
+    surfaces[surface] = surfaces.get(surface, 0) + 1
+    if whole:
+        entry[4] = True
+
+
+def _add_run_phrases(
+    grouped: dict,
+    position: int,
+    keys_of: list[str],
+    surface_of: list[str],
+    name_of: list[bool],
+    verb_of: list[bool],
+) -> int:
+    """The phrase occurrences of one run of two or more content words; returns the position
+    after them."""
+    size = len(keys_of)
+    if size <= 3:
+        if size == 3:
+            # Sub-phrases of "Japan Rail Pass" merge with their occurrences elsewhere.
+            first, second, third = keys_of
+            _add_phrase(
+                grouped, (first, second), position, f"{surface_of[0]} {surface_of[1]}", 1.0, False
+            )
+            _add_phrase(
+                grouped,
+                (second, third),
+                position + 1,
+                f"{surface_of[1]} {surface_of[2]}",
+                1.0,
+                False,
+            )
+            position += 2
+        weight = 0.6 if verb_of[0] or verb_of[-1] else 1.0
+        _add_phrase(grouped, tuple(keys_of), position, " ".join(surface_of), weight, True)
+        return position + 1
+    # Capitalised names of two or three words ("The Japan Rail Pass costs").
+    start = -1
+    for index in range(size + 1):
+        if index < size and name_of[index]:
+            if start < 0:
+                start = index
+        elif start >= 0:
+            if 2 <= index - start <= 3:
+                _add_phrase(
+                    grouped,
+                    tuple(keys_of[start:index]),
+                    position,
+                    " ".join(surface_of[start:index]),
+                    1.0,
+                    True,
+                )
+                position += 1
+            start = -1
+    for index in range(size - 1):
+        _add_phrase(
+            grouped,
+            (keys_of[index], keys_of[index + 1]),
+            position,
+            f"{surface_of[index]} {surface_of[index + 1]}",
+            1.0,
+            False,
+        )
+        position += 1
+    for index in range(size - 2):
+        _add_phrase(
+            grouped,
+            (keys_of[index], keys_of[index + 1], keys_of[index + 2]),
+            position,
+            f"{surface_of[index]} {surface_of[index + 1]} {surface_of[index + 2]}",
+            1.0,
+            False,
+        )
+        position += 1
+    return position
 
 
 @lru_cache(maxsize=1024)
 def _text_evidence(text: str) -> tuple[int, tuple[_Evidence, ...]]:
     """(number of candidate occurrences, evidence per distinct candidate) of one text.
 
-    Occurrences, in text order per run: each content word; for a run of three, its two
-    bigrams; a run of 2-3 words as a whole; in a longer run, its capitalised names ("The Japan
-    Rail Pass costs") and then all its bigrams and trigrams (which count only if they repeat).
-    They are folded per candidate once and cached per text (the importer ranks a turn's user
-    text twice and its reply twice), so ranking merges a few dozen aggregates instead of
-    replaying every occurrence. Weights stay in text order so the merged mass is the same float
-    sum as adding occurrence by occurrence.
+    The text is cut into runs of adjacent content words (split at stop-words and punctuation;
+    a content word is verb-like when it is not capitalised mid-fragment and follows "I", "to"...
+    or precedes "the", "my"...; CJK text gives one run per character bigram). Occurrences, in
+    text order per run: each content word; for a run of three, its two bigrams; a run of 2-3
+    words as a whole; in a longer run, its capitalised names ("The Japan Rail Pass costs") and
+    then all its bigrams and trigrams (which count only if they repeat). They are folded per
+    candidate once and cached per text (the importer ranks a turn's user text twice and its
+    reply twice), so ranking merges a few dozen aggregates instead of replaying every
+    occurrence. Weights stay in text order so the merged mass is the same float sum as adding
+    occurrence by occurrence. One walk over the words does the tokenizing and the counting.
     """
     # keys -> [first position, weights, capitalised count, {surface: count}, whole run]
     grouped: dict[tuple[str, ...], list] = {}
     position = 0
-
-    def add(keys: tuple[str, ...], surface: str, weight: float, whole: bool) -> None:
-        entry = grouped.get(keys)
-        if entry is None:
-            grouped[keys] = [position, [weight], 0, {surface: 1}, whole]
-            return
-        entry[1].append(weight)
-        surfaces = entry[3]
-        surfaces[surface] = surfaces.get(surface, 0) + 1
-        if whole:
-            entry[4] = True
-
-    for run in _runs(text):
-        for token in run:
-            lower = token.lower
-            weight = 1.0
-            if token.verb_like or (
-                lower.endswith("ed") and len(lower) > 4 and not token.capitalised_mid
-            ):
-                weight = 0.5
-            keys = (token.key,)
-            entry = grouped.get(keys)
-            if entry is None:
-                grouped[keys] = [
-                    position,
-                    [weight],
-                    int(token.capitalised_mid),
-                    {token.surface: 1},
-                    False,
-                ]
+    for words in _fragment_words(text):
+        keys_of: list[str] = []
+        surface_of: list[str] = []
+        name_of: list[bool] = []  # capitalised and not verb-like
+        verb_of: list[bool] = []
+        previous_preceder = False
+        last = len(words) - 1
+        for index, word in enumerate(words):
+            key1 = word[_KEY1]
+            if key1 is not None:
+                surface = word[_SURFACE]
+                capitalised = index > 0 and word[_UPPER]
+                if capitalised:
+                    verb_like = False
+                    weight = 1.0
+                else:
+                    verb_like = previous_preceder or (
+                        index < last and words[index + 1][_DETERMINER]
+                    )
+                    weight = 0.5 if verb_like or word[_ED] else 1.0
+                entry = grouped.get(key1)
+                if entry is None:
+                    grouped[key1] = [position, [weight], int(capitalised), {surface: 1}, False]
+                else:
+                    entry[1].append(weight)
+                    if capitalised:
+                        entry[2] += 1
+                    surfaces = entry[3]
+                    surfaces[surface] = surfaces.get(surface, 0) + 1
+                position += 1
+                keys_of.append(word[_KEY])
+                surface_of.append(surface)
+                name_of.append(word[_UPPER] and not verb_like)
+                verb_of.append(verb_like)
             else:
-                entry[1].append(weight)
-                if token.capitalised_mid:
-                    entry[2] += 1
-                surfaces = entry[3]
-                surfaces[token.surface] = surfaces.get(token.surface, 0) + 1
-            position += 1
-        size = len(run)
-        if size == 1:
-            continue
-        if size <= 3:
-            if size == 3:
-                # Sub-phrases of "Japan Rail Pass" merge with their occurrences elsewhere.
-                first, second, third = run
-                add((first.key, second.key), f"{first.surface} {second.surface}", 1.0, False)
-                position += 1
-                add((second.key, third.key), f"{second.surface} {third.surface}", 1.0, False)
-                position += 1
-            weight = 0.6 if run[0].verb_like or run[-1].verb_like else 1.0
-            add(tuple(token.key for token in run), " ".join(t.surface for t in run), weight, True)
-            position += 1
-            continue
-        for name in _capitalised_sequences(run):
-            add(tuple(token.key for token in name), " ".join(t.surface for t in name), 1.0, True)
-            position += 1
-        keys_of = [token.key for token in run]
-        surface_of = [token.surface for token in run]
-        for index in range(size - 1):
-            add(
-                (keys_of[index], keys_of[index + 1]),
-                f"{surface_of[index]} {surface_of[index + 1]}",
-                1.0,
-                False,
-            )
-            position += 1
-        for index in range(size - 2):
-            add(
-                (keys_of[index], keys_of[index + 1], keys_of[index + 2]),
-                f"{surface_of[index]} {surface_of[index + 1]} {surface_of[index + 2]}",
-                1.0,
-                False,
-            )
-            position += 1
+                if keys_of:
+                    if len(keys_of) > 1:
+                        position = _add_run_phrases(
+                            grouped, position, keys_of, surface_of, name_of, verb_of
+                        )
+                    keys_of, surface_of, name_of, verb_of = [], [], [], []
+                for bigram in word[_BIGRAMS]:
+                    entry = grouped.get((bigram,))
+                    if entry is None:
+                        grouped[(bigram,)] = [position, [1.0], 0, {bigram: 1}, False]
+                    else:
+                        entry[1].append(1.0)
+                        surfaces = entry[3]
+                        surfaces[bigram] = surfaces.get(bigram, 0) + 1
+                    position += 1
+            if word[_LOWER]:
+                previous_preceder = word[_PRECEDER]
+        if len(keys_of) > 1:
+            position = _add_run_phrases(grouped, position, keys_of, surface_of, name_of, verb_of)
     evidence = tuple(
-        (keys, first, len(weights), tuple(weights), capitalised, tuple(surfaces.items()), whole)
+        (keys, first, len(weights), weights, capitalised, surfaces, whole)
         for keys, (first, weights, capitalised, surfaces, whole) in grouped.items()
     )
     return position, evidence
@@ -456,7 +573,9 @@ def _collect_candidates(
     """Candidates of the texts, merged. A phrase lifted out of a long run and seen once so far
     waits in ``pending`` (it can only rank if it repeats); most such n-grams never do, so
     they never cost a candidate. Only candidates that can enter ``_ranked``'s pool are
-    returned."""
+    returned: every candidate is a single word, a phrase seen at least twice or a whole run.
+    Masses are summed weight by weight in text order, so they are the same floats whichever
+    way the evidence was grouped."""
     candidates: dict[tuple[str, ...], _Candidate] = {}
     pending: dict[tuple[str, ...], tuple[int, float, str]] = {}
     position = 0
@@ -473,19 +592,36 @@ def _collect_candidates(
         for keys, first, count, weights, capitalised, surfaces, whole in evidence:
             candidate = candidates.get(keys)
             if candidate is None:
-                waiting = pending.pop(keys, None)
+                waiting = pending.pop(keys, None) if pending else None
                 if waiting is None:
-                    if count == 1 and not whole and len(keys) > 1:
-                        pending[keys] = (position + first, weights[0] * boost, surfaces[0][0])
-                        continue
-                    candidate = candidates[keys] = _Candidate(keys, position + first)
-                else:
-                    earlier_position, earlier_mass, earlier_surface = waiting
-                    candidate = candidates[keys] = _Candidate(keys, earlier_position)
-                    candidate.count = 1
-                    candidate.mass = 0.0 + earlier_mass
-                    candidate.text_hits = 1
-                    candidate.surfaces[earlier_surface] = 1
+                    if count == 1:
+                        if not whole and len(keys) > 1:
+                            pending[keys] = (
+                                position + first,
+                                weights[0] * boost,
+                                next(iter(surfaces)),
+                            )
+                            continue
+                        mass = 0.0 + weights[0] * boost
+                    else:
+                        mass = 0.0
+                        if boost == 1.0:
+                            for weight in weights:
+                                mass += weight
+                        else:
+                            for weight in weights:
+                                mass += weight * boost
+                    candidates[keys] = _Candidate(
+                        keys, position + first, count, mass, capitalised, dict(surfaces), whole
+                    )
+                    continue
+                earlier_position, earlier_mass, earlier_surface = waiting
+                candidate = candidates[keys] = _Candidate(
+                    keys, earlier_position, 1, 0.0 + earlier_mass, 0, {earlier_surface: 1}, False
+                )
+                candidate.text_hits = 2
+            else:
+                candidate.text_hits += 1
             candidate.count += count
             mass = candidate.mass
             if boost == 1.0:
@@ -495,30 +631,14 @@ def _collect_candidates(
                 for weight in weights:
                     mass += weight * boost
             candidate.mass = mass
-            candidate.last_text = text_index
-            candidate.text_hits += 1
             known = candidate.surfaces
-            for surface, seen in surfaces:
+            for surface, seen in surfaces.items():
                 known[surface] = known.get(surface, 0) + seen
             candidate.capitalised += capitalised
             if whole:
                 candidate.whole_run = True
         position += occurrences
     return candidates, text_count
-
-
-def _capitalised_sequences(run: Sequence[_Token]) -> list[Sequence[_Token]]:
-    sequences: list[Sequence[_Token]] = []
-    start = None
-    for index, token in enumerate([*run, None]):
-        capitalised = token is not None and token.surface[:1].isupper() and not token.verb_like
-        if capitalised and start is None:
-            start = index
-        elif not capitalised and start is not None:
-            if 2 <= index - start <= 3 and index - start < len(run):
-                sequences.append(run[start:index])
-            start = None
-    return sequences
 
 
 def _display(candidate: _Candidate, *, lowercase: bool) -> str:
@@ -538,72 +658,84 @@ def _display(candidate: _Candidate, *, lowercase: bool) -> str:
     return min(cased, key=lambda form: (-surfaces[form], form))
 
 
+@lru_cache(maxsize=100_000)
+def _tail_capitalised(surface: str) -> bool:
+    """Every word after the first starts upper-case: "Japan Rail Pass", "Markthalle Neun"."""
+    return all(word[:1].isupper() for word in surface.split()[1:])
+
+
+@lru_cache(maxsize=100_000)
+def _word_weight(key: str) -> float:
+    return 0.6 if len(key) <= 3 and not _CJK_RE.search(key) else 1.0
+
+
 def _ranked(
     texts: Sequence[str], k: int, *, first_text_weight: float = 1.0
 ) -> list[tuple[_Candidate, float]]:
     candidates, text_count = _collect_candidates(texts, first_text_weight)
     if not candidates or k <= 0:
         return []
-    # A phrase lifted out of a long run is kept only if it repeats.
-    pool = [
-        candidate
-        for candidate in candidates.values()
-        if len(candidate.keys) == 1 or candidate.count >= 2 or candidate.whole_run
-    ]
+    # Every candidate is in the pool: a phrase lifted out of a long run is kept only if it
+    # repeats, and _collect_candidates never makes a candidate of a one-off.
+    pool = candidates.values()
+    heap = []
     for candidate in pool:
         spread = 0.5 + 0.5 * candidate.text_hits / text_count
-        if len(candidate.keys) == 1:
-            key = candidate.keys[0]
-            weight = 0.6 if len(key) <= 3 and not _CJK_RE.search(key) else 1.0
+        keys = candidate.keys
+        if len(keys) == 1:
+            weight = _word_weight(keys[0])
             if candidate.capitalised * 2 >= candidate.count:
                 weight *= 1.25  # names of people, places and products
-            candidate.score = candidate.mass * weight * spread
+            score = candidate.mass * weight * spread
         else:
-            phrase_weight = 1.4 if len(candidate.keys) == 2 else 1.6
+            phrase_weight = 1.4 if len(keys) == 2 else 1.6
             surfaces = candidate.surfaces
             common = max(surfaces, key=surfaces.__getitem__) if len(surfaces) > 1 else ""
             common = common or next(iter(surfaces))
-            if all(word[:1].isupper() for word in common.split()[1:]):
+            if _tail_capitalised(common):
                 phrase_weight *= 1.2  # "Japan Rail Pass", "Markthalle Neun"
-            candidate.score = candidate.mass * phrase_weight * spread
-    phrases_by_word: dict[str, list[tuple[str, ...]]] = {}
-    for candidate in pool:
-        if len(candidate.keys) > 1:
-            for key in set(candidate.keys):
-                phrases_by_word.setdefault(key, []).append(candidate.keys)
-    remaining = {c.keys[0]: float(c.count) for c in pool if len(c.keys) == 1}
+            score = candidate.mass * phrase_weight * spread
+        candidate.score = candidate.current = score
+        heap.append((-score, candidate.first, keys, candidate))
+    # Scores only ever go down, so a lazy max-heap gives the same greedy order as re-sorting.
+    # (Entries never compare their candidates: keys are unique.)
+    heapq.heapify(heap)
+    phrases_by_word: dict[str, list[_Candidate]] | None = None
+    remaining: dict[str, float] = {}
     chosen: list[_Candidate] = []
     picked_scores: list[float] = []
-    scores: dict[tuple[str, ...], float] = {c.keys: c.score for c in pool}
-    by_keys = {c.keys: c for c in pool}
-    # Scores only ever go down, so a lazy max-heap gives the same greedy order as re-sorting.
-    heap = [(-c.score, c.first, c.keys) for c in pool]
-    heapq.heapify(heap)
     while heap and len(chosen) < k:
-        negative_score, first, keys = heapq.heappop(heap)
-        if -negative_score != scores[keys]:
-            heapq.heappush(heap, (-scores[keys], first, keys))
+        negative_score, first, keys, best = heapq.heappop(heap)
+        if -negative_score != best.current:
+            heapq.heappush(heap, (-best.current, first, keys, best))
             continue
-        if scores[keys] <= 0:
+        if best.current <= 0:
             break
-        best = by_keys[keys]
         if len(keys) > 1:
             if any(_contains(chosen_one.keys, keys) for chosen_one in chosen):
                 continue
             # Mentions covered by the phrase no longer count for its words.
             for key in keys:
-                remaining[key] = remaining.get(key, 0.0) - best.count
                 unigram = candidates.get((key,))
-                if unigram is not None and unigram.keys in scores:
-                    left = max(remaining[key], 0.0)
-                    scores[unigram.keys] = min(
-                        scores[unigram.keys], unigram.score * left / max(unigram.count, 1)
+                left = remaining.get(key)
+                if left is None:
+                    left = float(unigram.count) if unigram is not None else 0.0
+                left = remaining[key] = left - best.count
+                if unigram is not None:
+                    unigram.current = min(
+                        unigram.current, unigram.score * max(left, 0.0) / max(unigram.count, 1)
                     )
         else:
-            for other_keys in phrases_by_word.get(keys[0], ()):
-                scores[other_keys] *= 0.7
+            if phrases_by_word is None:
+                phrases_by_word = {}
+                for candidate in pool:
+                    if len(candidate.keys) > 1:
+                        for key in dict.fromkeys(candidate.keys):
+                            phrases_by_word.setdefault(key, []).append(candidate)
+            for phrase in phrases_by_word.get(keys[0], ()):
+                phrase.current *= 0.7
         chosen.append(best)
-        picked_scores.append(scores[keys])
+        picked_scores.append(best.current)
     top = max(picked_scores, default=1.0) or 1.0
     ranked = []
     for candidate, score in zip(chosen, picked_scores, strict=True):
