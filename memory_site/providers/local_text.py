@@ -417,17 +417,12 @@ def _add_phrase(
         entry[4] = True
 
 
-def _add_run_phrases(
-    grouped: dict,
-    position: int,
-    keys_of: list[str],
-    surface_of: list[str],
-    name_of: list[bool],
-    verb_of: list[bool],
-) -> int:
-    """The phrase occurrences of one run of two or more content words; returns the position
-    after them."""
-    size = len(keys_of)
+def _add_run_phrases(grouped: dict, position: int, run: list[tuple], verbs: list[bool]) -> int:
+    """The phrase occurrences of one run of two or more content words (cached words and
+    their verb-like flags); returns the position after them."""
+    size = len(run)
+    keys_of = [word[_KEY] for word in run]
+    surface_of = [word[_SURFACE] for word in run]
     if size <= 3:
         if size == 3:
             # Sub-phrases of "Japan Rail Pass" merge with their occurrences elsewhere.
@@ -444,13 +439,13 @@ def _add_run_phrases(
                 False,
             )
             position += 2
-        weight = 0.6 if verb_of[0] or verb_of[-1] else 1.0
+        weight = 0.6 if verbs[0] or verbs[-1] else 1.0
         _add_phrase(grouped, tuple(keys_of), position, " ".join(surface_of), weight, True)
         return position + 1
     # Capitalised names of two or three words ("The Japan Rail Pass costs").
     start = -1
     for index in range(size + 1):
-        if index < size and name_of[index]:
+        if index < size and run[index][_UPPER] and not verbs[index]:
             if start < 0:
                 start = index
         elif start >= 0:
@@ -501,65 +496,66 @@ def _text_evidence(text: str) -> tuple[int, tuple[_Evidence, ...]]:
     candidate once and cached per text (the importer ranks a turn's user text twice and its
     reply twice), so ranking merges a few dozen aggregates instead of replaying every
     occurrence. Weights stay in text order so the merged mass is the same float sum as adding
-    occurrence by occurrence. One walk over the words does the tokenizing and the counting.
+    occurrence by occurrence. One walk over the cached words does the tokenizing and the
+    counting (this is the importer's hottest loop: fields are read by position).
     """
     # keys -> [first position, weights, capitalised count, {surface: count}, whole run]
     grouped: dict[tuple[str, ...], list] = {}
+    get = grouped.get
     position = 0
     for words in _fragment_words(text):
-        keys_of: list[str] = []
-        surface_of: list[str] = []
-        name_of: list[bool] = []  # capitalised and not verb-like
-        verb_of: list[bool] = []
+        run_start = -1  # index of the current run's first word
+        verbs: list[bool] = []  # verb-like flags of the run's words
         previous_preceder = False
         last = len(words) - 1
         for index, word in enumerate(words):
-            key1 = word[_KEY1]
+            # word: lower, surface, key, key1, upper, ed, preceder, determiner, bigrams
+            key1 = word[3]
             if key1 is not None:
-                surface = word[_SURFACE]
-                capitalised = index > 0 and word[_UPPER]
-                if capitalised:
+                if index and word[4]:  # capitalised mid-fragment: a name, never verb-like
                     verb_like = False
                     weight = 1.0
+                    capitalised = 1
                 else:
-                    verb_like = previous_preceder or (
-                        index < last and words[index + 1][_DETERMINER]
-                    )
-                    weight = 0.5 if verb_like or word[_ED] else 1.0
-                entry = grouped.get(key1)
+                    verb_like = previous_preceder or (index < last and words[index + 1][7])
+                    weight = 0.5 if verb_like or word[5] else 1.0
+                    capitalised = 0
+                entry = get(key1)
                 if entry is None:
-                    grouped[key1] = [position, [weight], int(capitalised), {surface: 1}, False]
+                    grouped[key1] = [position, [weight], capitalised, {word[1]: 1}, False]
                 else:
                     entry[1].append(weight)
-                    if capitalised:
-                        entry[2] += 1
+                    entry[2] += capitalised
                     surfaces = entry[3]
+                    surface = word[1]
                     surfaces[surface] = surfaces.get(surface, 0) + 1
                 position += 1
-                keys_of.append(word[_KEY])
-                surface_of.append(surface)
-                name_of.append(word[_UPPER] and not verb_like)
-                verb_of.append(verb_like)
+                if run_start < 0:
+                    run_start = index
+                    verbs = [verb_like]
+                else:
+                    verbs.append(verb_like)
             else:
-                if keys_of:
-                    if len(keys_of) > 1:
+                if run_start >= 0:
+                    if index - run_start > 1:
                         position = _add_run_phrases(
-                            grouped, position, keys_of, surface_of, name_of, verb_of
+                            grouped, position, words[run_start:index], verbs
                         )
-                    keys_of, surface_of, name_of, verb_of = [], [], [], []
-                for bigram in word[_BIGRAMS]:
-                    entry = grouped.get((bigram,))
-                    if entry is None:
-                        grouped[(bigram,)] = [position, [1.0], 0, {bigram: 1}, False]
-                    else:
-                        entry[1].append(1.0)
-                        surfaces = entry[3]
-                        surfaces[bigram] = surfaces.get(bigram, 0) + 1
-                    position += 1
-            if word[_LOWER]:
-                previous_preceder = word[_PRECEDER]
-        if len(keys_of) > 1:
-            position = _add_run_phrases(grouped, position, keys_of, surface_of, name_of, verb_of)
+                    run_start = -1
+                if word[8]:
+                    for bigram in word[8]:
+                        entry = get((bigram,))
+                        if entry is None:
+                            grouped[(bigram,)] = [position, [1.0], 0, {bigram: 1}, False]
+                        else:
+                            entry[1].append(1.0)
+                            surfaces = entry[3]
+                            surfaces[bigram] = surfaces.get(bigram, 0) + 1
+                        position += 1
+            if word[0]:
+                previous_preceder = word[6]
+        if run_start >= 0 and last - run_start > 0:
+            position = _add_run_phrases(grouped, position, words[run_start:], verbs)
     evidence = tuple(
         (keys, first, len(weights), weights, capitalised, surfaces, whole)
         for keys, (first, weights, capitalised, surfaces, whole) in grouped.items()
@@ -643,10 +639,14 @@ def _collect_candidates(
 
 def _display(candidate: _Candidate, *, lowercase: bool) -> str:
     """The form shown to people: the singular if the text uses it, else the commonest form."""
-    surfaces = candidate.surfaces or Counter()
-    by_lower: Counter = Counter()
+    surfaces = candidate.surfaces
+    if len(surfaces) == 1:  # the usual case: one spelling
+        (only,) = surfaces
+        return only.lower() if lowercase else only
+    by_lower: dict[str, int] = {}
     for surface, count in surfaces.items():
-        by_lower[surface.lower()] += count
+        folded = surface.lower()
+        by_lower[folded] = by_lower.get(folded, 0) + count
     joined_keys = " ".join(candidate.keys)
     if joined_keys in by_lower:
         chosen_lower = joined_keys
@@ -679,6 +679,7 @@ def _ranked(
     # repeats, and _collect_candidates never makes a candidate of a one-off.
     pool = candidates.values()
     heap = []
+    phrases: list[_Candidate] = []
     for candidate in pool:
         spread = 0.5 + 0.5 * candidate.text_hits / text_count
         keys = candidate.keys
@@ -695,12 +696,12 @@ def _ranked(
             if _tail_capitalised(common):
                 phrase_weight *= 1.2  # "Japan Rail Pass", "Markthalle Neun"
             score = candidate.mass * phrase_weight * spread
+            phrases.append(candidate)
         candidate.score = candidate.current = score
         heap.append((-score, candidate.first, keys, candidate))
     # Scores only ever go down, so a lazy max-heap gives the same greedy order as re-sorting.
     # (Entries never compare their candidates: keys are unique.)
     heapq.heapify(heap)
-    phrases_by_word: dict[str, list[_Candidate]] | None = None
     remaining: dict[str, float] = {}
     chosen: list[_Candidate] = []
     picked_scores: list[float] = []
@@ -726,14 +727,10 @@ def _ranked(
                         unigram.current, unigram.score * max(left, 0.0) / max(unigram.count, 1)
                     )
         else:
-            if phrases_by_word is None:
-                phrases_by_word = {}
-                for candidate in pool:
-                    if len(candidate.keys) > 1:
-                        for key in dict.fromkeys(candidate.keys):
-                            phrases_by_word.setdefault(key, []).append(candidate)
-            for phrase in phrases_by_word.get(keys[0], ()):
-                phrase.current *= 0.7
+            word = keys[0]
+            for phrase in phrases:
+                if word in phrase.keys:
+                    phrase.current *= 0.7
         chosen.append(best)
         picked_scores.append(best.current)
     top = max(picked_scores, default=1.0) or 1.0
