@@ -601,6 +601,15 @@ def _own_vector_candidates(
     return sorted(cursor.fetchall(), key=lambda row: -row[1])
 
 
+def accepts(function, name: str) -> bool:
+    import inspect
+
+    try:
+        return name in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def committed_vector_candidates():
     """The committed selector's vector side when it still has the expected shape."""
     import inspect
@@ -652,9 +661,18 @@ def exact_top(user_id: int, vector: str, k: int = 10) -> tuple[list[int], float]
     return ids, (time.perf_counter() - t0) * 1000
 
 
-def vector_plan(user_id: int, vector: str, limit: int | None = None) -> str:
-    """Which access path the vector query gets: the HNSW index, or the user btree + a sort."""
+def vector_plan(
+    user_id: int, vector: str, limit: int | None = None, items: int | None = None
+) -> str:
+    """Which access path the vector query gets: the HNSW index, or the user btree + a sort.
+    With items (the user's memory count), the selector's own steering of big scopes onto the
+    index is applied when it has one (_vector_candidates' scope_items rule)."""
     scope, params = own_scope(user_id)
+    rule = getattr(selectors, "VECTOR_INDEX_MIN_ITEMS", None)
+    if items is not None and rule is not None and items >= rule:
+        rows = float(scalar("SELECT reltuples FROM pg_class WHERE oid = 'rag_store'::regclass"))
+        if 4 * items**2 >= (limit or candidate_limit()) * rows:
+            scope = selectors._without_user_index(scope)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute(
@@ -681,8 +699,11 @@ def vector_plan(user_id: int, vector: str, limit: int | None = None) -> str:
 
 
 class Sample:
-    def __init__(self, user, user_index: int, topic_id: int, vector: np.ndarray, text: str):
+    def __init__(
+        self, user, user_index: int, topic_id: int, vector: np.ndarray, text: str, items: int
+    ):
         self.user, self.user_index, self.topic_id, self.text = user, user_index, topic_id, text
+        self.items = items  # the user's memory count (what the selector's scope stats count)
         self.vector = vector
         self.literal = vector_literal(vector)
         self.exact: list[int] = []
@@ -707,6 +728,7 @@ def make_samples(
                 topic,
                 vector,
                 corpus.query_text(topic, rng),
+                int(corpus.counts[index]),
             )
         )
     return samples
@@ -729,8 +751,15 @@ def run_vector(sample: Sample, function, limit: int | None = None, **knobs):
             )
         else:
             scope, params = selector_scope(sample.user.pk)
+            # The scope's item count, when the selector takes it (it does in memory_search).
+            extra = {"scope_items": sample.items} if accepts(function, "scope_items") else {}
             rows = function(
-                cursor, scope=scope, params=params, vector=sample.literal, limit=candidate_limit()
+                cursor,
+                scope=scope,
+                params=params,
+                vector=sample.literal,
+                limit=candidate_limit(),
+                **extra,
             )
     return [row[0] for row in rows], (time.perf_counter() - t0) * 1000
 
@@ -820,7 +849,7 @@ def measure_group(
     for sample in samples:
         sample.exact, ms = exact_top(sample.user.pk, sample.literal)
         exact_ms.append(ms)
-        plan = vector_plan(sample.user.pk, sample.literal)
+        plan = vector_plan(sample.user.pk, sample.literal, items=sample.items)
         plans[plan] = plans.get(plan, 0) + 1
 
     # Two passes: the first reads index pages into shared_buffers (cold after a restart), the

@@ -85,6 +85,9 @@ SPEAKER_LIST_MAX = 200
 # table-wide took 11 ms to look up (300k rows, 10k-item user) where its ~500 rows in the
 # scope take ~2 ms; at 0.05 such a word stops drawing candidates (PRUNE_DF) but still scores.
 GIN_ROW_COST = 0.05
+# Scopes from this many items may be forced onto the HNSW index (see _vector_candidates);
+# smaller ones are left to the planner (an exact sort of a few thousand rows is cheap and exact).
+VECTOR_INDEX_MIN_ITEMS = 5000
 STATS_TTL_SECONDS = 60
 GLOBAL_STATS_TTL_SECONDS = 600
 ROLE_SPEAKERS = frozenset({"user", "assistant", "system"})
@@ -398,7 +401,7 @@ def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: _ScopeStats):
     mean_length = stats.mean_length or float(rows[0][3] or 0) or 1.0
     # Sampled df, never below 0.5 (a term absent from the sample may still occur).
     estimated = {lexeme: max(0.5, hits * count / sample_size) for lexeme, hits, _, _ in rows}
-    common = _table_common_lexemes(cursor)
+    common = _table_stats(cursor).common_lexemes
     candidate_terms, total = [], 0.0
     for lexeme in sorted(estimated, key=lambda lexeme: estimated[lexeme]):
         # Cost of a term: its rows in the scope, plus its posting list read from GIN.
@@ -464,36 +467,44 @@ def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: _ScopeStats):
     return [(row[0], float(row[1])) for row in cursor.fetchall()]
 
 
-# (expiry on time.monotonic(), lexeme -> rows): see _table_common_lexemes.
-_common_lexemes: tuple[float, dict[str, float]] = (0.0, {})
+@dataclass
+class _TableStats:
+    rows: float  # the planner's row count of rag_store (0 before the first ANALYZE)
+    common_lexemes: dict[str, float]  # lexeme -> estimated rows holding it, frequent ones only
 
 
-def _table_common_lexemes(cursor) -> dict[str, float]:
-    """Lexemes frequent over the whole rag_store -> their estimated row count, from the
-    planner's statistics (ANALYZE keeps the most common elements of a tsvector column);
-    kept in the process for GLOBAL_STATS_TTL_SECONDS (not in the cache: unpickling 1,000
-    entries per search cost more than the lookup saves). Empty before the first ANALYZE."""
-    global _common_lexemes
-    expires, cached = _common_lexemes
+# (expiry on time.monotonic(), stats): see _table_stats.
+_table_stats_cached: tuple[float, _TableStats] = (0.0, _TableStats(0.0, {}))
+
+
+def _table_stats(cursor) -> _TableStats:
+    """Table-wide figures from the planner's statistics: the row count and the lexemes frequent
+    over the whole rag_store (ANALYZE keeps the most common elements of a tsvector column).
+    Kept in the process for GLOBAL_STATS_TTL_SECONDS (not in the cache: unpickling 1,000
+    entries per search cost more than the lookup saves)."""
+    global _table_stats_cached
+    expires, cached = _table_stats_cached
     if time.monotonic() < expires:
         return cached
     cursor.execute(
-        """SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples
-           FROM pg_stats AS s JOIN pg_class AS c ON c.oid = 'rag_store'::regclass
-           WHERE s.tablename = 'rag_store' AND s.attname = 'search_vector'
-             AND s.schemaname = current_schema()"""
+        """SELECT c.reltuples, s.most_common_elems::text::text[], s.most_common_elem_freqs
+           FROM pg_class AS c LEFT JOIN pg_stats AS s
+               ON s.tablename = 'rag_store' AND s.attname = 'search_vector'
+              AND s.schemaname = current_schema()
+           WHERE c.oid = 'rag_store'::regclass"""
     )
     row = cursor.fetchone()
+    rows = max(0.0, float(row[0])) if row else 0.0
     common: dict[str, float] = {}
-    if row and row[0] and row[1]:
-        elements, frequencies, rows = row
+    if row and row[1] and row[2]:
         # The frequencies array has 2-3 summary numbers after one per element.
         common = {
-            lexeme: float(frequency) * max(0.0, float(rows))
-            for lexeme, frequency in zip(elements, frequencies[: len(elements)], strict=True)
+            lexeme: float(frequency) * rows
+            for lexeme, frequency in zip(row[1], row[2][: len(row[1])], strict=True)
         }
-    _common_lexemes = (time.monotonic() + GLOBAL_STATS_TTL_SECONDS, common)
-    return common
+    stats = _TableStats(rows=rows, common_lexemes=common)
+    _table_stats_cached = (time.monotonic() + GLOBAL_STATS_TTL_SECONDS, stats)
+    return stats
 
 
 def _phrase_filter(query: str) -> str | None:
@@ -510,8 +521,20 @@ def _phrase_filter(query: str) -> str | None:
 
 
 def _vector_candidates(
-    cursor, *, scope: str, params: dict, vector: str, limit: int
+    cursor, *, scope: str, params: dict, vector: str, limit: int, scope_items: int | None = None
 ) -> list[tuple[int, float]]:
+    """(id, cosine similarity) of the nearest items, nearest first.
+
+    scope_items: the scope's item count when known (hybrid and keyword modes). A big scope is
+    searched through the HNSW index whatever the planner estimates: an iterative scan reads
+    at most about limit / selectivity rows (fewer: a user's nearest memories sit together),
+    an exact search every row of the scope, so the index wins once scope_items^2 >=
+    limit x table rows / 4. At 1M rows the planner estimated 6,500-6,900 rows for some
+    10,000-item users and sorted all of them (15-18 ms where the index took ~3 ms).
+    """
+    if scope_items is not None and scope_items >= VECTOR_INDEX_MIN_ITEMS:
+        if 4 * scope_items**2 >= limit * _table_stats(cursor).rows:
+            scope = _without_user_index(scope)
     cursor.execute(
         "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
         " set_config('hnsw.ef_search', %s, true)",
@@ -528,6 +551,14 @@ def _vector_candidates(
     )
     # relaxed_order may return rows slightly out of order: re-sorted above by exact distance.
     return [(row[0], float(row[1])) for row in cursor.fetchall()]
+
+
+def _without_user_index(scope: str) -> str:
+    """The scope with its user condition written so no btree on user_id can serve it (the
+    condition still filters every row the HNSW scan returns)."""
+    condition = "user_id = %(s_user)s"
+    assert scope.startswith(condition), scope
+    return "user_id + 0 = %(s_user)s" + scope[len(condition) :]
 
 
 # --------------------------------------------------------------------------------------------
@@ -687,6 +718,7 @@ def memory_search(
     # SET LOCAL needs a transaction; atomic() reuses the caller's when there is one.
     with transaction.atomic(), connection.cursor() as cursor:
         keyword_rows: list[tuple[int, float]] = []
+        stats = None
         if mode in ("hybrid", "keyword") and query.strip():
             stats = _scope_stats(cursor, scope=scope, params=params)
             named = _named_speakers(query[:MAX_KEYWORD_QUERY_CHARS], stats.speakers)
@@ -700,7 +732,14 @@ def memory_search(
                 limit=limit,
             )
         vector_rows = (
-            _vector_candidates(cursor, scope=scope, params=params, vector=vector, limit=limit)
+            _vector_candidates(
+                cursor,
+                scope=scope,
+                params=params,
+                vector=vector,
+                limit=limit,
+                scope_items=stats.count if stats else None,
+            )
             if vector
             else []
         )

@@ -389,3 +389,47 @@ def test_big_scope_path_ranks_like_the_exact_one(user, monkeypatch):
     pruned = memory_search(user=user, query=query, mode="keyword")
     assert ids(pruned)[0] == ids(exact)[0]
     assert len(pruned.items) < len(exact.items)
+
+
+@pytest.fixture
+def big_scope_paths(monkeypatch):
+    """Every scope takes the paths of big ones: sampled BM25, speakers from the speaker index,
+    the vector query forced onto HNSW (user condition kept off the btree)."""
+    from context_app import selectors
+
+    monkeypatch.setattr(selectors, "SINGLE_STATEMENT_ITEMS", 0)
+    monkeypatch.setattr(selectors, "VECTOR_INDEX_MIN_ITEMS", 0)
+    monkeypatch.setattr(selectors, "_table_stats_cached", (0.0, selectors._TableStats(0.0, {})))
+
+
+def test_big_scope_paths_never_show_another_users_conversation(user, other_user, big_scope_paths):
+    theirs = open_session(other_user)
+    add_message(theirs, "user", "My bank PIN is hidden under the Zanzibar postcard.")
+    add_message(theirs, "assistant", "Noted, the Zanzibar postcard.")
+    mine = open_session(user)
+    add_message(mine, "user", "I bought a postcard in Lisbon.")
+
+    for mode in MODES:
+        result = memory_search(user=user, query="Zanzibar postcard PIN", mode=mode, top_k=50)
+        assert all("Zanzibar" not in hit.content for hit in result.items), mode
+        assert result.items, mode
+
+
+@pytest.mark.parametrize("path", ["exact", "big"])
+def test_speaker_named_in_the_question_outranks_a_message_mentioning_them(user, request, path):
+    # Melanie's message holds both question words; only the speaker rule (name dropped from
+    # the keyword query, Caroline's own messages boosted) puts Caroline's answer first.
+    if path == "big":
+        request.getfixturevalue("big_scope_paths")
+    conversation(
+        user,
+        [
+            ("Melanie", "Caroline told me about hiking, I went hiking near the lake."),
+            ("Caroline", "Yes, I spent the weekend in the mountains."),
+            ("Melanie", "Sounds lovely."),
+        ],
+    )
+
+    result = memory_search(user=user, query="Where did Caroline go hiking?", sources=["chunk"])
+
+    assert result.items[0].content == "Caroline: Yes, I spent the weekend in the mountains."
