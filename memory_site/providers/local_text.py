@@ -34,7 +34,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple
 
 __all__ = [
     "contextual_header",
@@ -241,17 +240,6 @@ def _is_content(lower: str, surface: str) -> bool:
     return True
 
 
-class _Token(NamedTuple):
-    """A content word in a run (a named tuple: the tokenizer makes one per word, and a frozen
-    dataclass costs several times more to create)."""
-
-    key: str  # folded, lowercase
-    lower: str
-    surface: str
-    capitalised_mid: bool  # capitalised and not the first word of its fragment
-    verb_like: bool = False  # "I work", "to book", "book an appointment"
-
-
 # A content word right after one of these is most likely a verb...
 _VERB_PRECEDERS = frozenset("i you we they he she to i'd i'll we'll you'll don't didn't".split())
 # ...and so is one right before one of these.
@@ -262,6 +250,13 @@ _CJK = "\x00cjk"
 
 # Fields of a cached word (a plain tuple: the tokenizer looks up one per word of every text).
 _LOWER, _SURFACE, _KEY, _KEY1, _UPPER, _ED, _PRECEDER, _DETERMINER, _BIGRAMS = range(9)
+# Stands between two fragments of a text (and after the last one); built at run time so it is
+# never the same object as a word's tuple (the tokenizer tests identity).
+_BOUNDARY: tuple = ("",) * 3 + (None, False, False, False, False, ())
+# A word, or a run of fragment-splitting punctuation (matched as "", a fragment boundary): one
+# scan finds the same words as splitting the text into fragments and then finding the words
+# of each, because no word character can start or occur inside a separator.
+_TOKEN_RE = re.compile(f"({_WORD_RE.pattern})|{_FRAGMENT_SPLIT_RE.pattern}")
 
 
 @lru_cache(maxsize=100_000)
@@ -272,6 +267,8 @@ def _word(raw: str) -> tuple:
     candidate key of the word), whether the surface starts upper-case, whether it looks like a
     past participle, whether it makes the next word verb-like ("I", "to") or the previous one
     ("the", "my"), and for CJK text its character bigrams."""
+    if not raw:
+        return _BOUNDARY
     surface = raw.replace("’", "'").strip("-'")
     lower = surface.lower()
     if lower.endswith("'s"):
@@ -301,57 +298,22 @@ def _word(raw: str) -> tuple:
     )
 
 
-def _fragment_words(text: str) -> list[list[tuple]]:
-    """The cached words of each fragment of ``text`` (split at punctuation), noise removed."""
-    fragments = []
-    for fragment in _FRAGMENT_SPLIT_RE.split(_strip_noise(text)):
-        raws = _WORD_RE.findall(fragment)
-        if raws:
-            fragments.append(list(map(_word, raws)))
-    return fragments
-
-
-@lru_cache(maxsize=1024)
-def _runs(text: str) -> tuple[tuple[_Token, ...], ...]:
-    """Maximal runs of adjacent content words, split at stop-words and punctuation.
-
-    A content word is verb-like when it is not capitalised mid-fragment and follows "I", "to"...
-    or precedes "the", "my"...; a CJK word becomes one single-token run per character bigram.
-    (The keyword ranking does the same walk fused with its counting, in ``_text_evidence``.)"""
-    runs: list[tuple[_Token, ...]] = []
-    for words in _fragment_words(text):
-        run: list[_Token] = []
-        previous_preceder = False
-        last = len(words) - 1
-        for index, word in enumerate(words):
-            if word[_KEY1] is not None:
-                capitalised = index > 0 and word[_UPPER]
-                verb_like = not capitalised and (
-                    previous_preceder or (index < last and words[index + 1][_DETERMINER])
-                )
-                run.append(_Token(word[_KEY], word[_LOWER], word[_SURFACE], capitalised, verb_like))
-            else:
-                if run:
-                    runs.append(tuple(run))
-                    run = []
-                for bigram in word[_BIGRAMS]:
-                    runs.append((_Token(bigram, bigram, bigram, False),))
-            if word[_LOWER]:
-                previous_preceder = word[_PRECEDER]
-        if run:
-            runs.append(tuple(run))
-    return tuple(runs)
+def _words_of(text: str) -> list[tuple]:
+    """The cached words of ``text`` (noise removed) in order, with ``_BOUNDARY`` between two
+    fragments (split at punctuation) and at the end."""
+    words = list(map(_word, _TOKEN_RE.findall(_strip_noise(text))))
+    words.append(_BOUNDARY)
+    return words
 
 
 def _content_keys(text: str) -> list[str]:
     """The keys of the content words of ``text`` in order (CJK as character bigrams)."""
     keys: list[str] = []
-    for words in _fragment_words(text):
-        for word in words:
-            if word[_KEY1] is not None:
-                keys.append(word[_KEY])
-            elif word[_BIGRAMS]:
-                keys.extend(word[_BIGRAMS])
+    for word in _words_of(text):
+        if word[_KEY1] is not None:
+            keys.append(word[_KEY])
+        elif word[_BIGRAMS]:
+            keys.extend(word[_BIGRAMS])
     return keys
 
 
@@ -401,6 +363,8 @@ class _Candidate:
 # keys, first occurrence (position among the text's occurrences), count, weights in text order,
 # capitalised count, {surface: count} in first-seen order, ever a whole run
 _Evidence = tuple[tuple[str, ...], int, int, list[float], int, dict[str, int], bool]
+# A phrase lifted out of a long run and seen once: keys, first occurrence, weight, surface
+_OneOff = tuple[tuple[str, ...], int, float, str]
 
 
 def _add_phrase(
@@ -484,15 +448,16 @@ def _add_run_phrases(grouped: dict, position: int, run: list[tuple], verbs: list
 
 
 @lru_cache(maxsize=1024)
-def _text_evidence(text: str) -> tuple[int, tuple[_Evidence, ...]]:
-    """(number of candidate occurrences, evidence per distinct candidate) of one text.
+def _text_evidence(text: str) -> tuple[int, tuple[_Evidence, ...], tuple[_OneOff, ...]]:
+    """(number of candidate occurrences, evidence per distinct candidate, one-offs) of a text.
 
     The text is cut into runs of adjacent content words (split at stop-words and punctuation;
     a content word is verb-like when it is not capitalised mid-fragment and follows "I", "to"...
     or precedes "the", "my"...; CJK text gives one run per character bigram). Occurrences, in
     text order per run: each content word; for a run of three, its two bigrams; a run of 2-3
     words as a whole; in a longer run, its capitalised names ("The Japan Rail Pass costs") and
-    then all its bigrams and trigrams (which count only if they repeat). They are folded per
+    then all its bigrams and trigrams (which count only if they repeat: those seen once are
+    listed apart as one-offs, which most of them stay). They are folded per
     candidate once and cached per text (the importer ranks a turn's user text twice and its
     reply twice), so ranking merges a few dozen aggregates instead of replaying every
     occurrence. Weights stay in text order so the merged mass is the same float sum as adding
@@ -503,64 +468,69 @@ def _text_evidence(text: str) -> tuple[int, tuple[_Evidence, ...]]:
     grouped: dict[tuple[str, ...], list] = {}
     get = grouped.get
     position = 0
-    for words in _fragment_words(text):
-        run_start = -1  # index of the current run's first word
-        verbs: list[bool] = []  # verb-like flags of the run's words
-        previous_preceder = False
-        last = len(words) - 1
-        for index, word in enumerate(words):
-            # word: lower, surface, key, key1, upper, ed, preceder, determiner, bigrams
-            key1 = word[3]
-            if key1 is not None:
-                if index and word[4]:  # capitalised mid-fragment: a name, never verb-like
-                    verb_like = False
-                    weight = 1.0
-                    capitalised = 1
-                else:
-                    verb_like = previous_preceder or (index < last and words[index + 1][7])
-                    weight = 0.5 if verb_like or word[5] else 1.0
-                    capitalised = 0
-                entry = get(key1)
-                if entry is None:
-                    grouped[key1] = [position, [weight], capitalised, {word[1]: 1}, False]
-                else:
-                    entry[1].append(weight)
-                    entry[2] += capitalised
-                    surfaces = entry[3]
-                    surface = word[1]
-                    surfaces[surface] = surfaces.get(surface, 0) + 1
-                position += 1
-                if run_start < 0:
-                    run_start = index
-                    verbs = [verb_like]
-                else:
-                    verbs.append(verb_like)
+    words = _words_of(text)
+    run_start = -1  # index of the current run's first word
+    verbs: list[bool] = []  # verb-like flags of the run's words
+    previous_preceder = False
+    fragment_start = True
+    for index, word in enumerate(words):
+        # word: lower, surface, key, key1, upper, ed, preceder, determiner, bigrams
+        key1 = word[3]
+        if key1 is not None:
+            if word[4] and not fragment_start:  # capitalised mid-fragment: never verb-like
+                verb_like = False
+                weight = 1.0
+                capitalised = 1
             else:
-                if run_start >= 0:
-                    if index - run_start > 1:
-                        position = _add_run_phrases(
-                            grouped, position, words[run_start:index], verbs
-                        )
-                    run_start = -1
-                if word[8]:
-                    for bigram in word[8]:
-                        entry = get((bigram,))
-                        if entry is None:
-                            grouped[(bigram,)] = [position, [1.0], 0, {bigram: 1}, False]
-                        else:
-                            entry[1].append(1.0)
-                            surfaces = entry[3]
-                            surfaces[bigram] = surfaces.get(bigram, 0) + 1
-                        position += 1
-            if word[0]:
-                previous_preceder = word[6]
-        if run_start >= 0 and last - run_start > 0:
-            position = _add_run_phrases(grouped, position, words[run_start:], verbs)
-    evidence = tuple(
-        (keys, first, len(weights), weights, capitalised, surfaces, whole)
-        for keys, (first, weights, capitalised, surfaces, whole) in grouped.items()
-    )
-    return position, evidence
+                # The next word exists: the list ends with a boundary (no determiner).
+                verb_like = previous_preceder or words[index + 1][7]
+                weight = 0.5 if verb_like or word[5] else 1.0
+                capitalised = 0
+            entry = get(key1)
+            if entry is None:
+                grouped[key1] = [position, [weight], capitalised, {word[1]: 1}, False]
+            else:
+                entry[1].append(weight)
+                entry[2] += capitalised
+                surfaces = entry[3]
+                surface = word[1]
+                surfaces[surface] = surfaces.get(surface, 0) + 1
+            position += 1
+            if run_start < 0:
+                run_start = index
+                verbs = [verb_like]
+            else:
+                verbs.append(verb_like)
+        else:
+            if run_start >= 0:
+                if index - run_start > 1:
+                    position = _add_run_phrases(grouped, position, words[run_start:index], verbs)
+                run_start = -1
+            if word is _BOUNDARY:
+                previous_preceder = False
+                fragment_start = True
+                continue
+            if word[8]:
+                for bigram in word[8]:
+                    entry = get((bigram,))
+                    if entry is None:
+                        grouped[(bigram,)] = [position, [1.0], 0, {bigram: 1}, False]
+                    else:
+                        entry[1].append(1.0)
+                        surfaces = entry[3]
+                        surfaces[bigram] = surfaces.get(bigram, 0) + 1
+                    position += 1
+        if word[0]:
+            previous_preceder = word[6]
+        fragment_start = False
+    evidence = []
+    one_offs = []
+    for keys, (first, weights, capitalised, surfaces, whole) in grouped.items():
+        if len(weights) == 1 and not whole and len(keys) > 1:
+            one_offs.append((keys, first, weights[0], next(iter(surfaces))))
+        else:
+            evidence.append((keys, first, len(weights), weights, capitalised, surfaces, whole))
+    return position, tuple(evidence), tuple(one_offs)
 
 
 def _collect_candidates(
@@ -568,56 +538,40 @@ def _collect_candidates(
 ) -> tuple[dict[tuple[str, ...], _Candidate], int]:
     """Candidates of the texts, merged. A phrase lifted out of a long run and seen once so far
     waits in ``pending`` (it can only rank if it repeats); most such n-grams never do, so
-    they never cost a candidate. Only candidates that can enter ``_ranked``'s pool are
+    they never cost a candidate, and the one-offs of the last text are only looked up (nothing
+    after it could repeat them). Only candidates that can enter ``_ranked``'s pool are
     returned: every candidate is a single word, a phrase seen at least twice or a whole run.
     Masses are summed weight by weight in text order, so they are the same floats whichever
     way the evidence was grouped."""
     candidates: dict[tuple[str, ...], _Candidate] = {}
     pending: dict[tuple[str, ...], tuple[int, float, str]] = {}
+    valid = [text for text in texts if isinstance(text, str) and text.strip()]
     position = 0
-    text_count = 0
-    first_index = -1
-    for text_index, text in enumerate(texts):
-        if not isinstance(text, str) or not text.strip():
-            continue
-        if first_index < 0:
-            first_index = text_index
-        text_count += 1
-        boost = first_text_weight if text_index == first_index else 1.0
-        occurrences, evidence = _text_evidence(text)
+    last = len(valid) - 1
+    for number, text in enumerate(valid):
+        boost = first_text_weight if number == 0 else 1.0
+        occurrences, evidence, one_offs = _text_evidence(text)
         for keys, first, count, weights, capitalised, surfaces, whole in evidence:
             candidate = candidates.get(keys)
-            if candidate is None:
-                waiting = pending.pop(keys, None) if pending else None
-                if waiting is None:
-                    if count == 1:
-                        if not whole and len(keys) > 1:
-                            pending[keys] = (
-                                position + first,
-                                weights[0] * boost,
-                                next(iter(surfaces)),
-                            )
-                            continue
-                        mass = 0.0 + weights[0] * boost
-                    else:
-                        mass = 0.0
-                        if boost == 1.0:
-                            for weight in weights:
-                                mass += weight
-                        else:
-                            for weight in weights:
-                                mass += weight * boost
-                    candidates[keys] = _Candidate(
-                        keys, position + first, count, mass, capitalised, dict(surfaces), whole
-                    )
-                    continue
-                earlier_position, earlier_mass, earlier_surface = waiting
+            if candidate is None and pending and keys in pending:
+                # Seen once in an earlier text, now again: the one-off becomes a candidate.
+                earlier_position, earlier_mass, earlier_surface = pending.pop(keys)
                 candidate = candidates[keys] = _Candidate(
                     keys, earlier_position, 1, 0.0 + earlier_mass, 0, {earlier_surface: 1}, False
                 )
-                candidate.text_hits = 2
-            else:
-                candidate.text_hits += 1
+            elif candidate is None:
+                mass = 0.0
+                if boost == 1.0:
+                    for weight in weights:
+                        mass += weight
+                else:
+                    for weight in weights:
+                        mass += weight * boost
+                candidates[keys] = _Candidate(
+                    keys, position + first, count, mass, capitalised, dict(surfaces), whole
+                )
+                continue
+            candidate.text_hits += 1
             candidate.count += count
             mass = candidate.mass
             if boost == 1.0:
@@ -633,8 +587,29 @@ def _collect_candidates(
             candidate.capitalised += capitalised
             if whole:
                 candidate.whole_run = True
+        if number == last and not pending and len(candidates) == len(evidence):
+            # Every candidate is one of this text's own entries (always so for a single text)
+            # and nothing comes after it: none of its one-offs can repeat.
+            break
+        for keys, first, weight, surface in one_offs:
+            candidate = candidates.get(keys)
+            if candidate is None:
+                waiting = pending.pop(keys, None)
+                if waiting is None:
+                    if number < last:
+                        pending[keys] = (position + first, weight * boost, surface)
+                    continue
+                earlier_position, earlier_mass, earlier_surface = waiting
+                candidate = candidates[keys] = _Candidate(
+                    keys, earlier_position, 1, 0.0 + earlier_mass, 0, {earlier_surface: 1}, False
+                )
+            candidate.text_hits += 1
+            candidate.count += 1
+            candidate.mass += weight * boost
+            known = candidate.surfaces
+            known[surface] = known.get(surface, 0) + 1
         position += occurrences
-    return candidates, text_count
+    return candidates, len(valid)
 
 
 def _display(candidate: _Candidate, *, lowercase: bool) -> str:
