@@ -42,13 +42,26 @@ that topic's words. Measured:
 Prints figures as it goes and one final JSON line. Targets on a 2-core machine: p95 under
 20 ms, recall@10 at least 0.95.
 
-Measured (1,000,000 rows, 10,000 users, 2 cores shared with other test runs, load 3-10,
-selector v1 of commit 7a61754): COPY 160 s, GIN 13 s, HNSW (m 16, ef_construction 64) 796 s,
-2.0 GB (heap 2.0 GB, 4.3 GB with all indexes). Users with 100 memories get the exact btree
-path: recall 1.0, hybrid p95 10 ms (shared_buffers 3 GB) / 24 ms (128 MB, load 8). Users with
-10,000 memories: vector recall@10 0.91 with ef_construction 64 (no ef_search/iterative setting
-reaches 0.95), 0.985 with ef_construction 128 (vector p95 8.5 ms); hybrid p95 160-340 ms,
-all of it the keyword side (ts_rank_cd over every matching row: ~45 us per match).
+Measured (2 cores shared with two other sessions; load average next to each figure; CPU =
+this process + its backend per call; 50 queries per group, first call of each sample):
+
+- 1,000,000 rows / 10,000 users, selector of commit 6aa9f01 (sampled BM25 for big scopes,
+  big scopes kept on HNSW): load COPY 49 s + generate 16 s, GIN 11 s, HNSW (m 16,
+  ef_construction 128) 739 s at load 4-5; heap 2.05 GB, HNSW 2.05 GB, GIN 41 MB, 4.3 GB
+  with all indexes. Users with 100 memories (exact btree path, recall@10 1.0): hybrid
+  p50/p95 4.1/10.6 ms, CPU 4.0/4.9 ms (shared_buffers 3 GB, load 2.9); 4.0/4.3 ms, CPU
+  4.0/4.3 (1 GB, load 3.2). Users with 10,000 memories (HNSW, vector recall@10 0.992):
+  hybrid 11.4/19.1 ms, CPU 11.3/15.0 ms, keyword side 5.1/7.7, vector 2.5/5.9 (3 GB, load
+  3.1); 14.3/20.7 ms, CPU 13.0/18.4, keyword side 7.3/11.8 (1 GB, load 3.3: the 4.3 GB do
+  not stay in shared buffers).
+- 300,000 rows / 3,000 users, same selector, shared_buffers 1 GB, load 2.7-2.9: 100
+  memories 4.4/8.7 ms (CPU 4.1/4.8); 10,000 memories 10.6/15.8 ms (CPU 9.1/11.6), recall@10
+  1.0. Before (commit a1b26a5, load 3.4): 23.1 and 54.7 ms p95; at load 7, 22.1 and
+  70.6 ms, the keyword side 58 ms p95 (a common word's GIN posting list: 150k entries
+  read for a 100-item user) and the scope statistics 19 ms p95 (every row of the user).
+- Earlier (selector v1 of commit 7a61754, 1M rows): vector recall@10 of 10,000-memory users
+  0.91 with ef_construction 64 (no ef_search/iterative setting reaches 0.95), 0.985 with 128;
+  hybrid p95 160-340 ms, all of it ts_rank_cd over every matching row.
 """
 
 from __future__ import annotations
