@@ -205,7 +205,7 @@ def _scope_stats(cursor, *, scope: str, params: dict) -> _ScopeStats:
 
     The BM25 length normalisation and idf need them; a minute-old value changes scores by
     far less than the ranking's own noise. Scopes up to SINGLE_STATEMENT_ITEMS are read whole;
-    a bigger one is counted through the (user, app, source) index alone and its speakers
+    a bigger one is counted through rag_user_app_source alone (index-only) and its speakers
     listed from the speaker index (rag_message_speaker); its mean length comes with each
     query's sample (_bm25_big_scope). Reading every row of a 10,000-item user cost 16-30 ms.
     """
