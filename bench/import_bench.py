@@ -286,6 +286,8 @@ def run_import(path: Path, *, embed: bool) -> dict:
         "chunks": summary.get("chunks_generated", 0),
         "embedded": embedded,
         "seconds": round(seconds, 1),
+        # files imported vs. the summary and verification that follow
+        "import_seconds": summary.get("duration_seconds"),
         "pairs_per_second": round(pairs / seconds, 1) if seconds else 0,
         "cpu_ms_per_pair": round(cpu_seconds * 1000 / pairs, 2) if pairs else 0,
         # where the CPU went: this process, its worker processes, its PostgreSQL backend

@@ -315,7 +315,10 @@ def plan_chunks(
         platform=conversation.platform,
         conversation_id=conversation.conversation_id,
     )
-    fresh = [p for p in conversation.pairs if pair_key(p) not in skip_pair_keys]
+    if skip_pair_keys:
+        fresh = [p for p in conversation.pairs if pair_key(p) not in skip_pair_keys]
+    else:  # nothing stored yet: no content hash to compute
+        fresh = list(conversation.pairs)
     chunks: list[Chunk] = []
     for group in group_pairs(fresh):
         turn_range = turn_range_of(group[0].index, group[-1].index)
@@ -595,6 +598,30 @@ def parse_markdown(text: str) -> tuple[dict, str, str]:
     header = body[context_at + len("## Context\n") : exchange_at].strip()
     exchange = body[exchange_at + len("\n## Exchange\n") :].strip()
     return frontmatter, header, exchange
+
+
+def chunks_unparseable(rows: Sequence[tuple[str, dict, str, str]]) -> list[str]:
+    """Ids of the chunks whose Markdown file would not read back: each row is (chunk id,
+    frontmatter, header, head of the exchange); the file is rendered and parsed again, and
+    the parsed frontmatter must equal the given one (with this chunk id) and the header and
+    exchange must not be empty. Pure CPU (the import's verification runs it in its workers)."""
+    unparseable: list[str] = []
+    for chunk_id, expected, header, exchange_head in rows:
+        try:
+            parsed, parsed_header, parsed_exchange = parse_markdown(
+                render_markdown(frontmatter=expected, header=header, exchange=exchange_head)
+            )
+        except ValueError:
+            unparseable.append(chunk_id)
+            continue
+        if (
+            parsed != expected
+            or parsed.get("chunk_id") != chunk_id
+            or not parsed_header
+            or not parsed_exchange
+        ):
+            unparseable.append(chunk_id)
+    return unparseable
 
 
 def _slug(text: str, limit: int = 40) -> str:

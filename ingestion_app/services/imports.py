@@ -53,11 +53,11 @@ from ingestion_app.chunking import (
     Chunk,
     build_frontmatter,
     chunk_filename,
+    chunks_unparseable,
     conversation_key,
     describe_locally,
     frontmatter_from_metadata,
     pair_key,
-    parse_markdown,
     prepare_conversations,
     prepare_worker_init,
     render_markdown,
@@ -93,6 +93,8 @@ PARALLEL_WORKERS = 0
 # Cyclic-GC generation thresholds while a job runs (CPython's defaults are 700, 10, 10).
 IMPORT_GC_THRESHOLDS = (20_000, 20, 100)
 HEADER_BATCH_SIZE = 8
+# Verification batches (1,000 chunks each) parsed in the pool at a time (bounds memory).
+VERIFY_BATCHES_IN_FLIGHT = 4
 HEADER_CONCURRENCY = 4
 ARCHIVE_MAX_DEPTH = 2
 _ARCHIVE_JUNK = ("__MACOSX/", ".DS_Store", "Thumbs.db")
@@ -333,6 +335,7 @@ def _import_job_files(
     *, job: ImportJob, progress: ImportProgress, embed: bool, started: float
 ) -> None:
     """The body of ``import_job_run``: every pending file, then the summary and status."""
+    workers = _JobWorkers()
     try:
         while True:
             import_file = (
@@ -342,9 +345,13 @@ def _import_job_files(
             )
             if import_file is None:
                 break
-            import_file_process(import_file=import_file, job=job, progress=progress, embed=embed)
+            import_file_process(
+                import_file=import_file, job=job, progress=progress, embed=embed, workers=workers
+            )
             ImportJob.objects.filter(id=job.id).update(heartbeat_at=timezone.now())
-        job.summary = import_job_summary(job=job, duration_seconds=time.monotonic() - started)
+        job.summary = import_job_summary(
+            job=job, duration_seconds=time.monotonic() - started, pool=workers.started
+        )
         job.status = ImportJob.Status.DONE
         job.error = ""
     except Exception as exc:  # the job record must say what happened
@@ -352,6 +359,8 @@ def _import_job_files(
         job.status = ImportJob.Status.FAILED
         job.error = f"{type(exc).__name__}: {exc}"
         job.summary = import_job_summary(job=job, duration_seconds=time.monotonic() - started)
+    finally:
+        workers.close()
     job.finished_at = timezone.now()
     job.save(update_fields=["status", "error", "summary", "finished_at"])
 
@@ -362,6 +371,7 @@ def import_file_process(
     job: ImportJob,
     progress: ImportProgress | None = None,
     embed: bool = True,
+    workers: _JobWorkers | None = None,
 ) -> ImportFile:
     """Import one file atomically and record the outcome in its manifest row.
 
@@ -429,6 +439,7 @@ def import_file_process(
                     progress=progress,
                     embed=embed,
                     parallel=parallel,
+                    workers=workers,
                 )
                 if outcome.turn_pairs == 0:
                     raise NoTurnPairs(
@@ -450,6 +461,8 @@ def import_file_process(
             # A worker died (out of memory, killed); everything rolled back, so the file is
             # imported again in this process.
             logger.warning("worker pool broke while importing %s; retrying inline", path)
+            if workers is not None:
+                workers.discard()
             return attempt(False)
     except Exception as exc:
         if not isinstance(exc, ParseError | NoTurnPairs | ProviderError | UnrecognizedFormat):
@@ -580,8 +593,16 @@ def _import_conversations(
     progress: ImportProgress,
     embed: bool = True,
     parallel: bool = False,
+    workers: _JobWorkers | None = None,
 ) -> _Outcome:
-    pool = _worker_pool() if parallel else None
+    owned = None  # a pool for this file only (no job-wide one given)
+    if not parallel:
+        pool = None
+    elif workers is not None:
+        pool = workers.get()
+    else:
+        pool = owned = _worker_pool()
+    writer = None
     try:
         writer = _ChunkWriter(job=job, import_file=import_file, embed=embed, pool=pool)
         batch: list[Conversation] = []
@@ -597,9 +618,13 @@ def _import_conversations(
             writer.write(batch)
             progress.pairs_done(pairs_in_batch)
         writer.finish()
+    except BaseException:
+        if writer is not None:
+            writer.abandon()
+        raise
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        if owned is not None:
+            owned.shutdown(wait=True, cancel_futures=True)
     return writer.outcome
 
 
@@ -614,6 +639,33 @@ def _worker_pool() -> Executor | None:
     return ProcessPoolExecutor(
         max_workers=workers, mp_context=get_context("spawn"), initializer=prepare_worker_init
     )
+
+
+class _JobWorkers:
+    """The job's worker processes: started by the first file large enough to need them, then
+    shared by the files after it and by the verification, and shut down when the job ends
+    (starting a pool costs each worker about a second of imports)."""
+
+    def __init__(self) -> None:
+        self._pool: Executor | None = None
+
+    @property
+    def started(self) -> Executor | None:
+        return self._pool
+
+    def get(self) -> Executor | None:
+        if self._pool is None:
+            self._pool = _worker_pool()
+        return self._pool
+
+    def discard(self) -> None:
+        """Drop the pool (after it broke); a later file starts a new one."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def close(self) -> None:
+        self.discard()
 
 
 class _ChunkWriter:
@@ -662,6 +714,13 @@ class _ChunkWriter:
     def finish(self) -> None:
         while self.in_flight:
             self._store_oldest()
+
+    def abandon(self) -> None:
+        """Forget the rounds still in the pool (the file failed): queued ones are cancelled,
+        running ones finish in the background and their results are dropped."""
+        while self.in_flight:
+            _raw, _rows, future = self.in_flight.popleft()
+            future.cancel()
 
     def _store_oldest(self) -> None:
         raw, rows, future = self.in_flight.popleft()
@@ -1000,13 +1059,14 @@ def _clean_topics(topics: Any) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
-def import_job_verify(*, job: ImportJob) -> dict:
+def import_job_verify(*, job: ImportJob, pool: Executor | None = None) -> dict:
     """Check what this job wrote: unique chunk ids, counts, and that every chunk parses.
 
     Reads the stored rows back in batches (bounded memory), renders each as the reference's
     Markdown file and parses it again: the parsed frontmatter must equal the stored one and
     the header and exchange must not be empty. Only the head of each exchange is fetched; the
-    body is free text and cannot break the file's structure.
+    body is free text and cannot break the file's structure. With the job's worker ``pool``
+    the parsing (most of the cost) runs there while the next batch is read.
     """
     files = list(
         job.files.filter(status=ImportFile.Status.IMPORTED, is_archive=False).only(
@@ -1021,6 +1081,15 @@ def import_job_verify(*, job: ImportJob) -> dict:
     unique = len(set(ids)) == len(ids)
     found = 0
     unparseable: list[str] = []
+    pending: deque[Any] = deque()  # batches being parsed in the pool, oldest first
+
+    def collect_oldest() -> None:
+        batch, future = pending.popleft()
+        try:
+            unparseable.extend(future.result())
+        except BrokenProcessPool:
+            unparseable.extend(chunks_unparseable(batch))
+
     for start in range(0, len(ids), 1000):
         window = ids[start : start + 1000]
         rows = (
@@ -1028,6 +1097,7 @@ def import_job_verify(*, job: ImportJob) -> dict:
             .annotate(exchange_head=Substr("content", 1, 200))
             .values_list("chunk_id", "metadata", "header", "exchange_head")
         )
+        batch = []
         for chunk_id, metadata, header, exchange_head in rows:
             found += 1
             metadata = metadata or {}
@@ -1036,21 +1106,18 @@ def import_job_verify(*, job: ImportJob) -> dict:
                 pair_owners.setdefault((metadata.get("conversation_key", ""), key), set()).add(
                     owner
                 )
-            expected = frontmatter_from_metadata(metadata)
-            try:
-                parsed, parsed_header, parsed_exchange = parse_markdown(
-                    render_markdown(frontmatter=expected, header=header, exchange=exchange_head)
-                )
-            except ValueError:
-                unparseable.append(chunk_id)
-                continue
-            if (
-                parsed != expected
-                or parsed.get("chunk_id") != chunk_id
-                or not parsed_header
-                or not parsed_exchange
-            ):
-                unparseable.append(chunk_id)
+            batch.append((chunk_id, frontmatter_from_metadata(metadata), header, exchange_head))
+        if pool is None:
+            unparseable.extend(chunks_unparseable(batch))
+            continue
+        try:
+            pending.append((batch, pool.submit(chunks_unparseable, batch)))
+        except (BrokenProcessPool, RuntimeError):  # broken or shut down: parse here
+            unparseable.extend(chunks_unparseable(batch))
+        while len(pending) > VERIFY_BATCHES_IN_FLIGHT:
+            collect_oldest()
+    while pending:
+        collect_oldest()
     pairs_once = all(len(owners) == 1 for owners in pair_owners.values())
     return {
         "ok": unique
@@ -1076,8 +1143,11 @@ _RECOVERY = {
 }
 
 
-def import_job_summary(*, job: ImportJob, duration_seconds: float | None = None) -> dict:
-    """The reference's processing summary, plus the verification report."""
+def import_job_summary(
+    *, job: ImportJob, duration_seconds: float | None = None, pool: Executor | None = None
+) -> dict:
+    """The reference's processing summary, plus the verification report (parsed in the job's
+    worker ``pool`` when one is given)."""
     files = list(job.files.filter(is_archive=False).order_by("position", "id"))
     imported = [f for f in files if f.status == ImportFile.Status.IMPORTED]
     skipped = [f for f in files if f.status == ImportFile.Status.SKIPPED]
@@ -1109,7 +1179,7 @@ def import_job_summary(*, job: ImportJob, duration_seconds: float | None = None)
         "total_chunks": MemoryItem.objects.filter(
             user_id=job.user_id, source=MemoryItem.Source.CHUNK
         ).count(),
-        "verification": import_job_verify(job=job),
+        "verification": import_job_verify(job=job, pool=pool),
     }
     if duration_seconds is not None:
         summary["duration_seconds"] = round(duration_seconds, 2)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
@@ -367,6 +368,31 @@ def test_worker_processes_give_the_same_chunks_as_inline(
     assert job.summary["verification"]["ok"] is True
 
 
+def test_large_files_of_one_job_share_one_worker_pool(
+    user, tmp_path, fake_embedder, upload_dir, monkeypatch
+):
+    started = []
+
+    def pool():
+        started.append(ThreadPoolExecutor(max_workers=2))
+        started[-1]._max_workers = 2
+        return started[-1]
+
+    monkeypatch.setattr(imports, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(imports, "_worker_pool", pool)
+    first = write_json(tmp_path / "a.json", [chatgpt_linear("A", EXCHANGES)])
+    second = write_json(tmp_path / "b.json", [chatgpt_linear("B", EXCHANGES[:2])])
+
+    job = _run(user, first, second)
+
+    assert [f.status for f in job.files.order_by("position")] == ["imported", "imported"]
+    assert _chunks(user).count() == 5
+    assert job.summary["verification"]["ok"] is True
+    assert len(started) == 1
+    with pytest.raises(RuntimeError):  # shut down when the job ended
+        started[0].submit(print)
+
+
 def test_a_broken_worker_pool_falls_back_to_inline_import(
     user, tmp_path, fake_embedder, upload_dir, monkeypatch
 ):
@@ -389,8 +415,9 @@ def test_a_broken_worker_pool_falls_back_to_inline_import(
     assert _chunks(user).count() == 3
 
 
+@pytest.mark.parametrize("pooled", [False, True], ids=["inline", "in-pool"])
 def test_verification_flags_a_stored_chunk_that_no_longer_parses(
-    user, tmp_path, fake_embedder, upload_dir
+    user, tmp_path, fake_embedder, upload_dir, pooled
 ):
     path = write_json(tmp_path / "c.json", [chatgpt_linear("A", EXCHANGES)])
     job = _run(user, path)
@@ -400,7 +427,11 @@ def test_verification_flags_a_stored_chunk_that_no_longer_parses(
     MemoryItem.objects.filter(id=broken.id).update(metadata=metadata)
     MemoryItem.objects.filter(id=_chunks(user).order_by("id").last().id).delete()
 
-    report = imports.import_job_verify(job=job)
+    if pooled:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            report = imports.import_job_verify(job=job, pool=pool)
+    else:
+        report = imports.import_job_verify(job=job)
 
     assert report["ok"] is False
     assert report["unparseable"] == [broken.chunk_id]
