@@ -541,18 +541,28 @@ def _collect_candidates(
     they never cost a candidate, and the one-offs of the last text are only looked up (nothing
     after it could repeat them). Only candidates that can enter ``_ranked``'s pool are
     returned: every candidate is a single word, a phrase seen at least twice or a whole run.
-    Masses are summed weight by weight in text order, so they are the same floats whichever
-    way the evidence was grouped."""
+
+    A text repeated right after itself (the importer counts a user's words twice) is merged
+    copy after copy per candidate in one pass. Masses are summed weight by weight in text
+    order, so they are the same floats whichever way the evidence was grouped."""
     candidates: dict[tuple[str, ...], _Candidate] = {}
     pending: dict[tuple[str, ...], tuple[int, float, str]] = {}
     valid = [text for text in texts if isinstance(text, str) and text.strip()]
+    groups: list[list] = []  # [text, copies in a row]
+    for text in valid:
+        if groups and (groups[-1][0] is text or groups[-1][0] == text):
+            groups[-1][1] += 1
+        else:
+            groups.append([text, 1])
     position = 0
-    last = len(valid) - 1
-    for number, text in enumerate(valid):
+    last = len(groups) - 1
+    for number, (text, copies) in enumerate(groups):
         boost = first_text_weight if number == 0 else 1.0
         occurrences, evidence, one_offs = _text_evidence(text)
+        every_copy = (boost,) + (1.0,) * (copies - 1)  # the boost of each copy
         for keys, first, count, weights, capitalised, surfaces, whole in evidence:
             candidate = candidates.get(keys)
+            boosts = every_copy
             if candidate is None and pending and keys in pending:
                 # Seen once in an earlier text, now again: the one-off becomes a candidate.
                 earlier_position, earlier_mass, earlier_surface = pending.pop(keys)
@@ -567,37 +577,52 @@ def _collect_candidates(
                 else:
                     for weight in weights:
                         mass += weight * boost
-                candidates[keys] = _Candidate(
+                candidate = candidates[keys] = _Candidate(
                     keys, position + first, count, mass, capitalised, dict(surfaces), whole
                 )
-                continue
-            candidate.text_hits += 1
-            candidate.count += count
-            mass = candidate.mass
-            if boost == 1.0:
-                for weight in weights:
-                    mass += weight
-            else:
-                for weight in weights:
-                    mass += weight * boost
-            candidate.mass = mass
-            known = candidate.surfaces
-            for surface, seen in surfaces.items():
-                known[surface] = known.get(surface, 0) + seen
-            candidate.capitalised += capitalised
-            if whole:
-                candidate.whole_run = True
-        if number == last and not pending and len(candidates) == len(evidence):
+                if copies == 1:
+                    continue
+                boosts = every_copy[1:]
+            for copy_boost in boosts:
+                candidate.text_hits += 1
+                candidate.count += count
+                mass = candidate.mass
+                if copy_boost == 1.0:
+                    for weight in weights:
+                        mass += weight
+                else:
+                    for weight in weights:
+                        mass += weight * copy_boost
+                candidate.mass = mass
+                known = candidate.surfaces
+                for surface, seen in surfaces.items():
+                    known[surface] = known.get(surface, 0) + seen
+                candidate.capitalised += capitalised
+                if whole:
+                    candidate.whole_run = True
+        if number == last and copies == 1 and not pending and len(candidates) == len(evidence):
             # Every candidate is one of this text's own entries (always so for a single text)
             # and nothing comes after it: none of its one-offs can repeat.
             break
         for keys, first, weight, surface in one_offs:
             candidate = candidates.get(keys)
+            later = copies - 1  # copies merged after the first
             if candidate is None:
                 waiting = pending.pop(keys, None)
                 if waiting is None:
-                    if number < last:
-                        pending[keys] = (position + first, weight * boost, surface)
+                    if copies == 1:
+                        if number < last:
+                            pending[keys] = (position + first, weight * boost, surface)
+                        continue
+                    # The first copy waits, the second makes it a candidate.
+                    candidate = candidates[keys] = _Candidate(
+                        keys, position + first, 1, 0.0 + weight * boost, 0, {surface: 1}, False
+                    )
+                    for _ in range(later):
+                        candidate.text_hits += 1
+                        candidate.count += 1
+                        candidate.mass += weight
+                        candidate.surfaces[surface] += 1
                     continue
                 earlier_position, earlier_mass, earlier_surface = waiting
                 candidate = candidates[keys] = _Candidate(
@@ -608,7 +633,12 @@ def _collect_candidates(
             candidate.mass += weight * boost
             known = candidate.surfaces
             known[surface] = known.get(surface, 0) + 1
-        position += occurrences
+            for _ in range(later):
+                candidate.text_hits += 1
+                candidate.count += 1
+                candidate.mass += weight
+                known[surface] = known.get(surface, 0) + 1
+        position += occurrences * copies
     return candidates, len(valid)
 
 
