@@ -12,7 +12,7 @@ Design (measured on LoCoMo, /work/briefs/retrieval_findings.md; `bench/locomo.py
   term frequency. Scope statistics (count, mean length, speakers) are cached for a minute.
   Scopes up to SINGLE_STATEMENT_ITEMS (2,000) items are scored exactly in one statement over
   their own rows (never through the GIN index: one common word's posting list costs more
-  than the whole scope). Bigger scopes estimate document frequencies from a 500-row sample
+  than the whole scope). Bigger scopes estimate document frequencies from a 300-row sample
   and draw candidates from the rarest terms only, found through GIN (MaxScore-like pruning;
   the common terms still add to their score): at 1M rows a 10,000-item user's keyword side
   takes ~5 ms of database CPU where counting every match took ~45 ms, and its top 10 agrees
@@ -79,7 +79,7 @@ MAX_KEYWORD_QUERY_CHARS = 4000  # a pasted document as query: only its start is 
 # bigger ones estimate the frequency of common terms from a sample and draw candidates from
 # the rarest terms only.
 SINGLE_STATEMENT_ITEMS = 2000
-DF_SAMPLE_ITEMS = 500  # rows of a big scope whose term counts estimate document frequency
+DF_SAMPLE_ITEMS = 300  # rows of a big scope whose term counts estimate document frequency
 PRUNE_DF = 1000  # candidates come from the rarest terms whose summed df stays under this
 BIG_SCOPE_CANDIDATES = 3000  # and at most this many rows are scored
 # A term matching more rows than this over the whole table is never looked up through the GIN
@@ -88,8 +88,10 @@ GIN_GLOBAL_ROWS = 20_000
 SPEAKER_LIST_MAX = 200
 # Cost of one GIN posting-list entry of a term, in scope rows read: a word with 15,000 rows
 # table-wide took 11 ms to look up (300k rows, 10k-item user) where its ~500 rows in the
-# scope take ~2 ms; at 0.05 such a word stops drawing candidates (PRUNE_DF) but still scores.
-GIN_ROW_COST = 0.05
+# scope take ~2 ms. A word too costly for PRUNE_DF draws no candidates but still scores. At
+# 1M rows 0.05 cut the keyword top 10's agreement with exact BM25 to 0.94-0.97 (rows matching
+# only such a word were lost); 0.02 keeps 0.998 at the same CPU time.
+GIN_ROW_COST = 0.02
 # Scopes from this many items may be forced onto the HNSW index (see _vector_candidates);
 # smaller ones are left to the planner (an exact sort of a few thousand rows is cheap and exact).
 VECTOR_INDEX_MIN_ITEMS = 5000
@@ -213,8 +215,19 @@ def _scope_stats(cursor, *, scope: str, params: dict) -> _ScopeStats:
     cached = cache.get(key)
     if cached is not None:
         return cached
-    cursor.execute(f"SELECT count(*) FROM rag_store WHERE {scope}", params)
-    count = int(cursor.fetchone()[0])
+    # Message items are chunks: without chunks in the scope there is no speaker to list. The
+    # speaker subquery runs only for a big scope (PostgreSQL evaluates it when CASE needs it).
+    speakers_sql = (
+        f"ARRAY({_USER_SPEAKERS_SQL})"
+        if MemoryItem.Source.CHUNK in params["s_sources"]
+        else "NULL::text[]"
+    )
+    cursor.execute(
+        f"""SELECT n, CASE WHEN n > %(st_small)s THEN {speakers_sql} END
+            FROM (SELECT count(*) AS n FROM rag_store WHERE {scope}) AS counted""",
+        {**params, "st_small": SINGLE_STATEMENT_ITEMS, "st_max": SPEAKER_LIST_MAX},
+    )
+    count, speakers = cursor.fetchone()
     mean_length = None
     if count <= SINGLE_STATEMENT_ITEMS:
         cursor.execute(
@@ -225,8 +238,6 @@ def _scope_stats(cursor, *, scope: str, params: dict) -> _ScopeStats:
             params,
         )
         mean_length, speakers = cursor.fetchone()
-    else:
-        speakers = _user_speakers(cursor, params=params)
     stats = _ScopeStats(
         count=count,
         mean_length=(float(mean_length) or 1.0) if mean_length is not None else None,
@@ -238,31 +249,25 @@ def _scope_stats(cursor, *, scope: str, params: dict) -> _ScopeStats:
     return stats
 
 
-def _user_speakers(cursor, *, params: dict) -> list[str]:
-    """Distinct speakers of the user's message items in the app, one index probe each (a loose
-    scan of rag_message_speaker; the predicate is written as the index's). The scope's other
-    filters are not applied: a name left out of a filtered keyword query costs little."""
-    if MemoryItem.Source.CHUNK not in params["s_sources"]:
-        return []  # message items are chunks
-    cursor.execute(
-        """WITH RECURSIVE speakers(name, n) AS (
-               (SELECT metadata->>'speaker', 1 FROM rag_store
+# Distinct speakers of the user's message items in the app, one index probe each: a loose scan
+# of rag_message_speaker (the predicate is written as the index's). The scope's other filters
+# are not applied: a name left out of a filtered keyword query costs little.
+_USER_SPEAKERS_SQL = """
+    WITH RECURSIVE speakers(name, n) AS (
+        (SELECT metadata->>'speaker', 1 FROM rag_store
+         WHERE user_id = %(s_user)s AND app_id = %(s_app)s
+           AND (metadata -> 'granularity') = '"message"'::jsonb
+           AND metadata->>'speaker' IS NOT NULL
+         ORDER BY metadata->>'speaker' LIMIT 1)
+        UNION ALL
+        SELECT (SELECT metadata->>'speaker' FROM rag_store
                 WHERE user_id = %(s_user)s AND app_id = %(s_app)s
                   AND (metadata -> 'granularity') = '"message"'::jsonb
-                  AND metadata->>'speaker' IS NOT NULL
-                ORDER BY metadata->>'speaker' LIMIT 1)
-               UNION ALL
-               SELECT (SELECT metadata->>'speaker' FROM rag_store
-                       WHERE user_id = %(s_user)s AND app_id = %(s_app)s
-                         AND (metadata -> 'granularity') = '"message"'::jsonb
-                         AND metadata->>'speaker' > speakers.name
-                       ORDER BY metadata->>'speaker' LIMIT 1), n + 1
-               FROM speakers WHERE name IS NOT NULL AND n < %(st_max)s
-           )
-           SELECT name FROM speakers WHERE name IS NOT NULL""",
-        {**params, "st_max": SPEAKER_LIST_MAX},
+                  AND metadata->>'speaker' > speakers.name
+                ORDER BY metadata->>'speaker' LIMIT 1), n + 1
+        FROM speakers WHERE name IS NOT NULL AND n < %(st_max)s
     )
-    return [row[0] for row in cursor.fetchall()]
+    SELECT name FROM speakers WHERE name IS NOT NULL"""
 
 
 def _named_speakers(query: str, speakers: list[str]) -> list[str]:
