@@ -880,10 +880,17 @@ def _sentences(text: str) -> list[str]:
     if len(text) > MAX_TEXT_CHARS:
         text = text[:MAX_TEXT_CHARS]
     text = unicodedata.normalize("NFKC", text).replace("’", "'").replace("‘", "'")
-    text = _CODE_FENCE_RE.sub("\n", text)
-    text = _MD_LINK_RE.sub(r"\1", text)
-    text = _SCHEME_URL_RE.sub(lambda match: match.group(1).removeprefix("www.").rstrip("."), text)
-    text = _EMPHASIS_RE.sub("", text)
+    # Each pattern runs only when the text holds what every match of it contains.
+    if "```" in text:
+        text = _CODE_FENCE_RE.sub("\n", text)
+    if "](" in text:
+        text = _MD_LINK_RE.sub(r"\1", text)
+    if "://" in text or "www." in text.lower():
+        text = _SCHEME_URL_RE.sub(
+            lambda match: match.group(1).removeprefix("www.").rstrip("."), text
+        )
+    if "**" in text or "__" in text or "`" in text:
+        text = _EMPHASIS_RE.sub("", text)
     sentences: list[str] = []
     for line in text.splitlines():
         line = line.strip()
@@ -891,7 +898,8 @@ def _sentences(text: str) -> list[str]:
             continue
         line = _LINE_MARKER_RE.sub("", line)
         for sentence in _SENTENCE_SPLIT_RE.split(line):
-            sentence = _SPACE_RE.sub(" ", sentence).strip()
+            # Whitespace runs as one space, trimmed (str.split and \s agree on whitespace).
+            sentence = " ".join(sentence.split())
             if sentence:
                 sentences.append(sentence)
     return sentences
