@@ -68,6 +68,7 @@ from ingestion_app.parsers import (
     ZIP,
     Conversation,
     ParseError,
+    TurnPair,
     UnrecognizedFormat,
     detect_format,
     parse_file,
@@ -804,8 +805,14 @@ class _ChunkWriter:
                 user=self.job.user,
             )
         self._resolve_collisions([chunk for chunk, _, _ in planned])
+        # The raw pairs by index, once per conversation (not once per chunk: long
+        # conversations have hundreds of chunks).
+        raw_pairs: dict[int, dict[int, TurnPair]] = {
+            id(original): {p.index: p for p in original.pairs} for original in raw
+        }
         items = [
-            self._memory_item(chunk, redacted, original) for chunk, redacted, original in planned
+            self._memory_item(chunk, redacted, original, raw_pairs[id(original)])
+            for chunk, redacted, original in planned
         ]
         if self.embedder is not None:
             embed_items(items, embedder=self.embedder)
@@ -838,10 +845,15 @@ class _ChunkWriter:
                 chunk.chunk_id = f"{base}-r{revision}"
             seen.add(chunk.chunk_id)
 
-    def _memory_item(self, chunk: Chunk, redacted: Conversation, raw: Conversation) -> MemoryItem:
+    def _memory_item(
+        self,
+        chunk: Chunk,
+        redacted: Conversation,
+        raw: Conversation,
+        raw_by_index: dict[int, TurnPair],
+    ) -> MemoryItem:
         frontmatter = build_frontmatter(chunk, redacted, agent_id=self.job.agent_id)
         content = chunk.exchange_markdown()
-        raw_by_index = {p.index: p for p in raw.pairs}
         raw_chunk = replace(
             chunk, pairs=[raw_by_index[p.index] for p in chunk.pairs], assistant_override=None
         )
