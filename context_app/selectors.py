@@ -215,29 +215,31 @@ def _scope_stats(cursor, *, scope: str, params: dict) -> _ScopeStats:
     cached = cache.get(key)
     if cached is not None:
         return cached
-    # Message items are chunks: without chunks in the scope there is no speaker to list. The
-    # speaker subquery runs only for a big scope (PostgreSQL evaluates it when CASE needs it).
+    # One statement: the count (index-only), then either the whole scope read for its mean
+    # length and speakers (small scope) or the speaker index (big scope; message items are
+    # chunks, so none without chunks in the scope). PostgreSQL runs only the branch taken:
+    # the scope read is gated by a one-time filter, the speaker subquery by CASE.
     speakers_sql = (
         f"ARRAY({_USER_SPEAKERS_SQL})"
         if MemoryItem.Source.CHUNK in params["s_sources"]
         else "NULL::text[]"
     )
     cursor.execute(
-        f"""SELECT n, CASE WHEN n > %(st_small)s THEN {speakers_sql} END
-            FROM (SELECT count(*) AS n FROM rag_store WHERE {scope}) AS counted""",
+        f"""SELECT counted.n, whole.mean_length,
+                   CASE WHEN counted.n > %(st_small)s THEN {speakers_sql}
+                        ELSE whole.speakers END
+            FROM (SELECT count(*) AS n FROM rag_store WHERE {scope}) AS counted
+            LEFT JOIN LATERAL (
+                SELECT coalesce(avg(length(search_vector)), 0) AS mean_length,
+                       array_agg(DISTINCT metadata->>'speaker')
+                           FILTER (WHERE metadata->>'granularity' = 'message') AS speakers
+                FROM rag_store WHERE {scope} AND counted.n <= %(st_small)s
+            ) AS whole ON true""",
         {**params, "st_small": SINGLE_STATEMENT_ITEMS, "st_max": SPEAKER_LIST_MAX},
     )
-    count, speakers = cursor.fetchone()
-    mean_length = None
-    if count <= SINGLE_STATEMENT_ITEMS:
-        cursor.execute(
-            f"""SELECT coalesce(avg(length(search_vector)), 0),
-                       array_agg(DISTINCT metadata->>'speaker')
-                           FILTER (WHERE metadata->>'granularity' = 'message')
-                FROM rag_store WHERE {scope}""",
-            params,
-        )
-        mean_length, speakers = cursor.fetchone()
+    count, mean_length, speakers = cursor.fetchone()
+    if count > SINGLE_STATEMENT_ITEMS:
+        mean_length = None  # taken from each query's sample (_bm25_big_scope)
     stats = _ScopeStats(
         count=count,
         mean_length=(float(mean_length) or 1.0) if mean_length is not None else None,
