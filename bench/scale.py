@@ -45,20 +45,23 @@ Prints figures as it goes and one final JSON line. Targets on a 2-core machine: 
 Measured (2 cores shared with two other sessions; load average next to each figure; CPU =
 this process + its backend per call; 50 queries per group, first call of each sample):
 
-- 1,000,000 rows / 10,000 users, selector of commit 4972d51 (sampled BM25 for big scopes,
-  big scopes kept on HNSW, migrations 0007-0008): load COPY 49 s + generate 16 s, GIN 11 s,
-  HNSW (m 16, ef_construction 128) 739 s at load 4-5; heap 2.05 GB, HNSW 2.05 GB, GIN
-  41 MB, 4.3 GB with all indexes. shared_buffers 3 GB, load 1.8-1.9: users with 100
-  memories (exact btree path, recall@10 1.0) hybrid p50/p95 4.6/6.0 ms, CPU 4.6/5.7 ms;
-  users with 10,000 memories (HNSW, vector recall@10 0.992) 9.7/13.0 ms, CPU 9.6/13.0 ms,
-  keyword side 4.0/7.4, vector side 2.4/4.8. With shared_buffers 1 GB (load 1.7-1.8) the
-  4.3 GB do not stay in memory: 100 memories 4.6/8.2 ms, 10,000 memories 12.5/26.9 ms (CPU
-  11.2/18.9), the keyword side 5.8/16.9 reading pages back from the OS cache.
-- 300,000 rows / 3,000 users, same selector, shared_buffers 1 GB, load 1.9: 100 memories
-  4.2/4.7 ms (CPU 4.2/4.6); 10,000 memories 9.1/12.0 ms (CPU 9.1/12.0), recall@10 1.0.
-  Before (commit a1b26a5, load 3.4): 23.1 and 54.7 ms p95; at load 7, 22.1 and 70.6 ms,
-  the keyword side 58 ms p95 (a common word's GIN posting list: 150k entries read for a
-  100-item user) and the scope statistics 19 ms p95 (every row of the user).
+- 1,000,000 rows / 10,000 users, selector of commits 4972d51 and 870a6c7 (sampled BM25 for
+  big scopes, big scopes kept on HNSW, migrations 0007-0008; two runs each, the spread is
+  the machine: CPU time of the untouched small-user path moved by 25% between them): load
+  COPY 49 s + generate 16 s, GIN 11 s, HNSW (m 16, ef_construction 128) 739 s at load 4-5;
+  heap 2.05 GB, HNSW 2.05 GB, GIN 41 MB, 4.3 GB with all indexes. shared_buffers 3 GB, load
+  1.7-1.9: users with 100 memories (exact btree path, recall@10 1.0) hybrid p50/p95
+  4.6-5.8/6.0-9.1 ms, CPU p95 5.7-7.8 ms; users with 10,000 memories (HNSW, vector
+  recall@10 0.992) 9.7-13.1/13.0-20.4 ms, CPU p95 13.0-19.8 ms, keyword side p95 7.4-12.7,
+  vector side p95 4.8-5.5. With shared_buffers 1 GB (load 1.7-1.8) the 4.3 GB do not stay
+  in memory: 100 memories 4.6/8.2 ms, 10,000 memories 12.5/26.9 ms (CPU 11.2/18.9), the
+  keyword side 5.8/16.9 reading pages back from the OS cache.
+- 300,000 rows / 3,000 users, same selector, shared_buffers 1 GB, load 1.7-1.9: 100 memories
+  4.2-5.3/4.7-6.8 ms (CPU p95 4.6-6.5); 10,000 memories 9.1-11.5/12.0-14.8 ms (CPU p95
+  12.0-14.6), recall@10 1.0. Before (commit a1b26a5, load 3.4): 23.1 and 54.7 ms p95; at
+  load 7, 22.1 and 70.6 ms, the keyword side 58 ms p95 (a common word's GIN posting list:
+  150k entries read for a 100-item user) and the scope statistics 19 ms p95 (every row of
+  the user).
 - Earlier (selector v1 of commit 7a61754, 1M rows): vector recall@10 of 10,000-memory users
   0.91 with ef_construction 64 (no ef_search/iterative setting reaches 0.95), 0.985 with 128;
   hybrid p95 160-340 ms, all of it ts_rank_cd over every matching row.
