@@ -307,9 +307,12 @@ def _words_of(text: str) -> list[tuple]:
 
 
 def _content_keys(text: str) -> list[str]:
-    """The keys of the content words of ``text`` in order (CJK as character bigrams)."""
+    """The keys of the content words of ``text`` in order (CJK as character bigrams).
+
+    Fragment boundaries do not matter here, so the plain word pattern is enough: it finds the
+    same words in the whole text as in each fragment."""
     keys: list[str] = []
-    for word in _words_of(text):
+    for word in map(_word, _WORD_RE.findall(_strip_noise(text))):
         if word[_KEY1] is not None:
             keys.append(word[_KEY])
         elif word[_BIGRAMS]:
@@ -768,8 +771,11 @@ def keywords(texts: list[str], *, k: int = 8) -> list[tuple[str, float]]:
     return [(_display(c, lowercase=True), conf) for c, conf in _ranked(list(texts or []), k)]
 
 
+_NON_WORD_RE = re.compile(r"[^\w]+")
+
+
 def _kebab(phrase: str) -> str:
-    return re.sub(r"[^\w]+", "-", phrase.lower()).strip("-_")
+    return _NON_WORD_RE.sub("-", phrase.lower()).strip("-_")
 
 
 def tags(texts: list[str], *, k: int = 3) -> list[str]:
