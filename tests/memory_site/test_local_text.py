@@ -143,6 +143,19 @@ def test_keywords_ignore_urls_and_code_blocks():
     assert "vector" in words
 
 
+def test_keywords_ignore_bare_domains_and_upper_case_web_addresses():
+    text = (
+        "The guide at Docs.Example.COM/setup/guide and WWW.Tracker-Site.IO/page covers "
+        "vector indexes; vector indexes need tuning."
+    )
+
+    words = " ".join(word for word, _confidence in lt.keywords([text], k=20))
+
+    for junk in ("docs", "example", "setup", "tracker", "page"):
+        assert junk not in words
+    assert "vector" in words
+
+
 # -------------------------------------------------------------------------------- tags, title
 
 
