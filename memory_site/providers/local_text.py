@@ -371,20 +371,41 @@ _OneOff = tuple[tuple[str, ...], int, float, str]
 
 
 def _add_phrase(
-    grouped: dict, keys: tuple[str, ...], position: int, surface: str, weight: float, whole: bool
+    grouped: dict,
+    singles: dict,
+    keys: tuple[str, ...],
+    position: int,
+    surface: str,
+    weight: float,
+    whole: bool,
 ) -> None:
+    """One phrase occurrence. A phrase seen once and not as a whole run waits in ``singles``
+    as (position, surface): most n-grams of long runs never repeat, and this way they cost
+    one small tuple instead of an evidence entry."""
     entry = grouped.get(keys)
-    if entry is None:
-        grouped[keys] = [position, [weight], 0, {surface: 1}, whole]
+    if entry is not None:
+        entry[1].append(weight)
+        surfaces = entry[3]
+        surfaces[surface] = surfaces.get(surface, 0) + 1
+        if whole:
+            entry[4] = True
         return
-    entry[1].append(weight)
-    surfaces = entry[3]
+    seen = singles.pop(keys, None) if singles else None
+    if seen is None:
+        if whole:
+            grouped[keys] = [position, [weight], 0, {surface: 1}, True]
+        else:  # phrases that are not whole runs always weigh 1.0
+            singles[keys] = (position, surface)
+        return
+    first, first_surface = seen
+    surfaces = {first_surface: 1}
     surfaces[surface] = surfaces.get(surface, 0) + 1
-    if whole:
-        entry[4] = True
+    grouped[keys] = [first, [1.0, weight], 0, surfaces, whole]
 
 
-def _add_run_phrases(grouped: dict, position: int, run: list[tuple], verbs: list[bool]) -> int:
+def _add_run_phrases(
+    grouped: dict, singles: dict, position: int, run: list[tuple], verbs: list[bool]
+) -> int:
     """The phrase occurrences of one run of two or more content words (cached words and
     their verb-like flags); returns the position after them."""
     size = len(run)
@@ -395,10 +416,17 @@ def _add_run_phrases(grouped: dict, position: int, run: list[tuple], verbs: list
             # Sub-phrases of "Japan Rail Pass" merge with their occurrences elsewhere.
             first, second, third = keys_of
             _add_phrase(
-                grouped, (first, second), position, f"{surface_of[0]} {surface_of[1]}", 1.0, False
+                grouped,
+                singles,
+                (first, second),
+                position,
+                f"{surface_of[0]} {surface_of[1]}",
+                1.0,
+                False,
             )
             _add_phrase(
                 grouped,
+                singles,
                 (second, third),
                 position + 1,
                 f"{surface_of[1]} {surface_of[2]}",
@@ -407,7 +435,7 @@ def _add_run_phrases(grouped: dict, position: int, run: list[tuple], verbs: list
             )
             position += 2
         weight = 0.6 if verbs[0] or verbs[-1] else 1.0
-        _add_phrase(grouped, tuple(keys_of), position, " ".join(surface_of), weight, True)
+        _add_phrase(grouped, singles, tuple(keys_of), position, " ".join(surface_of), weight, True)
         return position + 1
     # Capitalised names of two or three words ("The Japan Rail Pass costs").
     start = -1
@@ -419,6 +447,7 @@ def _add_run_phrases(grouped: dict, position: int, run: list[tuple], verbs: list
             if 2 <= index - start <= 3:
                 _add_phrase(
                     grouped,
+                    singles,
                     tuple(keys_of[start:index]),
                     position,
                     " ".join(surface_of[start:index]),
@@ -430,6 +459,7 @@ def _add_run_phrases(grouped: dict, position: int, run: list[tuple], verbs: list
     for index in range(size - 1):
         _add_phrase(
             grouped,
+            singles,
             (keys_of[index], keys_of[index + 1]),
             position,
             f"{surface_of[index]} {surface_of[index + 1]}",
@@ -440,6 +470,7 @@ def _add_run_phrases(grouped: dict, position: int, run: list[tuple], verbs: list
     for index in range(size - 2):
         _add_phrase(
             grouped,
+            singles,
             (keys_of[index], keys_of[index + 1], keys_of[index + 2]),
             position,
             f"{surface_of[index]} {surface_of[index + 1]} {surface_of[index + 2]}",
@@ -469,6 +500,7 @@ def _text_evidence(text: str) -> tuple[int, tuple[_Evidence, ...], tuple[_OneOff
     """
     # keys -> [first position, weights, capitalised count, {surface: count}, whole run]
     grouped: dict[tuple[str, ...], list] = {}
+    singles: dict[tuple[str, ...], tuple[int, str]] = {}  # phrases seen once so far
     get = grouped.get
     position = 0
     words = _words_of(text)
@@ -507,7 +539,9 @@ def _text_evidence(text: str) -> tuple[int, tuple[_Evidence, ...], tuple[_OneOff
         else:
             if run_start >= 0:
                 if index - run_start > 1:
-                    position = _add_run_phrases(grouped, position, words[run_start:index], verbs)
+                    position = _add_run_phrases(
+                        grouped, singles, position, words[run_start:index], verbs
+                    )
                 run_start = -1
             if word is _BOUNDARY:
                 previous_preceder = False
@@ -526,14 +560,12 @@ def _text_evidence(text: str) -> tuple[int, tuple[_Evidence, ...], tuple[_OneOff
         if word[0]:
             previous_preceder = word[6]
         fragment_start = False
-    evidence = []
-    one_offs = []
-    for keys, (first, weights, capitalised, surfaces, whole) in grouped.items():
-        if len(weights) == 1 and not whole and len(keys) > 1:
-            one_offs.append((keys, first, weights[0], next(iter(surfaces))))
-        else:
-            evidence.append((keys, first, len(weights), weights, capitalised, surfaces, whole))
-    return position, tuple(evidence), tuple(one_offs)
+    evidence = tuple(
+        (keys, first, len(weights), weights, capitalised, surfaces, whole)
+        for keys, (first, weights, capitalised, surfaces, whole) in grouped.items()
+    )
+    one_offs = tuple((keys, first, 1.0, surface) for keys, (first, surface) in singles.items())
+    return position, evidence, one_offs
 
 
 def _collect_candidates(
