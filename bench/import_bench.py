@@ -17,11 +17,12 @@ Run: ``.venv/bin/python bench/import_bench.py [--size-mb 200] [--embed-mb 10] [-
 Measured on the 2-core development VM, which other sessions share (the load average also counts
 this benchmark's own busy processes), 200 MB export, 61,688 pairs:
 
-- no-embed: 1,146 pairs/s (53.8 s, run started at load 0.7; 942 pairs/s while other sessions
-  kept the load near 2.2), 1.67 ms CPU per pair (main 0.27, workers 1.04, PostgreSQL 0.37),
-  peak RSS 202 MB. Before the throughput work: 404 pairs/s, 2.76 ms CPU per pair (main 0.39,
-  workers 1.9, PostgreSQL 0.38), peak 183 MB.
-- embed (10 MB, 3,101 pairs): 22.8 pairs/s, 76 ms CPU per pair, nearly all of it the model.
+- no-embed: 1,111-1,146 pairs/s over two runs started at load 0.7-0.8 (54-56 s; 942 pairs/s
+  while other sessions kept the load near 2.2), 1.67-1.73 ms CPU per pair (main 0.27, workers
+  1.04-1.08, PostgreSQL 0.37, nearly all of it the COPY's search vector and indexes), peak RSS
+  202 MB. Before the throughput work: 404 pairs/s, 2.76 ms CPU per pair (main 0.39, workers
+  1.9, PostgreSQL 0.38), peak 183 MB.
+- embed (10 MB, 3,101 pairs): 23 pairs/s, 76 ms CPU per pair, nearly all of it the model.
 """
 
 from __future__ import annotations
