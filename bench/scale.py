@@ -55,7 +55,11 @@ this process + its backend per call; 50 queries per group, first call of each sa
   recall@10 0.992) 9.7-13.1/13.0-20.4 ms, CPU p95 13.0-19.8 ms, keyword side p95 7.4-12.7,
   vector side p95 4.8-5.5. With shared_buffers 1 GB (load 1.7-1.8) the 4.3 GB do not stay
   in memory: 100 memories 4.6/8.2 ms, 10,000 memories 12.5/26.9 ms (CPU 11.2/18.9), the
-  keyword side 5.8/16.9 reading pages back from the OS cache.
+  keyword side 5.8/16.9 reading pages back from the OS cache. Hence the embedded server now
+  takes a quarter of memory for shared_buffers on first start (6 GB on this 24 GB machine;
+  commit 93fd718): 100 queries per group, machine otherwise idle (load 1.6 = this run), 100
+  memories 5.1/6.8 ms (CPU p95 6.6), 10,000 memories 12.5/17.3 ms (CPU p95 16.9, keyword
+  side p95 8.1, vector side p95 6.5), vector recall@10 1.0 and 0.981.
 - 300,000 rows / 3,000 users, same selector, shared_buffers 1 GB, load 1.7-1.9: 100 memories
   4.2-5.3/4.7-6.8 ms (CPU p95 4.6-6.5); 10,000 memories 9.1-11.5/12.0-14.8 ms (CPU p95
   12.0-14.6), recall@10 1.0. Before (commit a1b26a5, load 3.4): 23.1 and 54.7 ms p95; at
