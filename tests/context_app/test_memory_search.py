@@ -74,7 +74,10 @@ def test_another_users_or_apps_memory_never_appears(user, other_user, mode, quer
     assert mine.id not in ids(mine_for_them)
 
 
-def test_another_users_conversation_never_appears(user, other_user):
+@pytest.mark.parametrize("path", ["exact", "big"])
+def test_another_users_conversation_never_appears(user, other_user, request, path):
+    if path == "big":  # sampled BM25, speaker index, HNSW: see big_scope_paths below
+        request.getfixturevalue("big_scope_paths")
     theirs = open_session(other_user)
     add_message(theirs, "user", "My bank PIN is hidden under the Zanzibar postcard.")
     add_message(theirs, "assistant", "Noted, the Zanzibar postcard.")
@@ -83,7 +86,7 @@ def test_another_users_conversation_never_appears(user, other_user):
 
     for mode in MODES:
         result = memory_search(user=user, query="Zanzibar postcard PIN", mode=mode, top_k=50)
-        assert all("Zanzibar" not in hit.content for hit in result.items)
+        assert all("Zanzibar" not in hit.content for hit in result.items), mode
         assert result.items, mode  # my own postcard message is still found
 
 
@@ -400,19 +403,6 @@ def big_scope_paths(monkeypatch):
     monkeypatch.setattr(selectors, "SINGLE_STATEMENT_ITEMS", 0)
     monkeypatch.setattr(selectors, "VECTOR_INDEX_MIN_ITEMS", 0)
     monkeypatch.setattr(selectors, "_table_stats_cached", (0.0, selectors._TableStats(0.0, {})))
-
-
-def test_big_scope_paths_never_show_another_users_conversation(user, other_user, big_scope_paths):
-    theirs = open_session(other_user)
-    add_message(theirs, "user", "My bank PIN is hidden under the Zanzibar postcard.")
-    add_message(theirs, "assistant", "Noted, the Zanzibar postcard.")
-    mine = open_session(user)
-    add_message(mine, "user", "I bought a postcard in Lisbon.")
-
-    for mode in MODES:
-        result = memory_search(user=user, query="Zanzibar postcard PIN", mode=mode, top_k=50)
-        assert all("Zanzibar" not in hit.content for hit in result.items), mode
-        assert result.items, mode
 
 
 @pytest.mark.parametrize("path", ["exact", "big"])
