@@ -14,6 +14,11 @@ Run: ``.venv/bin/python bench/inline.py [--exchanges 300] [--closes 10] [--torch
 The embedder dominates the request path; on a busy 2-core machine torch's default of one
 intra-op thread per core is ~10x slower than one thread, hence ``--torch-threads``; the two
 texts after a reply run side by side on one thread each (EMBEDDING_WORKERS).
+
+Measured (2 cores, otherwise idle, load 0.6 at start; commit 39c4066): after an assistant reply
+p50 61.4 / p95 71.7 ms (embedding header+prompt alone p50 44.6 / p95 48.9 ms); after a user
+message p50 39.8 / p95 44.5 ms; close task of a 50-turn session p50 62.6 / p95 66.4 ms.
+Before the one-call embedding (two embeddings one after the other): p50 92.5 / p95 106 ms.
 """
 
 from __future__ import annotations
