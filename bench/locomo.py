@@ -37,6 +37,7 @@ sys.path.insert(0, str(BENCH_DIR.parent))
 sys.path.insert(0, str(BENCH_DIR))
 
 import locomo_data as ld  # noqa: E402
+from cpu_clock import CpuClock  # noqa: E402
 
 APP_ID = "locomo"
 USER_PREFIX = "locomo-"
@@ -207,28 +208,6 @@ def store_report(users: dict) -> str:
 # --------------------------------------------------------------------------------------------
 # Questions through the retrieval service
 # --------------------------------------------------------------------------------------------
-
-
-class CpuClock:
-    """CPU time of this process plus the database backend serving it (Linux schedstat), so a
-    search's own cost can be read apart from waiting for a CPU on a busy machine."""
-
-    def __init__(self) -> None:
-        from django.db import connection
-
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_backend_pid()")
-            path = Path(f"/proc/{cursor.fetchone()[0]}/schedstat")
-        self.path = path if path.exists() else None
-
-    def now_ms(self) -> float | None:
-        if self.path is None:
-            return None
-        try:
-            backend_ns = int(self.path.read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
-        return backend_ns / 1e6 + time.process_time() * 1000
 
 
 class Scores:

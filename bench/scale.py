@@ -138,6 +138,7 @@ import django  # noqa: E402
 
 django.setup()
 
+from cpu_clock import CpuClock  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
@@ -786,27 +787,6 @@ def run_vector(sample: Sample, function, limit: int | None = None, **knobs):
 
 def recall_at_10(found: list[int], exact: list[int]) -> float:
     return len(set(found[:10]) & set(exact[:10])) / max(1, min(10, len(exact)))
-
-
-class CpuClock:
-    """CPU time of this process plus the database backend serving it (Linux schedstat, ns),
-    so a query's own cost can be read apart from waiting for a CPU on a busy machine."""
-
-    def __init__(self) -> None:
-        self.path: Path | None = None
-        if connection.vendor == "postgresql" and not os.environ.get("DATABASE_URL"):
-            pid = scalar("SELECT pg_backend_pid()")
-            path = Path(f"/proc/{pid}/schedstat")
-            self.path = path if path.exists() else None
-
-    def now_ms(self) -> float | None:
-        if self.path is None:
-            return None
-        try:
-            backend_ns = int(self.path.read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
-        return backend_ns / 1e6 + time.process_time() * 1000
 
 
 PHASES = (

@@ -179,11 +179,7 @@ def _consolidate_once(*, session: ChatSession, high_water: int) -> tuple[bool, M
         item = None
         if summary:
             item = MemoryItem.objects.create(
-                user_id=session.user_id,
-                app_id=session.app_id,
-                project_id=session.project_id,
-                agent_id=session.agent_id,
-                chat_session=session,
+                **MemoryItem.session_scope(session),
                 source=MemoryItem.Source.SUMMARY,
                 content=summary,
                 header=header,

@@ -378,11 +378,7 @@ def session_digest_store(
             session.title = digest.title[:200]
         if digest.summary:
             MemoryItem.objects.create(
-                user_id=session.user_id,
-                app_id=session.app_id,
-                project_id=session.project_id,
-                agent_id=session.agent_id,
-                chat_session=session,
+                **MemoryItem.session_scope(session),
                 source=MemoryItem.Source.SUMMARY,
                 content=digest.summary,
                 header=digest.header,

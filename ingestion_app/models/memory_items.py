@@ -113,6 +113,17 @@ class MemoryItem(models.Model):
     def __str__(self) -> str:
         return f"{self.source} #{self.id}: {self.content[:60]}"
 
+    @staticmethod
+    def session_scope(session) -> dict:
+        """The fields an item written from a chat session inherits, so search scopes find it."""
+        return {
+            "user_id": session.user_id,
+            "app_id": session.app_id,
+            "project_id": session.project_id,
+            "agent_id": session.agent_id,
+            "chat_session": session,
+        }
+
 
 class FactHistory(models.Model):
     """Every change to a memory item (add, update, edit, delete) with the reason."""

@@ -275,11 +275,7 @@ def _chunk_store(
     try:
         with transaction.atomic():
             return MemoryItem.objects.create(
-                user_id=session.user_id,
-                app_id=session.app_id,
-                project_id=session.project_id,
-                agent_id=session.agent_id,
-                chat_session=session,
+                **MemoryItem.session_scope(session),
                 source=MemoryItem.Source.CHUNK,
                 content=content,
                 header=chunk.header,

@@ -124,38 +124,45 @@ def message_item_prepare(*, message: Message) -> PendingItem | None:
     previous.reverse()
     window = [*previous, message]
     content = message_line(message)
+    date_label = message_date_label(message.created_at)
     embedding_text = message_embedding_text(
-        date_label=message_date_label(message.created_at),
+        date_label=date_label,
         line=content,
         previous_line=message_line(previous[-1]) if previous else "",
     )
 
     def store(embedding: list[float] | None) -> MemoryItem | None:
         return _message_item_store(
-            message=message, window=window, embedding=embedding, embedding_text=embedding_text
+            message=message,
+            window=window,
+            content=content,
+            header=date_label,
+            embedding=embedding,
+            embedding_text=embedding_text,
         )
 
     return PendingItem(embedding_text=embedding_text, store=store)
 
 
 def _message_item_store(
-    *, message: Message, window: list[Message], embedding, embedding_text: str
+    *,
+    message: Message,
+    window: list[Message],
+    content: str,
+    header: str,
+    embedding,
+    embedding_text: str,
 ) -> MemoryItem | None:
     session = message.session
     chunk_id = message_chunk_id(message.id)
     speaker, _ = message_speaker(message)
-    content = message_line(message)
     try:
         with transaction.atomic():
             item = MemoryItem.objects.create(
-                user_id=session.user_id,
-                app_id=session.app_id,
-                project_id=session.project_id,
-                agent_id=session.agent_id,
-                chat_session=session,
+                **MemoryItem.session_scope(session),
                 source=MemoryItem.Source.CHUNK,
                 content=content,
-                header=message_date_label(message.created_at),
+                header=header,
                 keyword_context=_context_of(window, len(window) - 1),
                 embedding=embedding,
                 embedding_text=embedding_text,

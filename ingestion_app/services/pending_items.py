@@ -37,15 +37,15 @@ def pending_items_store(items: Sequence[PendingItem]) -> list[MemoryItem | None]
 
     An embedder failure stores every new item without an embedding rather than losing it.
     """
-    new = [item for item in items if item.existing is None and item.store is not None]
+    new = [item for item in items if item.existing is None]
     vectors: list[list[float] | None] = [None] * len(new)
     if new:
         try:
             vectors = list(get_embedder().embed([item.embedding_text for item in new]))
         except ProviderError as exc:
             logger.warning("embedding %d new items failed, stored without: %s", len(new), exc)
-    embedded = {id(item): vector for item, vector in zip(new, vectors, strict=True)}
+    next_vector = iter(vectors)
     return [
-        item.existing if id(item) not in embedded else item.store(embedded[id(item)])
+        item.existing if item.existing is not None else item.store(next(next_vector))
         for item in items
     ]
