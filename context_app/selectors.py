@@ -163,20 +163,17 @@ class _ScopeStats:
     speakers: list[str]
 
 
-def keyword_query_text(query: str) -> str:
-    """Words of the query joined with OR (web search syntax), kept for callers of v1."""
-    words = [w.strip("'") for w in re.findall(r"[\w']+", query.lower())]
-    return " or ".join(w for w in words if w and w != "or")
-
-
 # --------------------------------------------------------------------------------------------
 # Scope
 # --------------------------------------------------------------------------------------------
 
 
+_USER_CONDITION = "user_id = %(s_user)s"
+
+
 def _scope_sql(*, user_id: int, app_id: str, sources, filters: SearchFilters) -> tuple[str, dict]:
     """The WHERE clause every statement starts from: the caller's rows, then the filters."""
-    clauses = ["user_id = %(s_user)s", "app_id = %(s_app)s", "source = ANY(%(s_sources)s)"]
+    clauses = [_USER_CONDITION, "app_id = %(s_app)s", "source = ANY(%(s_sources)s)"]
     params: dict = {"s_user": user_id, "s_app": app_id, "s_sources": list(sources)}
     if filters.project_id:
         clauses.append("project_id = %(s_project)s")
@@ -568,9 +565,7 @@ def _vector_candidates(
 def _without_user_index(scope: str) -> str:
     """The scope with its user condition written so no btree on user_id can serve it (the
     condition still filters every row the HNSW scan returns)."""
-    condition = "user_id = %(s_user)s"
-    assert scope.startswith(condition), scope
-    return "user_id + 0 = %(s_user)s" + scope[len(condition) :]
+    return scope.replace(_USER_CONDITION, "user_id + 0 = %(s_user)s", 1)
 
 
 # --------------------------------------------------------------------------------------------

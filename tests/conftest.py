@@ -69,3 +69,10 @@ def fake_openai_embeddings(fake_openai, settings):
     settings.EMBEDDING_PROVIDER = "openai"
     settings.EMBEDDING_MODEL = "text-embedding-3-small"
     return fake_openai
+
+
+@pytest.fixture
+def fake_embedder(fake_openai_embeddings, settings):
+    """Embeddings from the loopback server (fast, inspectable); summaries and headers stay local."""
+    settings.LLM_PROVIDER = "local"
+    return fake_openai_embeddings

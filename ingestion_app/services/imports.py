@@ -361,7 +361,7 @@ def _import_job_files(
         job.error = f"{type(exc).__name__}: {exc}"
         job.summary = import_job_summary(job=job, duration_seconds=time.monotonic() - started)
     finally:
-        workers.close()
+        workers.discard()
     job.finished_at = timezone.now()
     job.save(update_fields=["status", "error", "summary", "finished_at"])
 
@@ -660,13 +660,10 @@ class _JobWorkers:
         return self._pool
 
     def discard(self) -> None:
-        """Drop the pool (after it broke); a later file starts a new one."""
+        """Shut the pool down (the job ended, or the pool broke: a later file starts a new one)."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
-
-    def close(self) -> None:
-        self.discard()
 
 
 class _ChunkWriter:

@@ -18,14 +18,6 @@ SEARCH = "/api/v1/memory/search"
 STATS = "/api/v1/memory/stats"
 
 
-@pytest.fixture
-def embeddings(fake_openai, settings):
-    settings.EMBEDDING_PROVIDER = "openai"
-    settings.EMBEDDING_MODEL = "text-embedding-3-small"
-    settings.LLM_PROVIDER = "local"
-    return fake_openai
-
-
 def remember(user, content: str, **fields) -> MemoryItem:
     fields.setdefault("source", "fact")
     return MemoryItem.objects.create(
@@ -38,7 +30,7 @@ def remember(user, content: str, **fields) -> MemoryItem:
     )
 
 
-def test_search_returns_ranked_items_with_scores(api, user, embeddings):
+def test_search_returns_ranked_items_with_scores(api, user, fake_embedder):
     best = remember(user, "the user keeps bees on the roof", metadata={"hive": 2})
     remember(user, "the user keeps a diary")
     remember(user, "unrelated note about taxes")
@@ -68,7 +60,7 @@ def test_search_returns_ranked_items_with_scores(api, user, embeddings):
     )
 
 
-def test_other_users_memories_never_come_back(api, other_api, user, other_user, embeddings):
+def test_other_users_memories_never_come_back(api, other_api, user, other_user, fake_embedder):
     remember(other_user, "the launch code is 7741")
     mine = remember(user, "my bike lock code is 1234")
 
@@ -84,7 +76,7 @@ def test_other_users_memories_never_come_back(api, other_api, user, other_user, 
     assert mine.id not in [item["id"] for item in theirs["items"]]
 
 
-def test_top_k_max_tokens_sources_and_filters(api, user, embeddings):
+def test_top_k_max_tokens_sources_and_filters(api, user, fake_embedder):
     for index in range(6):
         remember(user, f"garden plan {index} tomatoes basil", project_id="home")
     summary = remember(user, "garden plan summary", source="summary", project_id="home")
@@ -106,7 +98,7 @@ def test_top_k_max_tokens_sources_and_filters(api, user, embeddings):
     assert [item["content"] for item in work["items"]] == ["garden plan at the office"]
 
 
-def test_date_filters_accept_dates_and_datetimes(api, user, embeddings):
+def test_date_filters_accept_dates_and_datetimes(api, user, fake_embedder):
     march = remember(
         user, "dentist appointment", occurred_at=datetime(2024, 3, 5, 15, 0, tzinfo=UTC)
     )
@@ -127,7 +119,7 @@ def test_date_filters_accept_dates_and_datetimes(api, user, embeddings):
     assert by_datetime["items"] == []
 
 
-def test_min_similarity_threshold(api, user, embeddings):
+def test_min_similarity_threshold(api, user, fake_embedder):
     close = remember(user, "red apples and green pears")
     remember(user, "a completely different subject")
 
@@ -186,9 +178,9 @@ def test_malformed_json_and_anonymous_callers(api, anon_api):
     assert anon_api.get(STATS).status_code == 401
 
 
-def test_embedding_failure_is_502_and_keyword_mode_still_works(api, user, embeddings):
+def test_embedding_failure_is_502_and_keyword_mode_still_works(api, user, fake_embedder):
     remember(user, "the spare key is under the mat")
-    embeddings.fail_count = 5
+    fake_embedder.fail_count = 5
 
     failed = api.post(SEARCH, {"query": "spare key"}, format="json")
     keyword = api.post(SEARCH, {"query": "spare key", "mode": "keyword"}, format="json")
