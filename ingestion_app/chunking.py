@@ -31,8 +31,10 @@ from dataclasses import dataclass, field, replace
 import yaml
 
 from ingestion_app.parsers.base import Conversation, TurnPair, iso_utc
-from memory_site.providers import local_text
 from memory_site.redaction import redact
+from memory_site.text.headers import contextual_header
+from memory_site.text.keywords import tags
+from memory_site.text.words import STOP_WORDS
 from memory_site.tokens import count_tokens
 
 MAX_CHUNK_WORDS = 2000
@@ -388,9 +390,9 @@ def local_tags(chunk: Chunk, conversation: Conversation) -> list[str]:
     # Same clipped strings as local_header: the summarizer caches its analysis per text.
     user = chunk.user_text[:HEADER_USER_CHARS]
     texts = [user, user, chunk.assistant_text[:HEADER_ASSISTANT_CHARS]]
-    topics = local_text.tags(texts, k=3)
+    topics = tags(texts, k=3)
     if not topics and conversation.title:
-        topics = local_text.tags([conversation.title], k=1)
+        topics = tags([conversation.title], k=1)
     if not topics:
         topics = [conversation.platform]
     return topics
@@ -399,7 +401,7 @@ def local_tags(chunk: Chunk, conversation: Conversation) -> list[str]:
 def local_header(chunk: Chunk, conversation: Conversation, topics: list[str]) -> str:
     """Deterministic 2-4 sentence header: platform, title, date, topics, intent, prior turns."""
     timestamp = chunk.timestamp
-    return local_text.contextual_header(
+    return contextual_header(
         user_text=chunk.user_text[:HEADER_USER_CHARS],
         assistant_text=chunk.assistant_text[:HEADER_ASSISTANT_CHARS],
         title=conversation.title or "",
@@ -815,9 +817,7 @@ _TOKEN = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
 
 
 def _bag(text: str) -> Counter:
-    return Counter(
-        w for w in (t.lower() for t in _TOKEN.findall(text)) if w not in local_text.STOP_WORDS
-    )
+    return Counter(w for w in (t.lower() for t in _TOKEN.findall(text)) if w not in STOP_WORDS)
 
 
 def _cosine(a: Sequence[float] | Counter, b: Sequence[float] | Counter) -> float:

@@ -6,7 +6,7 @@ transaction, so a failure leaves nothing half-written: the session stays `closin
 error in `close_error`, and a retry is scheduled until Q_CLUSTER["max_attempts"] is reached.
 
 With an LLM configured the digest and title come from it (JSON output); offline they come from
-`memory_site.providers.local_text`. Tags always come from the local keyword extractor: they are
+`memory_site.text`. Tags always come from the local keyword extractor: they are
 "top keywords from the user's turns" with a confidence grounded in counts, which is exactly what
 it computes, deterministically and for free.
 """
@@ -31,9 +31,12 @@ from django_q.models import Schedule
 
 from context_app.models import UserChatSummary
 from ingestion_app.models import MemoryItem
-from memory_site.providers import get_embedder, get_llm, local_text
+from memory_site.providers import get_embedder, get_llm
 from memory_site.providers.base import ProviderError
 from memory_site.redaction import redact
+from memory_site.text.keywords import keywords
+from memory_site.text.keywords import title as local_title
+from memory_site.text.summaries import fold_summaries, summarize
 from memory_site.tokens import count_tokens
 from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag
 from sessions_app.services.usage import usage_record
@@ -160,7 +163,7 @@ def clean_title(title: object, *, fallback_texts: list[str]) -> str:
     words = [word.strip(".:;,!") for word in words if word.strip(".:;,!")]
     if len(words) >= 3:
         return " ".join(words[:5])[:200]
-    local = local_text.title(fallback_texts)
+    local = local_title(fallback_texts)
     return "" if local == UNTITLED else local
 
 
@@ -184,9 +187,7 @@ def transcript_digest(
     llm = get_llm()
     if llm.is_local:
         title = clean_title(None, fallback_texts=user_texts) if want_title else ""
-        return Digest(
-            summary=local_text.summarize(turns, max_chars=max_chars), model="local", title=title
-        )
+        return Digest(summary=summarize(turns, max_chars=max_chars), model="local", title=title)
     messages = [
         {"role": "system", "content": DIGEST_INSTRUCTIONS},
         {"role": "user", "content": _transcript(turns, max_tokens=MAX_TRANSCRIPT_TOKENS)},
@@ -223,13 +224,13 @@ def _kebab(phrase: str) -> str:
 def session_tags(user_texts: list[str]) -> list[tuple[str, float]]:
     """Top keywords of the user's turns as kebab-case tags with a confidence in [0, 1].
 
-    Stop-words, chat filler, numbers and placeholders never qualify (local_text.keywords);
+    Stop-words, chat filler, numbers and placeholders never qualify (memory_site.text.keywords);
     tags shorter than 3 or longer than 40 characters, weaker than MIN_TAG_CONFIDENCE, or whose
     words all sit inside a stronger tag are dropped. At most MAX_TAGS, best first.
     """
     chosen: list[tuple[str, float]] = []
     chosen_words: list[set[str]] = []
-    for phrase, confidence in local_text.keywords(user_texts, k=MAX_TAGS * 2):
+    for phrase, confidence in keywords(user_texts, k=MAX_TAGS * 2):
         tag = _kebab(phrase)
         if confidence < MIN_TAG_CONFIDENCE or not MIN_TAG_CHARS <= len(tag) <= MAX_TAG_CHARS:
             continue
@@ -543,7 +544,7 @@ def user_rollups_rebuild(*, user_id: int, app_id: str) -> dict[str, UserChatSumm
                 app_id=app_id,
                 kind=kind,
                 defaults={
-                    "summary": local_text.fold_summaries(
+                    "summary": fold_summaries(
                         [summary for summary, _ in folded], max_chars=max_chars
                     ),
                     "session_count": len(entries),

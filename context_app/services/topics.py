@@ -1,7 +1,7 @@
 """Topics of a conversation: inference, drift, admin overrides and topic summaries.
 
 Inference is a cheap heuristic that fits the context pack's latency budget: keywords of the
-user's turns (``local_text.keywords``) are scored against the user's tag inventory (the
+user's turns (``memory_site.text.keywords``) are scored against the user's tag inventory (the
 ``SessionTag`` rows written when sessions close). A tag the user has talked about in many
 sessions is a stronger candidate than a keyword seen only in this conversation; either must
 reach ``topic_score_threshold``. An admin override (per session, then per user) always wins.
@@ -22,7 +22,8 @@ from django.utils import timezone
 
 from context_app.models import ContextSettings, TopicSummary
 from context_app.models.context import topic_key
-from memory_site.providers import local_text
+from memory_site.text.keywords import keywords as text_keywords
+from memory_site.text.summaries import fold_summaries
 from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag
 
 logger = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ def topic_candidates(*, texts: list[str], inventory: dict[str, int]) -> list[Top
     by its keyword's confidence), times a weight growing with how many sessions carry the tag.
     A keyword phrase that is not a known tag scores its confidence times BASE_WEIGHT.
     """
-    keywords = local_text.keywords([text for text in texts if text], k=KEYWORDS_PER_INFERENCE)
+    keywords = text_keywords([text for text in texts if text], k=KEYWORDS_PER_INFERENCE)
     if not keywords:
         return []
     word_confidence: dict[str, float] = {}
@@ -229,7 +230,7 @@ def topic_summary_get_or_build(
     if existing is not None and existing.expires_at > now and existing.title == topic.title:
         return existing
     sources = _relevant_summaries(user=user, app_id=app_id, key=topic.key)
-    summary = local_text.fold_summaries(
+    summary = fold_summaries(
         [text for _, text in sources], max_chars=max(context_settings.topic_cap_chars, 200)
     )
     row, _ = TopicSummary.objects.update_or_create(

@@ -8,8 +8,8 @@ redoes exactly the same messages.
 Two ways to distill:
 - With an LLM: structured JSON output, first the facts of the transcript, then one ADD /
   UPDATE / NOOP decision per new fact against its nearest stored facts.
-- Offline (`llm.is_local`): `local_text.extract_facts` per user message, and the documented
-  `local_text.is_update` rule against the nearest stored facts.
+- Offline (`llm.is_local`): ``memory_site.text.facts.extract_facts` per user message, and the
+  documented `memory_site.text.fact_updates.is_update` rule against the nearest stored facts.
 In both, a fact whose cosine similarity to a stored fact (or to one already taken in this
 commit) reaches MNEMO_FACT_DUPLICATE_SIMILARITY is skipped as a duplicate before any decision.
 """
@@ -31,8 +31,11 @@ from django.utils import timezone
 from ingestion_app.models import FactHistory, MemoryCommitLog, MemoryItem
 from ingestion_app.selectors import facts_nearest_many, memory_get_for_user, session_project_id
 from memory_site.errors import UpstreamError
-from memory_site.providers import ProviderError, get_embedder, get_llm, local_text
+from memory_site.providers import ProviderError, get_embedder, get_llm
 from memory_site.redaction import redact
+from memory_site.text.fact_updates import is_update
+from memory_site.text.facts import extract_facts
+from memory_site.text.keywords import tags
 from memory_site.tokens import count_tokens
 from sessions_app.models import ChatSession, Message
 from sessions_app.selectors import session_get_for_user, session_messages
@@ -309,7 +312,7 @@ def _distill_offline(messages: list[Message]) -> list[_Fact]:
     for message in messages:
         if message.role != Message.Role.USER:
             continue
-        for text in local_text.extract_facts([("user", message.content_sanitized)]):
+        for text in extract_facts([("user", message.content_sanitized)]):
             cleaned = _clean_fact(text)
             if cleaned:
                 facts.append(_Fact(text=cleaned, source_message_ids=[message.id]))
@@ -447,7 +450,7 @@ def _drop_duplicates(*, user, facts: list[_Fact]) -> tuple[list[_Fact], int]:
 
 def _decide_offline(facts: list[_Fact]) -> list[_Decision]:
     """The similarity rule: a fact updates the most similar stored fact (or fact added earlier
-    in this commit) that `local_text.is_update` says it replaces; otherwise it is added."""
+    in this commit) that `is_update` says it replaces; otherwise it is added."""
     decisions: list[_Decision] = []
     current_text: dict[int, str] = {}
     similarities = _unit_matrix(facts)
@@ -464,14 +467,14 @@ def _decide_offline(facts: list[_Fact]) -> list[_Decision]:
                 options.append((similarity, None, earlier, facts[earlier].text))
         decision = _Decision(event=FactHistory.Event.ADD, reason="New information.")
         for similarity, memory_id, pending_index, text in sorted(options, key=lambda o: -o[0]):
-            if local_text.is_update(text, fact.text):
+            if is_update(text, fact.text):
                 decision = _Decision(
                     event=FactHistory.Event.UPDATE,
                     memory_id=memory_id,
                     pending_index=pending_index,
                     reason=(
                         f'Same subject with a new value: replaces "{text}" '
-                        f"(rule local_text.is_update, similarity {similarity:.2f})."
+                        f"(rule is_update, similarity {similarity:.2f})."
                     ),
                 )
                 if memory_id is not None:
@@ -551,7 +554,7 @@ def _decide_with_llm(llm, *, user, session: ChatSession, facts: list[_Fact]) -> 
 
 
 def _topics(text: str) -> list[str]:
-    return [tag[:64] for tag in local_text.tags([_SUBJECT_PREFIX.sub("", text)], k=3)]
+    return [tag[:64] for tag in tags([_SUBJECT_PREFIX.sub("", text)], k=3)]
 
 
 def _content_hash(text: str) -> str:

@@ -1,7 +1,7 @@
 """Offline providers: all-MiniLM-L6-v2 embeddings and an honest no-model chat answer.
 
 The deterministic summarizer/extractor used for summaries, facts, headers and tags when no LLM
-is configured lives in `local_text.py`; domain code checks `llm.is_local` and calls it.
+is configured lives in `memory_site/text/`; domain code checks `llm.is_local` and calls it.
 """
 
 from __future__ import annotations

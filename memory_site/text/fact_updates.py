@@ -1,0 +1,250 @@
+"""The subject of a fact and the documented rule that says when a new fact replaces
+an old one (``is_update``)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memory_site.text.facts import _fact_key
+from memory_site.text.third_person import _MODALS, _VERB_HINTS, _names
+from memory_site.text.words import STOP_WORDS, _fold
+
+_SUBJECT_VERBS = (
+    _VERB_HINTS
+    | _MODALS
+    | frozenset(
+        """doesn't isn't wasn't hasn't haven't aren't weren't didn't won't moves relocated resides
+    resided turned joined started works worked teaches taught studies studied owns speaks plans
+    plans loves hates enjoys prefers drives runs lives""".split()
+    )
+)
+
+
+def _split_subject(fact: str, user_name: str) -> tuple[list[str], list[str]]:
+    """(subject words, predicate words), lowercase."""
+    lowered = [word.lower() for word in re.findall(r"[\w'-]+", fact.replace("’", "'"))]
+    name_words = _names(user_name)[0].lower().split()
+    count = len(name_words)
+    if count and len(lowered) >= count and lowered[: count - 1] == name_words[:-1]:
+        head = lowered[count - 1]
+        if head == name_words[-1]:
+            return lowered[:count], lowered[count:]
+        if head in {name_words[-1] + "'s", name_words[-1] + "'"}:
+            # "The user's older sister Anna is ...": the word after the possessive is always
+            # part of the subject, which then runs to the first verb.
+            for index in range(count + 1, min(len(lowered), count + 7)):
+                word = lowered[index]
+                if word in _SUBJECT_VERBS or (word.endswith("ed") and len(word) > 4):
+                    return lowered[:index], lowered[index:]
+            return lowered[: count + 1], lowered[count + 1 :]
+    for index in range(1, min(len(lowered), 8)):
+        if lowered[index] in _SUBJECT_VERBS:
+            return lowered[:index], lowered[index:]
+    return lowered[:2], lowered[2:]
+
+
+def fact_subject(fact: str, *, user_name: str = "The user") -> str:
+    """The lowercase subject of a fact: "the user" or "the user's sister anna".
+
+    For facts written by ``extract_facts`` the subject is the user or a possessive phrase about
+    the user ending before the first verb; other sentences fall back to the words before their
+    first common verb.
+    """
+    if not fact or not fact.strip():
+        return ""
+    subject, _predicate = _split_subject(fact, user_name)
+    return " ".join(subject)
+
+
+_NEGATIONS = frozenset({"not", "never", "no", "longer", "doesn't", "isn't", "wasn't", "don't"})
+_TIME_WORDS = frozenset(
+    """now currently recently just still also already again anymore last next this ago since
+    week weeks month months year years yesterday today tomorrow soon lately finally then
+    january february march april may june july august september october november december
+    spring summer autumn fall winter back""".split()
+)
+_NUMBER_WORDS = {
+    word: index
+    for index, word in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+}
+_RELATION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(pattern))
+    for name, pattern in (
+        (
+            "residence",
+            r"^(?:(?:is|has been|was) )?(?:lives?|lived|living|moved|moves|moving|relocated|"
+            r"relocates|relocating|resides|resided|based|located|settled)(?: (?:back|over))?"
+            r"(?: (?:in|to|at|near|into|out to))?\b",
+        ),
+        (
+            "employer",
+            r"^(?:(?:is|has been|was) )?(?:works?|worked|working|employed) (?:at|for|by)\b|"
+            r"^(?:joined|got a job (?:at|with)|started (?:a new job|working) (?:at|for)|"
+            r"started at)\b",
+        ),
+        ("job", r"^(?:(?:is|has been|was) )?(?:works?|worked|working|employed) as\b"),
+        ("name", r"^(?:is called|is named|goes by)\b"),
+        ("age", r"^(?:is|turned|turns) (?:\d+|[a-z]+-?[a-z]*) years? old\b|^turned \d+\b"),
+        ("origin", r"^(?:is|comes|came|was) (?:originally )?from\b|^was born in\b"),
+        (
+            "marital",
+            r"^(?:is|got|was) (?:married|single|divorced|engaged|widowed|separated)\b",
+        ),
+        ("diet", r"^is (?:a )?(?:vegan|vegetarian|pescatarian|carnivore|keto)\b"),
+    )
+)
+# Relations a person holds one value of at a time; a different value replaces the old one.
+_SINGLE_VALUED = frozenset(
+    {"residence", "employer", "job", "name", "age", "origin", "marital", "diet", "attribute"}
+)
+
+
+@dataclass(frozen=True)
+class _ParsedFact:
+    subject: str
+    relation: str
+    value: frozenset[str]
+    numbers: tuple[float, ...]
+    negated: bool
+
+
+_LEMMA_SPECIAL = {
+    "is": "be",
+    "are": "be",
+    "was": "be",
+    "were": "be",
+    "am": "be",
+    "been": "be",
+    "has": "have",
+    "had": "have",
+    "have": "have",
+    "does": "do",
+    "did": "do",
+    "do": "do",
+    "goes": "go",
+    "went": "go",
+}
+
+
+def _crude_lemma(word: str) -> str:
+    """A comparison key shared by a verb's forms: likes/like/liked -> "lik"."""
+    if word in _LEMMA_SPECIAL:
+        return _LEMMA_SPECIAL[word]
+    for suffix in ("ies", "es", "ed", "s", "d", "e", "y"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 2:
+            return word[: -len(suffix)]
+    return word
+
+
+_YEAR_RE = re.compile(r"(?:1[89]|20)\d\d")
+
+
+def _is_number(word: str) -> bool:
+    return word in _NUMBER_WORDS or word.replace(".", "", 1).isdigit()
+
+
+def _parse_fact(fact: str, user_name: str) -> _ParsedFact:
+    subject_words, predicate = _split_subject(fact, user_name)
+    negated = any(word in _NEGATIONS or word.endswith("n't") for word in predicate)
+    cleaned: list[str] = []
+    for word in predicate:
+        if word in _NEGATIONS or word in {"does", "do", "did", "now", "currently", "recently"}:
+            continue
+        if word.endswith("n't"):
+            word = {"isn't": "is", "wasn't": "was", "hasn't": "has", "aren't": "is"}.get(word, "")
+            if not word:
+                continue
+        cleaned.append(word)
+    phrase = " ".join(cleaned)
+    relation, rest = "", phrase
+    for name, pattern in _RELATION_PATTERNS:
+        match = pattern.match(phrase)
+        if match:
+            # For age, diet and marital status the value is inside the matched words.
+            relation = name
+            rest = phrase if name in {"age", "diet", "marital"} else phrase[match.end() :]
+            break
+    if not relation and cleaned:
+        possessive = any(word.endswith(("'s", "'")) for word in subject_words)
+        verb, rest = cleaned[0], " ".join(cleaned[1:])
+        if possessive and verb in {"is", "are", "was", "were"}:
+            relation = "attribute"
+        else:
+            relation = "verb:" + _crude_lemma(verb)
+            following = cleaned[1] if len(cleaned) > 1 else ""
+            if (
+                verb in {"is", "are", "was", "were", "am"}
+                and following
+                and following not in {"a", "an", "the"}
+                and not _is_number(following)
+            ):
+                # "is vegan" and "is tall" are different relations; "is a nurse" is "be".
+                relation += " " + following
+    value_words = re.findall(r"[\w'-]+", rest)
+    numbers = tuple(
+        float(_NUMBER_WORDS[word]) if word in _NUMBER_WORDS else float(word)
+        for word in value_words
+        if _is_number(word) and not _YEAR_RE.fullmatch(word)
+    )
+    value = frozenset(
+        _fold(word)
+        for word in value_words
+        if word not in STOP_WORDS
+        and word not in _TIME_WORDS
+        and not _is_number(word)
+        and not _YEAR_RE.fullmatch(word)
+    )
+    return _ParsedFact(" ".join(subject_words), relation, value, numbers, negated)
+
+
+def _same_subject(a: str, b: str) -> bool:
+    """Equal, or a longer name for the same possessive ("sister" / "sister anna")."""
+    if a == b:
+        return True
+    shorter, longer = sorted((a.split(), b.split()), key=len)
+    has_possessive = any(word.endswith(("'s", "'")) for word in shorter[:-1])
+    return has_possessive and longer[: len(shorter)] == shorter
+
+
+def is_update(old: str, new: str, *, user_name: str = "The user") -> bool:
+    """True if ``new`` replaces ``old``: same subject, same relation, a different value.
+
+    The rule, applied to facts in ``extract_facts`` form:
+
+    1. Both facts are split into subject (``fact_subject``), relation and value. Relations are
+       normalised into classes so that wording does not matter: residence ("lives in", "moved
+       to", "relocated to", "is based in"), employer ("works at/for", "joined"), job ("works
+       as"), name, age, origin, marital status, diet; a possessive subject with "is" is an
+       attribute ("The user's favourite colour is ..."); any other verb is its own relation.
+    2. Subjects must match (a longer name of the same possessive counts: "sister" / "sister
+       Anna"), and relations must be the same class.
+    3. Single-valued relations (the classes above and attributes) are updated when their values
+       differ, ignoring time words: "lives in Paris" -> "moved to Berlin last month" is an
+       update, "moved to Berlin" -> "lives in Berlin" is not.
+    4. Any relation is updated when only its polarity flips ("likes coffee" -> "doesn't like
+       coffee") or only its number changes ("has two kids" -> "has three kids").
+    5. Multi-valued relations ("likes", "has", "speaks"...) with a different value are additions,
+       not updates. Identical facts are not updates.
+    """
+    if not old or not new or _fact_key(old) == _fact_key(new):
+        return False
+    before, after = _parse_fact(old, user_name), _parse_fact(new, user_name)
+    if not _same_subject(before.subject, after.subject):
+        return False
+    if before.relation != after.relation or not before.relation:
+        return False
+    same_value = before.value == after.value or bool(
+        before.value
+        and after.value
+        and (before.value <= after.value or after.value <= before.value)
+    )
+    if before.negated != after.negated and same_value:
+        return True
+    if before.numbers != after.numbers and before.value == after.value and before.numbers:
+        return True
+    if before.relation in _SINGLE_VALUED and before.negated == after.negated:
+        return bool(before.value or after.value) and not same_value
+    return False

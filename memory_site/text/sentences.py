@@ -1,0 +1,129 @@
+"""Sentence splitting, speaker roles and the sentence tests (filler, question, request)
+that summaries, facts and headers share."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from memory_site.text.words import _CODE_FENCE_RE, _MD_LINK_RE, _SCHEME_URL_RE, MAX_TEXT_CHARS
+
+_USER_ROLES = frozenset({"user", "human", "me", "customer", "client", "you"})
+_ASSISTANT_ROLES = frozenset(
+    {"assistant", "ai", "bot", "model", "gpt", "chatgpt", "claude", "gemini", "llm", "agent"}
+)
+_SKIPPED_ROLES = frozenset({"system", "tool", "function", "developer", "ipython"})
+
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?=[^\sa-z])|(?<=[。！？])")
+_LINE_MARKER_RE = re.compile(r"^\s*(?:[-*+•>]+|\d{1,3}[.)]|#{1,6})\s*")
+_EMPHASIS_RE = re.compile(r"\*\*|__|`")
+
+
+def _role_kind(role: str, user_name: str = "") -> str:
+    lowered = (role or "").strip().lower()
+    if lowered in _USER_ROLES or (user_name and lowered == user_name.strip().lower()):
+        return "user"
+    if lowered in _ASSISTANT_ROLES:
+        return "assistant"
+    if lowered in _SKIPPED_ROLES:
+        return "skip"
+    return "other"
+
+
+def _sentences(text: str) -> list[str]:
+    """Sentences of a message, with markdown markers, code blocks and URLs removed."""
+    if not isinstance(text, str) or not text:
+        return []
+    if len(text) > MAX_TEXT_CHARS:
+        text = text[:MAX_TEXT_CHARS]
+    text = unicodedata.normalize("NFKC", text).replace("’", "'").replace("‘", "'")
+    # Each pattern runs only when the text holds what every match of it contains.
+    if "```" in text:
+        text = _CODE_FENCE_RE.sub("\n", text)
+    if "](" in text:
+        text = _MD_LINK_RE.sub(r"\1", text)
+    if "://" in text or "www." in text.lower():
+        text = _SCHEME_URL_RE.sub(
+            lambda match: match.group(1).removeprefix("www.").rstrip("."), text
+        )
+    if "**" in text or "__" in text or "`" in text:
+        text = _EMPHASIS_RE.sub("", text)
+    sentences: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("|"):
+            continue
+        line = _LINE_MARKER_RE.sub("", line)
+        for sentence in _SENTENCE_SPLIT_RE.split(line):
+            # Whitespace runs as one space, trimmed (str.split and \s agree on whitespace).
+            sentence = " ".join(sentence.split())
+            if sentence:
+                sentences.append(sentence)
+    return sentences
+
+
+def _clip(text: str, limit: int) -> str:
+    """At most ``limit`` characters, cut at a word boundary with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return ""
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "…"
+
+
+_FILLER_OPENER_RE = re.compile(
+    r"^(?:(?:sure|certainly|of course|absolutely|great question|good question|okay|ok|alright|"
+    r"well|so|yes|yeah|no|oh|hi|hello|hey|thanks|thank you|got it|right|actually|basically|"
+    r"honestly|anyway|also|and|but|btw|by the way|fyi|hmm|um|uh)\b[\s,!.:;-]*)+",
+    re.IGNORECASE,
+)
+_FILLER_SENTENCE_RE = re.compile(
+    r"^(?:hi|hello|hey|thanks?|thank you(?: so much| very much)?|thx|ok(?:ay)?|cool|great|nice|"
+    r"awesome|perfect|sure|yes|no|yep|nope|lol|haha\w*|got it|sounds good|makes sense|"
+    r"good (?:morning|afternoon|evening|night)|bye|goodbye|you're welcome|no problem|"
+    r"i see|i agree|i understand|let me know(?: if .*)?|hope (?:this|that) helps.*|"
+    r"(?:is there )?anything else.*|feel free .*|happy to help.*|glad (?:i could|to) help.*|"
+    r"here(?:'s| is| are) (?:a|an|some|the|what|how)\b[^.]{0,60}:)[\s!.?:]*$",
+    re.IGNORECASE,
+)
+
+
+def _is_question(sentence: str) -> bool:
+    stripped = sentence.rstrip()
+    if stripped.endswith("?"):
+        return True
+    return bool(_QUESTION_START_RE.match(stripped))
+
+
+_QUESTION_START_RE = re.compile(
+    r"^(?:(?:do|does|did|can|could|would|will|should|is|are|am|was|were|have|has)\s+"
+    r"(?:you|i|we|it|they|he|she|there|this|that|anyone|someone)\b|"
+    r"(?:what|why|how|where|who|which)\b.*\b(?:do|does|did|can|could|should|would|is|are)\s+"
+    r"(?:i|you|we|it|they)\b)",
+    re.IGNORECASE,
+)
+
+_IMPERATIVE_VERBS = frozenset(
+    """write tell give show explain help make create generate list summarize summarise translate
+    fix find suggest recommend describe compare draft rewrite edit check review continue add
+    remove delete change update convert calculate plan build design send remind draw outline
+    brainstorm proofread correct improve shorten expand simplify format analyze analyse
+    search look read answer respond provide share teach walk guide name define break imagine
+    pretend act play let lets stop start keep go do try use run write""".split()
+)
+_REQUEST_START_RE = re.compile(
+    r"^(?:please\b|pls\b|can you\b|could you\b|would you\b|will you\b|i want you to\b|"
+    r"i need you to\b|i'd like you to\b|i would like you to\b|help me\b|let me\b|let's\b)",
+    re.IGNORECASE,
+)
+
+
+def _is_request(sentence: str) -> bool:
+    if _REQUEST_START_RE.match(sentence):
+        return True
+    first = sentence.split(" ", 1)[0].strip(",.:;!").lower()
+    return first in _IMPERATIVE_VERBS

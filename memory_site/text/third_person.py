@@ -1,0 +1,153 @@
+"""Rewriting the user's first-person statements in the third person ("I moved" ->
+"The user moved"), for summaries and facts."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+_MODALS = frozenset(
+    """can could will would shall should may might must cannot can't couldn't won't wouldn't
+    shouldn't mightn't mustn't didn't wasn't weren't used had did was were""".split()
+)
+_IRREGULAR_PAST = frozenset(
+    """went was were had got made took came saw bought left met began became grew knew thought
+    felt found gave kept lost paid ran sold sent spent told wrote built fell drove ate flew won
+    broke chose forgot hurt quit set put cut let hit understood taught caught brought fought
+    sought stood sat slept woke wore swam sang rang drank led fed held heard meant lent
+    rode rose shook spoke stole struck swore threw tore wept""".split()
+)
+_ADVERBS = frozenset(
+    """also really usually often never always still just currently recently now actually even
+    only mostly sometimes rarely seldom finally already kinda sorta totally generally mainly
+    primarily definitely probably personally honestly then once somehow""".split()
+)
+_VERB_HINTS = frozenset(
+    """am is are was were be been being has have had do does did will would can could shall
+    should may might must live lives lived moved moves work works worked love loves loved like
+    likes liked hate hates own owns play plays study studies studied teach teaches enjoy enjoys
+    speak speaks spoke run runs drive drives go goes went got get gets use uses prefer prefers
+    need needs want wants visit visits visited started joined married turned""".split()
+)
+
+
+def _third_person_singular(verb: str) -> str:
+    lowered = verb.lower()
+    special = {
+        "am": "is",
+        "'m": "is",
+        "are": "is",
+        "have": "has",
+        "'ve": "has",
+        "do": "does",
+        "don't": "doesn't",
+        "haven't": "hasn't",
+        "aren't": "isn't",
+        "go": "goes",
+    }
+    if lowered in special:
+        return special[lowered]
+    if (
+        lowered in _MODALS
+        or lowered in _IRREGULAR_PAST
+        or not lowered.isalpha()
+        or lowered.endswith("ed")
+        or len(lowered) < 2
+    ):
+        return verb
+    if lowered.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if lowered.endswith("y") and lowered[-2:-1] not in tuple("aeiou"):
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _has_verb(words: Sequence[str]) -> bool:
+    for index, word in enumerate(words):
+        lowered = word.lower()
+        if lowered in _VERB_HINTS or (len(lowered) > 4 and lowered.endswith("ed")):
+            return True
+        if lowered in {"i", "i'm", "i've", "i'd", "i'll"} and index + 1 < len(words):
+            return True
+    return False
+
+
+_PIECE_RE = re.compile(r"\w+(?:'\w+)?|[^\w\s]+|\s+")
+
+
+def _names(user_name: str) -> tuple[str, str]:
+    """(subject at sentence start, subject mid-sentence) for the user."""
+    name = (user_name or "The user").strip() or "The user"
+    first, _, rest = name.partition(" ")
+    if first.lower() in {"the", "a", "an"} and rest:
+        return name[:1].upper() + name[1:], first.lower() + " " + rest
+    return name, name
+
+
+def _possessive(name: str) -> str:
+    return name + ("'" if name.endswith("s") and not name.lower().endswith("user") else "'s")
+
+
+def _third_person(text: str, user_name: str = "The user") -> str:
+    """Rewrite first-person words: "I live" -> "The user lives", "my" -> "the user's"."""
+    start_name, mid_name = _names(user_name)
+    pieces = _PIECE_RE.findall(text.replace("’", "'"))
+    words_seen: list[str] = []
+    out: list[str] = []
+    index = 0
+
+    def subject() -> str:
+        return start_name if not words_seen else mid_name
+
+    def next_word_index(start: int) -> int:
+        for position in range(start, len(pieces)):
+            if pieces[position].strip() and pieces[position][0].isalnum():
+                return position
+            if pieces[position].strip():
+                return -1  # punctuation before any word: nothing to conjugate
+        return -1
+
+    while index < len(pieces):
+        piece = pieces[index]
+        lowered = piece.lower()
+        if not piece.strip() or not piece[0].isalnum():
+            out.append(piece)
+            index += 1
+            continue
+        if lowered == "i'm":
+            out.append(subject() + " is")
+        elif lowered == "i've":
+            out.append(subject() + " has")
+        elif lowered == "i'll":
+            out.append(subject() + " will")
+        elif lowered == "i'd":
+            following = next_word_index(index + 1)
+            word = pieces[following].lower() if following >= 0 else ""
+            had = word == "been" or (word.endswith("ed") and word not in {"need"})
+            out.append(subject() + (" had" if had else " would"))
+        elif lowered == "i":
+            compound = bool(words_seen) and words_seen[-1].lower() in {"and", "or", "nor"}
+            if compound and _has_verb(words_seen[:-1]):
+                compound = False
+            out.append(subject())
+            if not compound:
+                following = next_word_index(index + 1)
+                while following >= 0 and (
+                    pieces[following].lower() in _ADVERBS
+                    or (pieces[following].lower().endswith("ly") and len(pieces[following]) > 4)
+                ):
+                    following = next_word_index(following + 1)
+                if following >= 0:
+                    pieces[following] = _third_person_singular(pieces[following])
+        elif lowered in {"my", "mine"}:
+            out.append(_possessive(subject()))
+        elif lowered == "me":
+            out.append(mid_name if words_seen else start_name)
+        elif lowered == "myself":
+            out.append("themselves")
+        else:
+            out.append(piece)
+        words_seen.append(piece)
+        index += 1
+    result = "".join(out).strip()
+    return result[:1].upper() + result[1:]

@@ -1,0 +1,83 @@
+"""Offline fact extraction: self-contained third-person facts from the user's own words."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from memory_site.text.facts import extract_facts
+from tests.memory_site.text.samples import (
+    BERLIN_CHAT,
+)
+
+
+def test_facts_are_self_contained_third_person_statements():
+    facts = extract_facts(BERLIN_CHAT)
+
+    assert "The user moved to Berlin last month." in facts
+    assert "The user works as a nurse at Charité." in facts
+    assert "The user's sister Anna is a nurse too." in facts
+    assert "The user is vegetarian." in facts
+    for fact in facts:
+        assert not re.search(r"\b(?:I|me|my|mine|I'm|I've)\b", fact), fact
+        assert fact.endswith(".")
+
+
+@pytest.mark.parametrize(
+    "statement, expected",
+    [
+        ("I moved to Berlin last month", ["The user moved to Berlin last month."]),
+        ("My sister Anna is a nurse", ["The user's sister Anna is a nurse."]),
+        (
+            "I live in Paris and my wife works at Airbus.",
+            ["The user lives in Paris.", "The user's wife works at Airbus."],
+        ),
+        ("My wife and I live in Rome.", ["The user's wife and the user live in Rome."]),
+        ("I go to the gym every morning.", ["The user goes to the gym every morning."]),
+        ("i study computer science", ["The user studies computer science."]),
+        ("I don't eat meat.", ["The user doesn't eat meat."]),
+        ("Please remember that my birthday is May 5.", ["The user's birthday is May 5."]),
+        ("Hi, I'm Sam!", ["The user's name is Sam."]),
+        ("When I was ten, I lived in Spain.", ["When the user was ten, the user lived in Spain."]),
+    ],
+)
+def test_first_person_statements_become_atomic_facts(statement, expected):
+    assert extract_facts([("user", statement)]) == expected
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Hello! How are you?",
+        "Thanks so much, that was helpful.",
+        "How do I renew my passport?",
+        "Can you help me write a cover letter?",
+        "Write a poem about my cat.",
+        "I see, thanks!",
+        "I love it!",
+        "I'm not sure.",
+        "If I moved to Spain, would I need a visa?",
+        "My email is [EMAIL].",
+        "Tell me about Rome",
+    ],
+)
+def test_questions_greetings_commands_and_placeholders_are_not_facts(message):
+    assert extract_facts([("user", message)]) == []
+
+
+def test_facts_ignore_the_assistant_and_drop_duplicates():
+    turns = [
+        ("assistant", "You live in Paris and you love jazz."),
+        ("user", "I live in Paris."),
+        ("user", "i live in paris!"),
+        ("system", "I am a system prompt."),
+    ]
+
+    assert extract_facts(turns) == ["The user lives in Paris."]
+
+
+def test_facts_use_the_given_user_name():
+    facts = extract_facts([("user", "I live in Oslo and my dog is called Max.")], user_name="Alice")
+
+    assert facts == ["Alice lives in Oslo.", "Alice's dog is called Max."]

@@ -1,0 +1,96 @@
+"""Offline summaries: short bullet digests that hold the key facts and never replay a turn."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from memory_site.text.summaries import fold_summaries, summarize
+from tests.memory_site.text.samples import (
+    BERLIN_CHAT,
+)
+
+
+def test_summary_is_a_short_bullet_digest_holding_the_key_facts():
+    transcript_length = sum(len(text) for _role, text in BERLIN_CHAT)
+
+    summary = summarize(BERLIN_CHAT)
+
+    lines = summary.splitlines()
+    assert lines and all(line.startswith("- ") for line in lines)
+    assert len(summary) <= transcript_length / 2
+    assert "Berlin" in summary and "nurse" in summary
+    # The user's statements are retold, not replayed: no first person.
+    assert "The user moved to Berlin" in summary
+    assert not re.search(r"\bI moved\b", summary)
+
+
+def test_summary_never_replays_a_turn_or_keeps_filler():
+    summary = summarize(BERLIN_CHAT, max_chars=2000)
+
+    for _role, text in BERLIN_CHAT:
+        assert text not in summary or len(text) < 20
+    for line in summary.splitlines():
+        assert not re.fullmatch(r"- (?:User|Assistant): (?:ok thanks|Thanks!?|Sure!?)", line)
+
+
+@pytest.mark.parametrize("max_chars", [1, 10, 60, 150, 300, 800])
+def test_summary_always_fits_the_budget_at_a_line_boundary(max_chars):
+    summary = summarize(BERLIN_CHAT * 5, max_chars=max_chars)
+
+    assert len(summary) <= max_chars
+    if max_chars >= 150:
+        assert all(line.startswith("- ") and len(line) > 10 for line in summary.splitlines())
+
+
+def test_summary_of_nothing_or_small_talk_is_empty():
+    assert summarize([]) == ""
+    assert summarize([("user", ""), ("assistant", "   ")]) == ""
+    assert summarize([("user", "hi"), ("assistant", "Hello!"), ("user", "thanks")]) == ""
+    assert summarize([("user", "I moved to Berlin last month.")], max_chars=0) == ""
+
+
+def test_summary_uses_the_supplied_embedder_to_drop_repeats():
+    turns = [
+        ("user", "I adopted a puppy called Rex last week."),
+        ("assistant", "Puppies need vaccinations at eight and twelve weeks."),
+        ("assistant", "Crate training helps puppies sleep through the night."),
+    ]
+    calls = []
+
+    def same_vector_for_everything(texts):
+        calls.append(list(texts))
+        return [[1.0, 0.0, 0.0] for _text in texts]
+
+    summary = summarize(turns, embed=same_vector_for_everything)
+
+    assert calls, "the embedder was not used"
+    # Every sentence looks identical to this embedder, so only one line survives.
+    assert len(summary.splitlines()) == 1
+    assert len(summarize(turns).splitlines()) >= 2
+
+
+def test_fold_summaries_fits_budget_prefers_newest_and_keeps_older_sessions():
+    newest = "- The user moved to Berlin.\n- User asked: How to register an address?"
+    middle = "- The user works as a nurse.\n- The user's sister Anna is a nurse."
+    oldest = "The user plays the piano. The user likes jazz."
+
+    folded = fold_summaries([newest, middle, oldest], max_chars=120)
+
+    assert len(folded) <= 120
+    lines = folded.splitlines()
+    assert all(line.startswith("- ") for line in lines)
+    assert lines[0] == "- The user moved to Berlin."  # newest first
+    assert "- The user plays the piano." in lines  # older sessions still represented
+
+
+def test_fold_summaries_keeps_one_copy_of_a_repeated_line():
+    digest = "- The user moved to Berlin.\n- The user works as a nurse."
+
+    folded = fold_summaries([digest, digest, "- The user moved to Berlin!"], max_chars=500)
+
+    assert folded.count("moved to Berlin") == 1
+    assert folded.count("nurse") == 1
+    assert fold_summaries([], max_chars=100) == ""
+    assert len(fold_summaries(["- " + "word " * 100], max_chars=40)) <= 40
