@@ -7,7 +7,7 @@ import random
 import pytest
 
 from memory_site.redaction import PLACEHOLDERS, Finding, redact, redact_with_findings
-from tests.memory_site.redaction_corpus import CASES, Case, expected_offsets
+from tests.memory_site.redaction.corpus import CASES, Case, expected_offsets
 
 
 def _case_id(case: Case) -> str:
