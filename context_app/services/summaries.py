@@ -13,17 +13,16 @@ it computes, deterministically and for free.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F, Max
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -31,6 +30,7 @@ from django_q.models import Schedule
 
 from context_app.models import UserChatSummary
 from ingestion_app.models import MemoryItem
+from memory_site.db_locks import advisory_transaction_lock, advisory_try_lock
 from memory_site.providers import get_embedder, get_llm
 from memory_site.providers.base import ProviderError
 from memory_site.redaction import redact
@@ -254,39 +254,6 @@ def summary_header(*, title: str, date: datetime, what: str = "the conversation"
 
 
 # --------------------------------------------------------------------------------------------
-# Locks
-# --------------------------------------------------------------------------------------------
-
-
-def _lock_key(name: str) -> int:
-    return int.from_bytes(hashlib.sha1(name.encode()).digest()[:8], "big", signed=True)
-
-
-@contextlib.contextmanager
-def advisory_lock(name: str) -> Iterator[bool]:
-    """A PostgreSQL session-level advisory lock, tried without waiting; yields whether it was got.
-
-    Held for the whole pipeline (model calls included) so two workers never pay for the same
-    close; released on exit, or by PostgreSQL if the worker dies with its connection.
-    """
-    key = _lock_key(name)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
-        acquired = bool(cursor.fetchone()[0])
-    try:
-        yield acquired
-    finally:
-        if acquired:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
-
-
-def _transaction_lock(name: str) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_lock_key(name)])
-
-
-# --------------------------------------------------------------------------------------------
 # Session close
 # --------------------------------------------------------------------------------------------
 
@@ -416,7 +383,7 @@ def session_close_run(*, session_id) -> str:
     retry is scheduled while attempts remain; the exception is logged, not raised, so a close
     request served with synchronous tasks still answers.
     """
-    with advisory_lock(f"session-close:{session_id}") as acquired:
+    with advisory_try_lock(f"session-close:{session_id}") as acquired:
         if not acquired:
             return "busy"
         claimed = ChatSession.objects.filter(
@@ -447,7 +414,7 @@ def session_resummarize(*, session_id) -> str:
     A failure is recorded in `close_error` without scheduling retries.
     """
     allowed = (ChatSession.Status.CLOSING, ChatSession.Status.CLOSED)
-    with advisory_lock(f"session-close:{session_id}") as acquired:
+    with advisory_try_lock(f"session-close:{session_id}") as acquired:
         if not acquired:
             return "busy"
         session = ChatSession.objects.select_related("user").filter(id=session_id).first()
@@ -510,7 +477,7 @@ def user_rollups_rebuild(*, user_id: int, app_id: str) -> dict[str, UserChatSumm
     advisory lock, so concurrent closes of the same user's sessions never lose one another.
     """
     with transaction.atomic():
-        _transaction_lock(f"rollups:{user_id}:{app_id}")
+        advisory_transaction_lock(f"rollups:{user_id}:{app_id}")
         rows = list(
             SessionSummary.objects.filter(
                 user_id=user_id,

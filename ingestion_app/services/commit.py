@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from ingestion_app.models import FactHistory, MemoryCommitLog, MemoryItem
 from ingestion_app.selectors import facts_nearest_many, memory_get_for_user, session_project_id
+from memory_site.db_locks import advisory_transaction_lock
 from memory_site.errors import UpstreamError
 from memory_site.providers import ProviderError, get_embedder, get_llm
 from memory_site.redaction import redact
@@ -50,8 +51,6 @@ CANDIDATE_MIN_SIMILARITY = 0.3
 # One distillation call reads at most this many transcript tokens; longer backlogs take several.
 TRANSCRIPT_WINDOW_TOKENS = 12_000
 MAX_FACT_CHARS = 1_000
-# Namespace of the per-user advisory lock (any constant unlikely to collide with other locks).
-_COMMIT_LOCK_NAMESPACE = 0x4D454D  # "MEM"
 
 _ROLE_LABELS = {Message.Role.USER: "User", Message.Role.ASSISTANT: "Assistant"}
 _SUBJECT_PREFIX = re.compile(r"^the user(?:'s)?\s+", re.IGNORECASE)
@@ -194,12 +193,7 @@ def memory_commit(
     stage = "language model"
     try:
         with transaction.atomic():
-            with connection.cursor() as cursor:
-                # int4 keys; two users sharing a key would only wait for each other.
-                cursor.execute(
-                    "SELECT pg_advisory_xact_lock(%s, %s)",
-                    [_COMMIT_LOCK_NAMESPACE, int(user.pk) & 0x7FFFFFFF],
-                )
+            advisory_transaction_lock(f"memory-commit:user:{user.pk}")
             log = MemoryCommitLog.objects.select_for_update().get(chat_session=session)
             messages = list(session_messages(session=session, after_id=log.high_water_mark))
             project_id = session_project_id(session=session)

@@ -74,6 +74,7 @@ from ingestion_app.parsers import (
     parse_file,
 )
 from ingestion_app.parsers.detect import HEAD_BYTES
+from memory_site.db_locks import advisory_transaction_lock
 from memory_site.errors import InvalidInput, NotFound
 from memory_site.providers import ProviderError, get_embedder, get_llm
 from memory_site.tokens import count_tokens
@@ -100,8 +101,6 @@ HEADER_CONCURRENCY = 4
 ARCHIVE_MAX_DEPTH = 2
 _ARCHIVE_JUNK = ("__MACOSX/", ".DS_Store", "Thumbs.db")
 UNRECOGNIZED = "unrecognized format"
-# Namespace of the per-user import advisory lock (distinct from the commit service's).
-IMPORT_LOCK_NAMESPACE = 7_301_006
 
 
 class NoTurnPairs(Exception):
@@ -424,10 +423,8 @@ def import_file_process(
                 # One import at a time per user: two jobs holding the same conversations wait
                 # for each other instead of racing on chunk ids, and the later one finds the
                 # pairs already in the ledger.
+                advisory_transaction_lock(f"import:user:{job.user_id}")
                 with connection.cursor() as cursor:
-                    cursor.execute(
-                        "SELECT pg_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_NAMESPACE, job.user_id]
-                    )
                     # The file's commit need not wait for the WAL flush: a crash right after
                     # it loses the whole file or nothing (it is one transaction), and the job
                     # record written later can only reach disk after it.
