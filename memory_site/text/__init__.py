@@ -17,8 +17,9 @@ Modules, one job each (lower ones first; each imports only those above it):
 - ``headers``: ``contextual_header``.
 
 Callers import each function from its module (``from memory_site.text.facts import
-extract_facts``) and tests patch it there. This is not a provider: it runs with or without an
-LLM (tags and keywords always come from here).
+extract_facts``) and tests patch it there; names with a leading underscore are shared inside
+this package only. This is not a provider: it runs with or without an LLM (tags and keywords
+always come from here).
 
 Design choices worth knowing:
 
