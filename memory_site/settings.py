@@ -86,6 +86,8 @@ INSTALLED_APPS = [
     "sessions_app",
     "ingestion_app",
     "context_app",
+    "privacy_app",
+    "web_app",
 ]
 
 MIDDLEWARE = [

@@ -12,6 +12,7 @@ api_v1 = [
     path("", include("sessions_app.api.urls")),
     path("", include("ingestion_app.api.urls")),
     path("", include("context_app.api.urls")),
+    path("", include("privacy_app.api.urls")),
 ]
 
 urlpatterns = [
@@ -22,5 +23,5 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include(api_v1)),
-    path("", include("context_app.web.urls")),
+    path("", include("web_app.urls")),
 ]

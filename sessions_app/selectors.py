@@ -1,13 +1,24 @@
-"""Reads of sessions and messages, always scoped to the caller."""
+"""Reads of sessions_app tables: sessions and messages (always scoped to the caller), and usage.
+
+Usage reads group usage logs by day and model (and user, for the admin report); the rows are
+written by `sessions_app.services.usage.usage_record`, with cost priced from MNEMO_PRICE_TABLE at
+the time of the call.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 import uuid
+from decimal import Decimal
 
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
 
-from memory_site.errors import NotFound
-from sessions_app.models import ChatSession, Message
+from memory_site.errors import InvalidInput, NotFound
+from sessions_app.models import ChatSession, Message, UsageLog
 
 
 def session_get_for_user(
@@ -42,3 +53,104 @@ def session_messages(*, session: ChatSession, after_id: int = 0) -> QuerySet[Mes
 
 def session_user_turn_count(*, session: ChatSession) -> int:
     return Message.objects.filter(session=session, role=Message.Role.USER).count()
+
+
+# --- Usage and cost ----------------------------------------------------------------------------
+
+DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+SUMS = {
+    "calls": Count("id"),
+    "tokens_in": Sum("tokens_in"),
+    "tokens_out": Sum("tokens_out"),
+    "cost_usd": Sum("cost_usd"),
+}
+
+
+def usage_parse_bound(raw: str | None, *, field: str, end: bool = False) -> dt.datetime | None:
+    """An ISO 8601 date or datetime from a query string; None when absent.
+
+    A bare date means the start of that day (UTC) for `since` and the end of it for `until`
+    (`end=True`), so `since=2025-01-01&until=2025-01-31` covers all of January. A datetime
+    without an offset is taken as UTC. Raises InvalidInput naming the field.
+    """
+    if raw is None or raw.strip() == "":
+        return None
+    raw = raw.strip()
+    moment = day = None
+    try:
+        # fromisoformat (behind parse_datetime) reads a bare date as midnight: test dates first.
+        if DATE_ONLY.fullmatch(raw):
+            day = parse_date(raw)
+        else:
+            moment = parse_datetime(raw)
+    except ValueError:
+        moment = day = None
+    if moment is None and day is None:
+        raise InvalidInput(
+            f"{field}: expected an ISO 8601 date (2025-01-31) or datetime, got {raw!r}.",
+            code="invalid_date",
+            field=field,
+        )
+    if moment is None:
+        moment = dt.datetime.combine(day, dt.time.min)
+        if end:
+            moment += dt.timedelta(days=1)
+        return moment.replace(tzinfo=dt.UTC)
+    if timezone.is_naive(moment):
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment
+
+
+def usage_logs(
+    *, user=None, since: dt.datetime | None = None, until: dt.datetime | None = None
+) -> QuerySet[UsageLog]:
+    """Usage rows in [since, until) for one user (or everyone when `user` is None)."""
+    rows = UsageLog.objects.all()
+    if user is not None:
+        rows = rows.filter(user=user)
+    if since is not None:
+        rows = rows.filter(created_at__gte=since)
+    if until is not None:
+        rows = rows.filter(created_at__lt=until)
+    return rows
+
+
+def _figures(values: dict) -> dict:
+    return {
+        "calls": values["calls"] or 0,
+        "tokens_in": values["tokens_in"] or 0,
+        "tokens_out": values["tokens_out"] or 0,
+        "cost_usd": float(values["cost_usd"] or Decimal(0)),
+    }
+
+
+def usage_report(
+    *,
+    user=None,
+    since: dt.datetime | None = None,
+    until: dt.datetime | None = None,
+    by_user: bool = False,
+) -> dict:
+    """Totals, per-model totals and rows per (day, model[, user]) with tokens and cost (USD)."""
+    rows = usage_logs(user=user, since=since, until=until)
+    keys = ["day", "model"] + (["user_id", "user__username"] if by_user else [])
+    grouped = (
+        rows.annotate(day=TruncDate("created_at", tzinfo=dt.UTC))
+        .values(*keys)
+        .annotate(**SUMS)
+        .order_by(*keys)
+    )
+    per_model = rows.values("model").annotate(**SUMS).order_by("model")
+    report_rows = []
+    for values in grouped:
+        row = {"day": values["day"].isoformat(), "model": values["model"]}
+        if by_user:
+            row.update(user_id=values["user_id"], username=values["user__username"])
+        report_rows.append(row | _figures(values))
+    return {
+        "since": since.isoformat() if since else None,
+        "until": until.isoformat() if until else None,
+        "totals": _figures(rows.aggregate(**SUMS)),
+        "by_model": [{"model": v["model"]} | _figures(v) for v in per_model],
+        "rows": report_rows,
+    }

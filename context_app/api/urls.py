@@ -1,11 +1,8 @@
 from django.urls import path
 
-from context_app.api import chat, context, privacy, search
+from context_app.api import chat, context, search
 
 urlpatterns: list = [
-    path("me/export", privacy.MeExportApi.as_view(), name="me-export"),
-    path("me", privacy.MeEraseApi.as_view(), name="me"),
-    path("usage", privacy.UsageApi.as_view(), name="usage"),
     path("memory/search", search.MemorySearchApi.as_view(), name="memory-search"),
     path("memory/stats", search.MemoryStatsApi.as_view(), name="memory-stats"),
     path("ai/chat/stream", chat.ChatStreamApi.as_view(), name="ai-chat-stream"),

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from sessions_app.api import views
+from sessions_app.api import usage, views
 
 urlpatterns = [
     path("chat/new", views.SessionOpenApi.as_view(), name="chat-new"),
@@ -14,4 +14,5 @@ urlpatterns = [
         views.SessionDetailApi.as_view(),
         name="chat-session-detail",
     ),
+    path("usage", usage.UsageApi.as_view(), name="usage"),
 ]

@@ -15,7 +15,7 @@ import pytest
 
 from tests.browser.a11y import a11y_problems
 from tests.browser.conftest import db_call
-from tests.web.helpers import chatgpt_export
+from tests.web_app.helpers import chatgpt_export
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -52,7 +52,7 @@ def set_up_data():
 
     from context_app.models import ContextSettings
     from memory_site.providers import get_embedder
-    from tests.web.helpers import store_memory
+    from tests.web_app.helpers import store_memory
 
     staff = get_user_model().objects.create_superuser(username="mia", password=PASSWORD)
     # A memory from an earlier chat: the pack of the third turn should carry it.

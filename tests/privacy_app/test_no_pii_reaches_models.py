@@ -15,7 +15,7 @@ import warnings
 import pytest
 
 from sessions_app.models import ChatSession, Message
-from tests.privacy.userdata import tables_mentioning
+from tests.privacy_app.userdata import tables_mentioning
 
 pytestmark = pytest.mark.django_db
 

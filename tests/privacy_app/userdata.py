@@ -14,8 +14,8 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 from pgvector.django import VectorField
 
-from context_app.services.privacy import user_owned_models
 from ingestion_app.models import FactHistory, MemoryItem
+from privacy_app.services.user_data import user_owned_models
 from sessions_app.services.usage import usage_record
 from tests.factories import add_message, open_session
 

@@ -9,7 +9,7 @@ from django.contrib.auth.models import Permission
 from context_app.models import AccessLog
 from ingestion_app.models import ImportJob
 from tests.factories import add_message, make_user, open_session
-from tests.web.helpers import store_memory
+from tests.web_app.helpers import store_memory
 
 pytestmark = pytest.mark.django_db
 

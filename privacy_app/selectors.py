@@ -1,8 +1,9 @@
-"""Whose data a page may show, and the record of every look at someone else's.
+"""Whose data a page may show (the access log records every look at someone else's).
 
 Users see only their own memories, sessions and imports. Staff holding
 `context_app.browse_all_memories` may pick another user (`?user=<username>`) or open another
-user's object by id; each such page view writes one `AccessLog` row. Anyone else asking for
+user's object by id; each such page view writes one `AccessLog` row
+(`privacy_app.services.access_log`). Anyone else asking for
 another user's data gets the same 404 as for data that does not exist.
 """
 
@@ -10,8 +11,6 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.http import Http404
-
-from context_app.models import AccessLog
 
 BROWSE_ALL_PERMISSION = "context_app.browse_all_memories"
 
@@ -35,17 +34,3 @@ def browse_target(request):
     if target is None:
         raise Http404("No such user.")
     return target
-
-
-def access_log_record(*, request, target_user, object_type: str, object_id: str = "") -> None:
-    """Record one staff view of `target_user`'s data; a user's own pages are not logged."""
-    if target_user.pk == request.user.pk:
-        return
-    AccessLog.objects.create(
-        viewer=request.user,
-        viewer_username=request.user.get_username(),
-        target_user=target_user,
-        object_type=object_type,
-        object_id=str(object_id)[:64],
-        path=request.get_full_path()[:500],
-    )

@@ -1,7 +1,7 @@
 """Admin usage & cost report: usage logs by user, model and day, with tokens and cost.
 
-Served under the User admin (`/admin/auth/user/usage-report/`, linked from the user list) so it
-needs no model of its own. Staff need permission to view usage logs.
+Served under the User admin (`/admin/auth/user/usage-report/`, linked from the user list; the
+URL is added by privacy_app's user admin) so it needs no model of its own. Staff need permission to view usage logs.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 
-from context_app.usage_report import usage_parse_bound, usage_report
 from memory_site.errors import InvalidInput
 from sessions_app.models import UsageLog
+from sessions_app.selectors import usage_parse_bound, usage_report
 
 
 def usage_report_view(request, model_admin):

@@ -8,7 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from ingestion_app.models import ImportJob, MemoryItem
 from sessions_app.models import SessionSummary, SessionTag
 from tests.factories import add_message, open_session
-from tests.web.helpers import chatgpt_export
+from tests.web_app.helpers import chatgpt_export
 
 pytestmark = pytest.mark.django_db
 

@@ -11,10 +11,14 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from context_app.web.access import access_log_record, browse_target, can_browse_all
-from context_app.web.display import snippet_html
-from context_app.web.forms import MemoryEditForm, MemorySearchForm
-from context_app.web.selectors import (
+from ingestion_app.selectors import memory_get_for_user, memory_history
+from ingestion_app.services.memories import memory_delete, memory_update
+from memory_site.errors import InvalidInput, NotFound, UpstreamError
+from privacy_app.selectors import browse_target, can_browse_all
+from privacy_app.services.access_log import access_log_record
+from web_app.display import snippet_html
+from web_app.forms import MemoryEditForm, MemorySearchForm
+from web_app.selectors import (
     MemoryFilters,
     memories_browse,
     memories_search,
@@ -23,9 +27,6 @@ from context_app.web.selectors import (
     memory_provenance,
     usernames,
 )
-from ingestion_app.selectors import memory_get_for_user, memory_history
-from ingestion_app.services.memories import memory_delete, memory_update
-from memory_site.errors import InvalidInput, NotFound, UpstreamError
 
 PAGE_SIZE = 25
 

@@ -8,13 +8,14 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from context_app.web.access import access_log_record, browse_target
-from context_app.web.forms import ImportUploadForm
-from context_app.web.selectors import import_job_files, import_job_for_viewer, import_jobs_for_user
-from context_app.web.views.memories import viewing_context
 from ingestion_app.models import ImportFile, ImportJob
 from ingestion_app.services.imports import import_job_create, import_summary_lines
 from memory_site.errors import InvalidInput
+from privacy_app.selectors import browse_target
+from privacy_app.services.access_log import access_log_record
+from web_app.forms import ImportUploadForm
+from web_app.selectors import import_job_files, import_job_for_viewer, import_jobs_for_user
+from web_app.views.memories import viewing_context
 
 PAGE_SIZE = 20
 

@@ -13,7 +13,7 @@ from django.test import Client
 
 from sessions_app.models import UsageLog
 from tests.factories import make_user
-from tests.privacy.userdata import fill_every_owned_table, tables_mentioning
+from tests.privacy_app.userdata import fill_every_owned_table, tables_mentioning
 
 pytestmark = pytest.mark.django_db
 

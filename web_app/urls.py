@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from context_app.web.views import chat, imports, memories, sessions, settings_page
+from web_app.views import chat, imports, memories, sessions, settings_page
 
 app_name = "web"
 

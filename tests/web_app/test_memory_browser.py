@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from ingestion_app.models import FactHistory, ImportFile, ImportJob, MemoryItem
 from tests.factories import add_message, open_session
-from tests.web.helpers import store_memory
+from tests.web_app.helpers import store_memory
 
 pytestmark = pytest.mark.django_db
 

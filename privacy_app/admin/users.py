@@ -1,7 +1,8 @@
 """Admin actions on users: download all their data, erase all of it (with a confirmation page).
 
 The User admin already registered (Django's, or another app's subclass) is extended rather than
-replaced, so its list columns and forms stay as they are.
+replaced, so its list columns and forms stay as they are. It also serves sessions_app's usage &
+cost report under the user list (`/admin/auth/user/usage-report/`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,9 @@ from django.http import HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path
 
-from context_app.admin.usage import usage_report_view
-from context_app.services.privacy import user_data_counts, user_erase, user_export
 from memory_site.errors import DomainError
-from sessions_app.models import RetentionLog
+from privacy_app.services.user_data import user_data_counts, user_erase, user_export
+from sessions_app.admin.usage import usage_report_view
 
 User = get_user_model()
 _registered = admin.site.get_model_admin(User) if admin.site.is_registered(User) else None
@@ -99,26 +99,3 @@ class PrivacyUserAdmin(BaseUserAdmin):
 if _registered is not None:
     admin.site.unregister(User)
 admin.site.register(User, PrivacyUserAdmin)
-
-
-@admin.register(RetentionLog)
-class RetentionLogAdmin(admin.ModelAdmin):
-    """What each daily retention run deleted; read-only (the log is the audit trail)."""
-
-    list_display = [
-        "ran_at",
-        "retention_days",
-        "cutoff",
-        "sessions_purged",
-        "messages_deleted",
-        "raw_texts_cleared",
-    ]
-    date_hierarchy = "ran_at"
-    readonly_fields = [f.name for f in RetentionLog._meta.fields]
-    show_full_result_count = False
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False

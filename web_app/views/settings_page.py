@@ -15,7 +15,7 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from context_app.models import ContextSettings, OptOut, TopicOverride
-from context_app.web.forms import ContextSettingsForm, OptOutForm, TopicOverrideForm
+from web_app.forms import ContextSettingsForm, OptOutForm, TopicOverrideForm
 
 
 def staff_required(view):

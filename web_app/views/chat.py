@@ -8,14 +8,14 @@ from django.urls import reverse
 
 from context_app.models import ContextSettings
 from context_app.services.context_pack import session_context_last
-from context_app.web.display import session_label
-from context_app.web.selectors import (
+from sessions_app.models import ChatSession
+from web_app.display import session_label
+from web_app.selectors import (
     CHAT_HISTORY_MESSAGES,
     chat_history,
     chat_session_for_owner,
     chat_sidebar_sessions,
 )
-from sessions_app.models import ChatSession
 
 HEARTBEAT_SECONDS = 30
 

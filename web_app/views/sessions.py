@@ -6,15 +6,16 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.shortcuts import render
 
-from context_app.web.access import access_log_record, browse_target
-from context_app.web.display import session_label
-from context_app.web.selectors import (
+from privacy_app.selectors import browse_target
+from privacy_app.services.access_log import access_log_record
+from web_app.display import session_label
+from web_app.selectors import (
     chat_history,
     session_for_viewer,
     session_memories,
     sessions_overview,
 )
-from context_app.web.views.memories import viewing_context
+from web_app.views.memories import viewing_context
 
 PAGE_SIZE = 20
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from context_app.services.privacy import user_owned_models
+from privacy_app.services.user_data import user_owned_models
 from sessions_app.models import Message
-from tests.privacy.userdata import fill_every_owned_table
+from tests.privacy_app.userdata import fill_every_owned_table
 
 pytestmark = pytest.mark.django_db
 

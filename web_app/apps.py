@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class WebAppConfig(AppConfig):
+    name = "web_app"
+    verbose_name = "Staff pages"
