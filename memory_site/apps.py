@@ -13,6 +13,9 @@ class MemorySiteConfig(AppConfig):
     verbose_name = "Mnemo"
 
     def ready(self):
+        # Registers the start-up check of hook and task paths (see memory_site/checks.py).
+        from memory_site import checks  # noqa: F401
+
         # `manage.py serve` sets this for the web server and the worker: load the local
         # embedding model at start-up (before the worker forks its children), so the first
         # request or task does not wait ~20 s for it.

@@ -248,13 +248,11 @@ MNEMO_ROLLUP_HISTORY_MAX_CHARS = env_int("MNEMO_ROLLUP_HISTORY_MAX_CHARS", 600)
 # Called (dotted paths, keyword argument `message`) right after any message is stored, in the
 # request: the indexer makes the message (and after a reply, the exchange's turn-pair chunk)
 # retrievable before the next turn, consolidation queues a summary of long sessions. They
-# live in higher layers than sessions_app.
+# live in higher layers than sessions_app; memory_site.checks imports each at start-up.
 MNEMO_AFTER_MESSAGE_HOOKS = [
     "ingestion_app.services.indexing.message_items_index",
     "context_app.services.consolidation.consolidation_check",
 ]
-# Queued (dotted path) when a session is closed; lives in context_app.
-MNEMO_SESSION_CLOSE_TASK = "context_app.tasks.session_close_task"
 
 # --- Background tasks (django-q2, ORM broker) ---------------------------------------------------
 # django-q2 keeps cluster stats in a cache; a database cache makes them visible to the web

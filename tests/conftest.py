@@ -8,8 +8,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import pytest  # noqa: E402
+from django.core.checks import run_checks  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
+from memory_site.checks import TAG as CHECK_TAG  # noqa: E402
 from tests.factories import make_user  # noqa: E402
 from tests.fake_openai import FakeOpenAIServer  # noqa: E402
 
@@ -76,3 +78,19 @@ def fake_embedder(fake_openai_embeddings, settings):
     """Embeddings from the loopback server (fast, inspectable); summaries and headers stay local."""
     settings.LLM_PROVIDER = "local"
     return fake_openai_embeddings
+
+
+@pytest.fixture
+def no_message_hooks(settings):
+    """Store messages without the after-message hooks (inline chunk indexing, which may call the
+    model, and consolidation): for tests about something else than what a message indexes."""
+    settings.MNEMO_AFTER_MESSAGE_HOOKS = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def mnemo_startup_checks():
+    """Stop the run, as `make run` would stop, when a hook or task path does not import."""
+    errors = [message for message in run_checks(tags=[CHECK_TAG]) if message.is_serious()]
+    if errors:
+        listing = "\n".join(str(error) for error in errors)
+        pytest.exit(f"Mnemo start-up checks failed:\n{listing}", returncode=3)

@@ -10,8 +10,7 @@ from django.contrib import admin, messages
 from django_q.tasks import async_task
 
 from context_app.models import SessionConsolidation, UserChatSummary
-
-ROLLUP_TASK = "context_app.tasks.user_rollups_rebuild_task"
+from memory_site.task_paths import USER_ROLLUPS_REBUILD_TASK
 
 
 @admin.register(UserChatSummary)
@@ -42,7 +41,9 @@ class UserChatSummaryAdmin(admin.ModelAdmin):
     def rebuild_rollups(self, request, queryset):
         pairs = set(queryset.values_list("user_id", "app_id"))
         for user_id, app_id in pairs:
-            async_task(ROLLUP_TASK, user_id, app_id, task_name=f"rollups-{user_id}-{app_id}")
+            async_task(
+                USER_ROLLUPS_REBUILD_TASK, user_id, app_id, task_name=f"rollups-{user_id}-{app_id}"
+            )
         self.message_user(
             request, f"Queued a rollup rebuild for {len(pairs)} user/app pair(s).", messages.SUCCESS
         )

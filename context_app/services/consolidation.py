@@ -24,13 +24,13 @@ from context_app.services.summaries import summary_header, transcript_digest, tu
 from ingestion_app.models import MemoryItem
 from memory_site.providers import get_embedder
 from memory_site.redaction import redact
+from memory_site.task_paths import CONSOLIDATION_TASK
 from memory_site.tokens import count_tokens
 from sessions_app.models import ChatSession, Message
 
 logger = logging.getLogger(__name__)
 
 CONSOLIDATION_KIND = "consolidation"
-CONSOLIDATION_TASK = "context_app.tasks.consolidation_task"
 CONSOLIDATION_MAX_CHARS = 1200
 # A queued task that has not run after this long is presumed lost and may be queued again.
 QUEUE_CLAIM_TIMEOUT = timedelta(minutes=10)

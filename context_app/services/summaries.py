@@ -34,6 +34,7 @@ from memory_site.db_locks import advisory_transaction_lock, advisory_try_lock
 from memory_site.providers import get_embedder, get_llm
 from memory_site.providers.base import ProviderError
 from memory_site.redaction import redact
+from memory_site.task_paths import SESSION_CLOSE_TASK
 from memory_site.text.keywords import keywords
 from memory_site.text.keywords import title as local_title
 from memory_site.text.summaries import fold_summaries, summarize
@@ -44,7 +45,6 @@ from sessions_app.services.usage import usage_record
 logger = logging.getLogger(__name__)
 
 SESSION_SUMMARY_KIND = "session_summary"
-CLOSE_TASK = "context_app.tasks.session_close_task"
 # Seconds before the 2nd, 3rd... attempt of a failed close.
 RETRY_DELAYS_SECONDS = (60, 300, 900)
 # What an LLM is shown of one session; longer sessions keep their newest turns.
@@ -445,7 +445,7 @@ def _close_failed(*, session_id, error: Exception, retry: bool) -> None:
         next_run = timezone.now() + timedelta(seconds=delay)
         Schedule.objects.create(
             name=f"close-retry-{session_id}-{attempts + 1}"[:100],
-            func=CLOSE_TASK,
+            func=SESSION_CLOSE_TASK,
             args=repr(str(session_id)),
             schedule_type=Schedule.ONCE,
             repeats=-1,

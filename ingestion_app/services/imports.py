@@ -77,12 +77,12 @@ from ingestion_app.parsers.detect import HEAD_BYTES
 from memory_site.db_locks import advisory_transaction_lock
 from memory_site.errors import InvalidInput, NotFound
 from memory_site.providers import ProviderError, get_embedder, get_llm
+from memory_site.task_paths import IMPORT_TASK
 from memory_site.tokens import count_tokens
 from sessions_app.services.usage import usage_record
 
 logger = logging.getLogger(__name__)
 
-IMPORT_TASK = "ingestion_app.tasks.import_job_task"
 # A job whose worker has not reported for this long is considered abandoned and can be resumed.
 STALE_AFTER = timedelta(minutes=10)
 # Large exports take longer than the default task timeout.

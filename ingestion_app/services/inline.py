@@ -44,6 +44,7 @@ from ingestion_app.services.pending_items import PendingItem, pending_items_stor
 from memory_site.providers import get_embedder, get_llm
 from memory_site.providers.base import LLM, ProviderError
 from memory_site.redaction import redact
+from memory_site.task_paths import BACKFILL_TASK
 from memory_site.tokens import count_tokens
 from sessions_app.models import ChatSession, Message
 from sessions_app.services.usage import usage_record
@@ -53,7 +54,6 @@ logger = logging.getLogger(__name__)
 PLATFORM = "local"
 TURN_PAIR_KIND = "turn_pair"
 DEFAULT_AGENT_ID = "user"  # the reference's agent id for personal conversations
-BACKFILL_TASK = "ingestion_app.tasks.chunk_header_backfill_task"
 # Earlier prompts shown as prior context; one more is read to know whether there were more.
 PRIOR_PROMPTS = 3
 

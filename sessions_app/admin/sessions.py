@@ -1,6 +1,7 @@
 from django.contrib import admin, messages
 from django_q.tasks import async_task
 
+from memory_site.task_paths import SESSION_RESUMMARIZE_TASK, USER_ROLLUPS_REBUILD_TASK
 from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag, UsageLog
 
 
@@ -47,7 +48,7 @@ class ChatSessionAdmin(admin.ModelAdmin):
     def resummarize_sessions(self, request, queryset):
         ids = [str(session_id) for session_id in queryset.values_list("id", flat=True)]
         for session_id in ids:
-            async_task("context_app.tasks.session_resummarize_task", session_id)
+            async_task(SESSION_RESUMMARIZE_TASK, session_id)
         self.message_user(
             request, f"Queued re-summarizing of {len(ids)} session(s).", messages.SUCCESS
         )
@@ -56,7 +57,7 @@ class ChatSessionAdmin(admin.ModelAdmin):
     def rebuild_user_rollups(self, request, queryset):
         pairs = set(queryset.values_list("user_id", "app_id"))
         for user_id, app_id in pairs:
-            async_task("context_app.tasks.user_rollups_rebuild_task", user_id, app_id)
+            async_task(USER_ROLLUPS_REBUILD_TASK, user_id, app_id)
         self.message_user(
             request, f"Queued rollup rebuilds for {len(pairs)} user/app pair(s).", messages.SUCCESS
         )

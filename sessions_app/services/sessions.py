@@ -13,6 +13,7 @@ from django_q.tasks import async_task
 
 from memory_site.errors import Conflict
 from memory_site.redaction import redact
+from memory_site.task_paths import SESSION_CLOSE_TASK
 from sessions_app.models import ChatSession
 from sessions_app.selectors import session_get_for_user
 
@@ -98,8 +99,8 @@ def _claim_for_closing(session_id) -> bool:
 
 
 def session_close_enqueue(*, session_id) -> None:
-    """Queue the close task (a higher layer's, named by dotted path in settings)."""
-    async_task(settings.MNEMO_SESSION_CLOSE_TASK, str(session_id), task_name=f"close-{session_id}")
+    """Queue the close task (a higher layer's, named by dotted path in memory_site.task_paths)."""
+    async_task(SESSION_CLOSE_TASK, str(session_id), task_name=f"close-{session_id}")
 
 
 def sessions_close_stale(*, now=None) -> int:

@@ -7,9 +7,9 @@ import ast
 import pytest
 from django_q.models import Schedule
 
-from context_app.services.summaries import CLOSE_TASK
 from context_app.tasks import session_close_task
 from ingestion_app.models import MemoryItem
+from memory_site.task_paths import SESSION_CLOSE_TASK
 from sessions_app.models import ChatSession, SessionSummary, SessionTag, UsageLog
 from tests.factories import add_message, open_session
 
@@ -92,7 +92,7 @@ def test_a_failing_model_leaves_the_session_closing_with_the_error_then_retries(
     assert not SessionTag.objects.filter(session=session).exists()
     assert not MemoryItem.objects.filter(chat_session=session, source="summary").exists()
     assert session.title == ""
-    retry = Schedule.objects.get(func=CLOSE_TASK)
+    retry = Schedule.objects.get(func=SESSION_CLOSE_TASK)
     assert retry.schedule_type == Schedule.ONCE
     assert ast.literal_eval(retry.args) == str(session.id)
 
@@ -116,7 +116,7 @@ def test_retries_stop_after_max_attempts(closing_session, fake_openai, settings)
     session = ChatSession.objects.get(id=closing_session.id)
     assert session.status == "closing"
     assert session.close_error.startswith(f"gave up after {max_attempts} attempts")
-    assert Schedule.objects.filter(func=CLOSE_TASK).count() == max_attempts - 1
+    assert Schedule.objects.filter(func=SESSION_CLOSE_TASK).count() == max_attempts - 1
 
 
 def test_a_model_answer_without_points_is_a_failure_not_an_empty_summary(

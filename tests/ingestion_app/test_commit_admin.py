@@ -10,12 +10,7 @@ from ingestion_app.models import MemoryCommitLog, MemoryItem, ProjectContext
 from ingestion_app.services.commit import memory_commit
 from tests.factories import add_message, make_user, open_session
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def no_message_hooks(settings):
-    settings.MNEMO_AFTER_MESSAGE_HOOKS = []
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_message_hooks")]
 
 
 @pytest.fixture

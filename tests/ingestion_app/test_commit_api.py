@@ -9,14 +9,7 @@ import pytest
 from ingestion_app.models import FactHistory, MemoryCommitLog, MemoryItem, ProjectContext
 from tests.factories import add_message, open_session
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def no_message_hooks(settings):
-    """Messages are stored without the after-message hooks (inline chunk indexing, which may
-    call the model too): these tests are about what a commit stores and asks."""
-    settings.MNEMO_AFTER_MESSAGE_HOOKS = []
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_message_hooks")]
 
 
 def commit(api, session, **extra):

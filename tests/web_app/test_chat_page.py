@@ -10,12 +10,7 @@ import pytest
 from sessions_app.services.sessions import session_close
 from tests.factories import add_message, open_session
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def no_message_hooks(settings):
-    settings.MNEMO_AFTER_MESSAGE_HOOKS = []
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_message_hooks")]
 
 
 def chat_config(response) -> dict:

@@ -12,12 +12,7 @@ from ingestion_app.models import FactHistory, ImportFile, ImportJob, MemoryItem
 from tests.factories import add_message, open_session
 from tests.web_app.helpers import store_memory
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def no_message_hooks(settings):
-    settings.MNEMO_AFTER_MESSAGE_HOOKS = []
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_message_hooks")]
 
 
 @pytest.fixture

@@ -10,12 +10,7 @@ from sessions_app.models import SessionSummary, SessionTag
 from tests.factories import add_message, open_session
 from tests.web_app.helpers import chatgpt_export
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def no_message_hooks(settings):
-    settings.MNEMO_AFTER_MESSAGE_HOOKS = []
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_message_hooks")]
 
 
 def test_sessions_list_shows_titles_summaries_and_tags(client, user, other_user):

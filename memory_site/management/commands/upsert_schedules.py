@@ -5,14 +5,12 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand
 from django_q.models import Schedule
 
+from memory_site.task_paths import CLOSE_STALE_SESSIONS_TASK, RETENTION_TASK
+
 # name -> (dotted function path, schedule type, minutes)
 SCHEDULES = {
-    "mnemo-close-stale-sessions": (
-        "sessions_app.tasks.close_stale_sessions_task",
-        Schedule.MINUTES,
-        5,
-    ),
-    "mnemo-retention": ("sessions_app.tasks.retention_task", Schedule.DAILY, None),
+    "mnemo-close-stale-sessions": (CLOSE_STALE_SESSIONS_TASK, Schedule.MINUTES, 5),
+    "mnemo-retention": (RETENTION_TASK, Schedule.DAILY, None),
 }
 
 

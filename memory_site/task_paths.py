@@ -1,0 +1,31 @@
+"""Every django-q2 task Mnemo queues or schedules, by dotted path, each written once.
+
+A lower floor queues a higher floor's work by path (sessions_app may not import context_app), so
+the paths live here, beneath every app. `memory_site.checks` imports each one at start-up, so a
+typo stops `manage.py check`, `make run` and the test suite instead of failing in a worker.
+"""
+
+from __future__ import annotations
+
+# context_app: session close, re-summarize, rollups, consolidation.
+SESSION_CLOSE_TASK = "context_app.tasks.session_close_task"
+SESSION_RESUMMARIZE_TASK = "context_app.tasks.session_resummarize_task"
+USER_ROLLUPS_REBUILD_TASK = "context_app.tasks.user_rollups_rebuild_task"
+CONSOLIDATION_TASK = "context_app.tasks.consolidation_task"
+# ingestion_app: chat-export imports, the contextual-header backfill of inline chunks.
+IMPORT_TASK = "ingestion_app.tasks.import_job_task"
+BACKFILL_TASK = "ingestion_app.tasks.chunk_header_backfill_task"
+# sessions_app: the periodic schedules (`manage.py upsert_schedules`).
+CLOSE_STALE_SESSIONS_TASK = "sessions_app.tasks.close_stale_sessions_task"
+RETENTION_TASK = "sessions_app.tasks.retention_task"
+
+TASK_PATHS = (
+    SESSION_CLOSE_TASK,
+    SESSION_RESUMMARIZE_TASK,
+    USER_ROLLUPS_REBUILD_TASK,
+    CONSOLIDATION_TASK,
+    IMPORT_TASK,
+    BACKFILL_TASK,
+    CLOSE_STALE_SESSIONS_TASK,
+    RETENTION_TASK,
+)
