@@ -32,7 +32,8 @@ def test_new_session_closes_the_previous_one(api):
     first = open_session(api)
     second = open_session(api, close_session_id=first["session_id"])
     assert second["status"] == "open"
-    assert ChatSession.objects.get(id=first["session_id"]).status in ("closing", "closed")
+    # The close task is queued on commit, which a test transaction never reaches.
+    assert ChatSession.objects.get(id=first["session_id"]).status == "closing"
 
 
 def test_heartbeat_and_visibility(api):
@@ -74,9 +75,9 @@ def test_close_is_idempotent_and_blocks_new_messages(api):
     session = open_session(api)
     first = api.post("/api/v1/chat/close", {"session_id": session["session_id"]}, format="json")
     assert first.status_code == 202
-    assert first.json()["status"] in ("closing", "closed")
+    assert first.json()["status"] == "closing"  # summarization is queued on commit
     second = api.post("/api/v1/chat/close", {"session_id": session["session_id"]}, format="json")
-    assert second.status_code in (200, 202)
+    assert second.status_code == 202
     assert second.json()["session_id"] == session["session_id"]
     late = api.post(
         "/api/v1/chat/messages",
@@ -111,7 +112,7 @@ def test_session_detail_has_messages_in_order(api):
     assert detail.status_code == 200
     body = detail.json()
     assert [m["content"] for m in body["messages"]] == ["hi", "hello", "bye"]
-    assert body["tags"] == [] or isinstance(body["tags"], list)
+    assert body["tags"] == []  # tags are written when the session closes
     assert "summary" in body
 
 
