@@ -42,6 +42,15 @@ class FakeOpenAIServer:
         self.fail_status = 500
         self.delay_seconds = 0.0
         self.stream_delay_seconds = 0.0
+        # While set and not released, chat completions wait for it (up to 60 s): a model that
+        # answers only when the test says so, so "did not wait" is an ordering, not a timing.
+        self.gate: threading.Event | None = None
+        self.answered: list[str] = []  # paths of the requests answered, in order
+        # While set, a streamed reply stops after `stream_gate_after_words` words until the test
+        # releases it (up to 30 s); `stream_gate_released` then says whether it was released.
+        self.stream_gate: threading.Event | None = None
+        self.stream_gate_after_words = 1
+        self.stream_gate_released: bool | None = None
         self._lock = threading.Lock()
         server = self
 
@@ -61,6 +70,10 @@ class FakeOpenAIServer:
                         server.fail_count -= 1
                 if server.delay_seconds:
                     time.sleep(server.delay_seconds)
+                if server.gate is not None and self.path.endswith("/chat/completions"):
+                    server.gate.wait(timeout=60)
+                with server._lock:
+                    server.answered.append(self.path)
                 if failing:
                     return self._json(
                         server.fail_status,
@@ -162,6 +175,9 @@ class FakeOpenAIServer:
                         self.wfile.flush()
                         if server.stream_delay_seconds:
                             time.sleep(server.stream_delay_seconds)
+                        gate = server.stream_gate
+                        if gate is not None and i + 1 == server.stream_gate_after_words:
+                            server.stream_gate_released = gate.wait(timeout=30)
                     prompt_tokens = sum(
                         len(str(m.get("content", "")).split()) for m in body.get("messages", [])
                     )

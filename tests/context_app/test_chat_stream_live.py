@@ -52,7 +52,9 @@ def auth_headers(user) -> dict:
 def test_chunks_arrive_while_the_model_is_still_writing(live_url, user, fake_openai_embeddings):
     fake_openai = fake_openai_embeddings
     fake_openai.reply_text = "one two three four five six"
-    fake_openai.stream_delay_seconds = 0.25
+    # The model writes three words, then waits until the client has seen a frame.
+    fake_openai.stream_gate = threading.Event()
+    fake_openai.stream_gate_after_words = 3
     session = open_session(user)
     body = {
         "session_id": str(session.id),
@@ -60,8 +62,7 @@ def test_chunks_arrive_while_the_model_is_still_writing(live_url, user, fake_ope
         "messages": [{"role": "user", "content": "Count."}],
     }
 
-    started = time.monotonic()
-    arrivals: list[float] = []
+    model_was_writing_at_first_frame = None
     raw = b""
     with httpx.stream(
         "POST", live_url + STREAM_URL, json=body, headers=auth_headers(user), timeout=20
@@ -72,13 +73,15 @@ def test_chunks_arrive_while_the_model_is_still_writing(live_url, user, fake_ope
         assert response.headers["x-accel-buffering"] == "no"
         for piece in response.iter_raw():
             raw += piece
-            if b"event: message" in piece:
-                arrivals.append(time.monotonic() - started)
+            if b"event: message" in raw and model_was_writing_at_first_frame is None:
+                model_was_writing_at_first_frame = fake_openai.stream_gate_released is None
+                fake_openai.stream_gate.set()
     events, _ = parse_sse(raw)
     assert [name for name, _ in events] == ["message"] * 6 + ["done"]
-    # Each word reached the client as the model produced it (0.25 s apart), not all at the end.
-    assert len(arrivals) == 6
-    assert arrivals[-1] - arrivals[0] >= 1.0
+    # The first words reached the client while the model was still held mid-reply (a buffered
+    # stream would deliver nothing until the model's 30 s wait ran out).
+    assert model_was_writing_at_first_frame is True
+    assert fake_openai.stream_gate_released is True
     assert (
         Message.objects.get(role="assistant", session=session).content
         == "one two three four five six"
