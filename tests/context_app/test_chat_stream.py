@@ -380,3 +380,25 @@ def test_parse_sse_reads_frames_and_comments():
     assert events == [("message", {"chunk": "a"})]
     assert comments == ["keepalive"]
     assert read_stream([b"a", b"b"]) == b"ab"
+
+
+def test_a_turn_runs_a_bounded_number_of_queries(
+    api, user, fake_openai_embeddings, django_assert_max_num_queries
+):
+    """The whole turn: validation, context pack, both messages stored with their hooks, usage.
+    Measured 66 queries (9 earlier messages, rollups); the bound sits a little
+    above so one more query passes but a query per message or per memory does not."""
+    fake_openai_embeddings.reply_text = "Rye needs more water than wheat."
+    session = warm_session(user)
+    add_rollups(user, "- The user bakes rye bread.")
+    for index in range(5):
+        add_message(session, "user", f"Rye bread note {index} about a sour starter.")
+
+    with django_assert_max_num_queries(72):
+        response, events, _ = stream_turn(
+            api, "How much water does rye dough need?", session_id=session.id
+        )
+
+    assert response.status_code == 200
+    assert event_names(events)[-1] == "done"
+    assert reply_text(events) == "Rye needs more water than wheat."

@@ -549,3 +549,21 @@ def _closed(user, **fields) -> ChatSession:
     )
     SessionSummary.objects.create(session=session, user=user, summary="- The user baked rye bread.")
     return session
+
+
+def test_a_pack_build_runs_a_bounded_number_of_queries(
+    user, embeddings, django_assert_max_num_queries
+):
+    """Measured 28 queries (rollups, topic, 12 memories, the injection log); the bound sits a
+    little above so one more query passes but a query per memory or per segment does not."""
+    tune(memory_min_similarity=0.0)
+    rollups(user, recent="- The user bakes rye bread.", history="- The user once baked spelt.")
+    for index in range(12):
+        memory(user, f"rye bread baking note {index}: a sour starter needs feeding")
+    session, message = session_at_turn(user, 3)
+
+    with django_assert_max_num_queries(32):
+        pack = prepare(session, message)
+
+    assert pack.status == "built"
+    assert "Relevant memories" in [s.name for s in pack.segments]

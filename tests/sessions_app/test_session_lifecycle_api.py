@@ -120,3 +120,37 @@ def test_session_title_is_stored_redacted(api):
     body = open_session(api, title="Call me at alice@example.com")
     assert "alice@example.com" not in body["title"]
     assert "[EMAIL]" in ChatSession.objects.get(id=body["session_id"]).title
+
+
+@pytest.mark.parametrize(("role", "bound"), [("user", 19), ("assistant", 27)])
+def test_a_message_append_runs_a_bounded_number_of_queries(
+    api, fake_embedder, django_assert_max_num_queries, role, bound
+):
+    """Measured with the after-message hooks (indexing, consolidation check): 16 queries for
+    a prompt, 23 for a reply (its turn-pair chunk too). The bounds sit a little above so one
+    more query passes but a query per earlier message does not."""
+    session = open_session(api)
+    earlier = [
+        ("user", "How long should rye dough proof?"),
+        ("assistant", "About three hours."),
+        ("user", "And overnight?"),
+    ]
+    for earlier_role, text in earlier:
+        api.post(
+            "/api/v1/chat/messages",
+            {"session_id": session["session_id"], "role": earlier_role, "content": text},
+            format="json",
+        )
+    if role == "assistant":
+        content = "Overnight in the fridge works; take it out an hour before baking."
+    else:
+        content = "Does the temperature of the water matter?"
+
+    with django_assert_max_num_queries(bound):
+        response = api.post(
+            "/api/v1/chat/messages",
+            {"session_id": session["session_id"], "role": role, "content": content},
+            format="json",
+        )
+
+    assert response.status_code == 201
