@@ -1,7 +1,7 @@
 """Reads behind the staff pages, composed from the apps' own selectors.
 
-Every function takes the user whose data is shown; the views decide (web/access.py) whether
-the caller may see that user's data. The `*_for_viewer` lookups answer Http404 for another
+Every function takes the user whose data is shown; the views decide (privacy_app.selectors)
+whether the caller may see that user's data. The `*_for_viewer` lookups answer Http404 for another
 user's object unless the viewer holds the browse permission.
 """
 
