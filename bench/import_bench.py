@@ -256,7 +256,7 @@ def run_import(path: Path, *, embed: bool) -> dict:
     from django.db import connection
 
     from ingestion_app.models import MemoryItem
-    from ingestion_app.services.imports import import_job_create_from_paths, import_job_run
+    from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
 
     database = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     try:

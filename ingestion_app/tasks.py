@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from ingestion_app.services.imports import import_job_run
+from ingestion_app.services.imports.jobs import import_job_run
 from ingestion_app.services.inline import chunk_header_backfill
 
 logger = logging.getLogger(__name__)

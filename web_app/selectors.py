@@ -22,7 +22,7 @@ from django.utils import timezone
 from context_app.selectors import SOURCES, SearchFilters, SearchHit, memory_search
 from ingestion_app.models import Document, ImportFile, ImportJob, MemoryItem
 from ingestion_app.selectors import memories_for_user, memory_get_for_user
-from ingestion_app.services.imports import import_job_get_for_user
+from ingestion_app.services.imports.jobs import import_job_get_for_user
 from memory_site.errors import NotFound
 from memory_site.providers import ProviderError, get_embedder
 from privacy_app.selectors import can_browse_all

@@ -10,7 +10,7 @@ from django.shortcuts import render
 from django.urls import path, reverse
 
 from ingestion_app.models import Document, ImportFile, ImportJob
-from ingestion_app.services.imports import import_job_create
+from ingestion_app.services.imports.jobs import import_job_create
 
 
 class MultipleFileInput(forms.ClearableFileInput):

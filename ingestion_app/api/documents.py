@@ -10,7 +10,7 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ingestion_app.chunking import STRATEGIES
+from ingestion_app.chunking.documents import STRATEGIES
 from ingestion_app.models import MemoryItem
 from ingestion_app.services.documents import document_chunks, document_ingest
 from memory_site.api_fields import JSONObjectField, StrictCharField

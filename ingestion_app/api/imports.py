@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ingestion_app.models import ImportFile, ImportJob
-from ingestion_app.services.imports import import_job_create, import_job_get_for_user
+from ingestion_app.services.imports.jobs import import_job_create, import_job_get_for_user
 from memory_site.api_fields import StrictCharField
 
 

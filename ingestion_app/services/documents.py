@@ -17,10 +17,10 @@ from dataclasses import asdict
 from django.conf import settings
 from django.db import transaction
 
-from ingestion_app.chunking import ChunkingOptions, chunk_document
+from ingestion_app.chunking.documents import ChunkingOptions, chunk_document
 from ingestion_app.models import Document, MemoryItem
 from ingestion_app.parsers.documents import UnsupportedDocument, document_type, extract_text
-from ingestion_app.services.imports import embed_items
+from ingestion_app.services.imports.store import embed_items
 from memory_site.errors import InvalidInput, UpstreamError
 from memory_site.providers import ProviderError
 from memory_site.redaction import PLACEHOLDERS, redact, redact_with_findings

@@ -27,16 +27,14 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from ingestion_app.chunking import (
+from ingestion_app.chunking.conversations import (
     HEADER_ASSISTANT_CHARS,
     HEADER_USER_CHARS,
     Chunk,
-    build_frontmatter,
-    conversation_key,
     local_header,
     local_tags,
-    make_chunk_id,
 )
+from ingestion_app.chunking.markdown import build_frontmatter, conversation_key, make_chunk_id
 from ingestion_app.models import MemoryItem
 from ingestion_app.parsers.base import Conversation, TurnPair
 from ingestion_app.parsers.detect import LOCAL_MARKDOWN

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from django.core.management import CommandError, call_command
 
-from ingestion_app.chunking import FRONTMATTER_FIELDS, parse_markdown
+from ingestion_app.chunking.markdown import FRONTMATTER_FIELDS, parse_markdown
 from ingestion_app.models import MemoryItem
 from tests.ingestion_app.export_builders import (
     chatgpt_linear,

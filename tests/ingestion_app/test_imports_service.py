@@ -5,19 +5,18 @@ from __future__ import annotations
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.utils import timezone
 
-from ingestion_app.chunking import FRONTMATTER_FIELDS, parse_markdown, render_markdown
+from ingestion_app.chunking.markdown import FRONTMATTER_FIELDS, parse_markdown, render_markdown
 from ingestion_app.models import ImportedConversation, ImportFile, ImportJob, MemoryItem
-from ingestion_app.services import imports
-from ingestion_app.services.imports import (
-    import_job_create_from_paths,
-    import_job_run,
-)
+from ingestion_app.services.imports import conversations as import_conversations
+from ingestion_app.services.imports import jobs, verification
+from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
 from tests.ingestion_app.export_builders import (
     chatgpt_linear,
     claude_conversation,
@@ -348,11 +347,11 @@ def test_worker_processes_give_the_same_chunks_as_inline(
         chatgpt_linear(f"Topic {n}", EXCHANGES, conversation_id=f"conv-{n}") for n in range(40)
     ]
     path = write_json(tmp_path / "c.json", conversations)
-    monkeypatch.setattr(imports, "PAIRS_PER_ROUND", 20)  # many rounds in flight
+    monkeypatch.setattr(import_conversations, "PAIRS_PER_ROUND", 20)  # many rounds in flight
 
     _run(user, path)  # inline (small file)
-    monkeypatch.setattr(imports, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(imports, "PARALLEL_WORKERS", 2)
+    monkeypatch.setattr(import_conversations, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(import_conversations, "PARALLEL_WORKERS", 2)
     job = _run(other_user, path)
 
     assert job.files.get().chunks_written == 120
@@ -378,8 +377,8 @@ def test_large_files_of_one_job_share_one_worker_pool(
         started[-1]._max_workers = 2
         return started[-1]
 
-    monkeypatch.setattr(imports, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(imports, "_worker_pool", pool)
+    monkeypatch.setattr(import_conversations, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(import_conversations, "_worker_pool", pool)
     first = write_json(tmp_path / "a.json", [chatgpt_linear("A", EXCHANGES)])
     second = write_json(tmp_path / "b.json", [chatgpt_linear("B", EXCHANGES[:2])])
 
@@ -400,13 +399,13 @@ def test_a_broken_worker_pool_falls_back_to_inline_import(
         _max_workers = 1
 
         def submit(self, *args, **kwargs):
-            raise imports.BrokenProcessPool("worker killed")
+            raise BrokenProcessPool("worker killed")
 
         def shutdown(self, **kwargs):
             pass
 
-    monkeypatch.setattr(imports, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(imports, "_worker_pool", lambda: BrokenPool())
+    monkeypatch.setattr(import_conversations, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(import_conversations, "_worker_pool", lambda: BrokenPool())
     path = write_json(tmp_path / "c.json", [chatgpt_linear("A", EXCHANGES)])
 
     job = _run(user, path)
@@ -429,9 +428,9 @@ def test_verification_flags_a_stored_chunk_that_no_longer_parses(
 
     if pooled:
         with ThreadPoolExecutor(max_workers=2) as pool:
-            report = imports.import_job_verify(job=job, pool=pool)
+            report = verification.import_job_verify(job=job, pool=pool)
     else:
-        report = imports.import_job_verify(job=job)
+        report = verification.import_job_verify(job=job)
 
     assert report["ok"] is False
     assert report["unparseable"] == [broken.chunk_id]
@@ -448,7 +447,7 @@ def test_an_abandoned_running_job_is_resumed_but_a_live_one_is_left_alone(
     assert import_job_run(job_id=job.id).status == "running"  # another worker has it
     assert _chunks(user).count() == 0
 
-    stale = timezone.now() - imports.STALE_AFTER - timedelta(minutes=1)
+    stale = timezone.now() - jobs.STALE_AFTER - timedelta(minutes=1)
     ImportJob.objects.filter(id=job.id).update(heartbeat_at=stale)
     resumed = import_job_run(job_id=job.id)
 

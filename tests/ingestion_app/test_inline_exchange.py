@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from pgvector.django import CosineDistance
 
-from ingestion_app.chunking import FRONTMATTER_FIELDS
+from ingestion_app.chunking.markdown import FRONTMATTER_FIELDS
 from ingestion_app.models import MemoryItem
 from ingestion_app.services.inline import exchange_index
 from memory_site.providers import get_embedder

@@ -7,17 +7,18 @@ from datetime import UTC, datetime
 import pytest
 import yaml
 
-from ingestion_app.chunking import (
-    FRONTMATTER_FIELDS,
+from ingestion_app.chunking.conversations import (
     MAX_CHUNK_WORDS,
-    ChunkingOptions,
     chunk_conversation,
-    chunk_document,
+    pair_key,
+    redact_conversation,
+)
+from ingestion_app.chunking.documents import ChunkingOptions, chunk_document
+from ingestion_app.chunking.markdown import (
+    FRONTMATTER_FIELDS,
     chunk_filename,
     chunk_markdown,
-    pair_key,
     parse_markdown,
-    redact_conversation,
 )
 from ingestion_app.parsers.base import Conversation, TurnPair
 

@@ -9,7 +9,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from ingestion_app.models import ImportFile, ImportJob
-from ingestion_app.services.imports import import_job_create, import_summary_lines
+from ingestion_app.services.imports.jobs import import_job_create
+from ingestion_app.services.imports.verification import import_summary_lines
 from memory_site.errors import InvalidInput
 from privacy_app.selectors import browse_target
 from privacy_app.services.access_log import access_log_record

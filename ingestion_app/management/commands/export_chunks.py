@@ -14,7 +14,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from ingestion_app.services.imports import chunks_export
+from ingestion_app.services.imports.verification import chunks_export
 
 
 class Command(BaseCommand):

@@ -14,12 +14,9 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from ingestion_app.models import ImportFile, ImportJob
-from ingestion_app.services.imports import (
-    ImportProgress,
-    import_job_create_from_paths,
-    import_job_run,
-    import_summary_lines,
-)
+from ingestion_app.services.imports.conversations import ImportProgress
+from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
+from ingestion_app.services.imports.verification import import_summary_lines
 from memory_site.errors import InvalidInput
 
 

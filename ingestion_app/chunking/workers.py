@@ -1,0 +1,57 @@
+"""The importer's worker processes: redact, plan and describe rounds off the main process."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Sequence
+
+from ingestion_app.chunking.conversations import (
+    Chunk,
+    describe_locally,
+    plan_chunks,
+    redact_conversation,
+)
+from ingestion_app.parsers.base import Conversation
+from memory_site.tokens import count_tokens
+
+# Cyclic-GC generation thresholds in the importer's worker processes (CPython's are 700, 10, 10).
+WORKER_GC_THRESHOLDS = (20_000, 20, 100)
+
+
+def prepare_worker_init() -> None:
+    """Set up a worker process of the importer's pool before it runs ``prepare_conversations``.
+
+    A worker allocates thousands of short-lived containers per round while the summarizer's
+    caches hold many long-lived ones; with CPython's default thresholds the cyclic garbage
+    collector rescans those every 700 allocations, which cost about a third of the worker's
+    CPU. The modules loaded so far (and the token encoding, loaded here) are frozen out of
+    collection and collections run less often; reference counting still frees everything
+    the worker drops, so memory stays flat.
+    """
+    count_tokens("warm up")
+    gc.freeze()
+    gc.set_threshold(*WORKER_GC_THRESHOLDS)
+
+
+def prepare_conversations(
+    work: Sequence[tuple[Conversation, frozenset[str]]],
+    *,
+    namespace: str,
+    describe: bool = True,
+) -> list[tuple[Conversation, list[Chunk]]]:
+    """Redact, plan and (locally) describe the new chunks of each (conversation, covered keys).
+
+    Pure CPU work with no database access, so the importer can run it in worker processes
+    while the main process parses and stores; returns (redacted conversation, chunks) in the
+    order given. With ``describe=False`` headers and topics are left for the caller (LLM).
+    """
+    prepared: list[tuple[Conversation, list[Chunk]]] = []
+    for conversation, covered in work:
+        redacted = redact_conversation(conversation)
+        chunks = plan_chunks(redacted, namespace=namespace, skip_pair_keys=covered)
+        if describe:
+            describe_locally(chunks, redacted)
+        for chunk in chunks:
+            chunk.token_count = count_tokens(chunk.exchange_markdown())
+        prepared.append((redacted, chunks))
+    return prepared

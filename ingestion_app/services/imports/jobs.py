@@ -1,0 +1,281 @@
+"""Import jobs: creating them (uploads or local paths), claiming and running them."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import logging
+import shutil
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
+from django.db.models import F, Prefetch, Q
+from django.utils import timezone
+from django_q.tasks import async_task
+
+from ingestion_app.models import ImportFile, ImportJob
+from ingestion_app.services.imports.archives import job_dir
+from ingestion_app.services.imports.conversations import (
+    ImportProgress,
+    JobWorkers,
+    import_file_process,
+)
+from ingestion_app.services.imports.verification import import_job_summary
+from memory_site.errors import InvalidInput, NotFound
+from memory_site.task_paths import IMPORT_TASK
+
+logger = logging.getLogger(__name__)
+
+
+# A job whose worker has not reported for this long is considered abandoned and can be resumed.
+STALE_AFTER = timedelta(minutes=10)
+# Large exports take longer than the default task timeout.
+TASK_TIMEOUT_SECONDS = 6 * 3600
+# Cyclic-GC generation thresholds while a job runs (CPython's defaults are 700, 10, 10).
+IMPORT_GC_THRESHOLDS = (20_000, 20, 100)
+
+
+# --------------------------------------------------------------------------------------------
+# Creating jobs
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _safe_name(name: str) -> str:
+    base = Path(name or "upload").name.strip() or "upload"
+    return base[:255]
+
+
+def import_job_create(
+    *,
+    user,
+    uploads: Sequence[UploadedFile],
+    app_id: str | None = None,
+    project_id: str = "",
+    agent_id: str = "external",
+    origin: str = ImportJob.Origin.API,
+) -> ImportJob:
+    """Store the uploaded files with their manifest rows and queue the import.
+
+    Files are written to disk chunk by chunk while their SHA-256 is computed, so a large export
+    is never held in memory. The task is queued only after the transaction commits. Raises
+    InvalidInput when no file is given.
+    """
+    if not uploads:
+        raise InvalidInput("Attach one or more files in the 'files' field.", field="files")
+    job = ImportJob(
+        user=user,
+        app_id=app_id or settings.MNEMO_DEFAULT_APP_ID,
+        project_id=project_id or "",
+        agent_id=agent_id or "external",
+        origin=origin,
+    )
+    directory = job_dir(job)
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        with transaction.atomic():
+            job.upload_dir = str(directory)
+            job.save()
+            rows = []
+            for position, upload in enumerate(uploads):
+                target = directory / f"{position:04d}.upload"
+                digest = hashlib.sha256()
+                size = 0
+                with open(target, "wb") as out:
+                    for block in upload.chunks():
+                        digest.update(block)
+                        size += len(block)
+                        out.write(block)
+                rows.append(
+                    ImportFile(
+                        job=job,
+                        user=user,
+                        position=position,
+                        name=_safe_name(upload.name),
+                        path=str(target),
+                        size_bytes=size,
+                        content_hash=digest.hexdigest(),
+                    )
+                )
+            ImportFile.objects.bulk_create(rows)
+            transaction.on_commit(lambda: import_job_enqueue(job_id=job.id))
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    return job
+
+
+def import_job_enqueue(*, job_id) -> None:
+    """Queue the import task (django-q2); in tests and MNEMO_TASKS_SYNC it runs inline."""
+    async_task(IMPORT_TASK, str(job_id), timeout=TASK_TIMEOUT_SECONDS)
+
+
+def import_job_create_from_paths(
+    *,
+    user,
+    paths: Sequence[Path | str],
+    app_id: str | None = None,
+    project_id: str = "",
+    agent_id: str = "external",
+) -> ImportJob:
+    """A job over local files and folders (read in place, never copied or modified).
+
+    Folders are walked recursively in name order; hidden files are ignored. Raises
+    InvalidInput for a path that does not exist or when nothing is found.
+    """
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if not path.exists():
+            raise InvalidInput(f"{path} does not exist.", field="paths")
+        if path.is_dir():
+            files.extend(
+                p
+                for p in sorted(path.rglob("*"))
+                if p.is_file()
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            )
+        else:
+            files.append(path)
+    if not files:
+        raise InvalidInput("No files found.", field="paths")
+    with transaction.atomic():
+        job = ImportJob.objects.create(
+            user=user,
+            app_id=app_id or settings.MNEMO_DEFAULT_APP_ID,
+            project_id=project_id or "",
+            agent_id=agent_id or "external",
+            origin=ImportJob.Origin.CLI,
+        )
+        job.upload_dir = str(job_dir(job))  # only archives are extracted there
+        job.save(update_fields=["upload_dir"])
+        ImportFile.objects.bulk_create(
+            ImportFile(
+                job=job,
+                user=user,
+                position=position,
+                name=path.name,
+                path=str(path.resolve()),
+                size_bytes=path.stat().st_size,
+            )
+            for position, path in enumerate(files)
+        )
+    return job
+
+
+def import_job_get_for_user(*, user, import_id) -> ImportJob:
+    """The caller's import job with its files; another user's job is NotFound (404)."""
+    job = (
+        ImportJob.objects.filter(user=user, id=import_id)
+        .prefetch_related(Prefetch("files", queryset=ImportFile.objects.order_by("position", "id")))
+        .first()
+    )
+    if job is None:
+        raise NotFound(f"Import {import_id} not found.", code="import_not_found")
+    return job
+
+
+# --------------------------------------------------------------------------------------------
+# Running a job
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def import_job_claim(*, job_id) -> bool:
+    """Mark the job running if it is queued or abandoned; False if another worker has it."""
+    now = timezone.now()
+    claimed = (
+        ImportJob.objects.filter(id=job_id)
+        .filter(
+            Q(status=ImportJob.Status.QUEUED)
+            | Q(status=ImportJob.Status.RUNNING, heartbeat_at__lt=now - STALE_AFTER)
+        )
+        .update(
+            status=ImportJob.Status.RUNNING,
+            heartbeat_at=now,
+            attempts=F("attempts") + 1,
+        )
+    )
+    if claimed:
+        ImportJob.objects.filter(id=job_id, started_at__isnull=True).update(started_at=now)
+    return bool(claimed)
+
+
+def import_job_run(
+    *, job_id, progress: ImportProgress | None = None, embed: bool = True
+) -> ImportJob:
+    """Process every pending file of the job, then verify and summarize. Idempotent.
+
+    A job already done, or running in another worker, is returned unchanged. Unexpected
+    errors outside a single file mark the job failed (files already imported stay imported).
+    ``embed=False`` stores chunks without vectors (backfill with ``manage.py reembed
+    --only-missing``), for very large imports on slow machines.
+    """
+    progress = progress or ImportProgress()
+    if not import_job_claim(job_id=job_id):
+        return ImportJob.objects.get(id=job_id)
+    job = ImportJob.objects.select_related("user").get(id=job_id)
+    started = time.monotonic()
+    with _fewer_gc_passes():
+        _import_job_files(job=job, progress=progress, embed=embed, started=started)
+    if job.upload_dir:
+        shutil.rmtree(job.upload_dir, ignore_errors=True)
+    return job
+
+
+@contextmanager
+def _fewer_gc_passes() -> Iterator[None]:
+    """Run the cyclic garbage collector less often while a job runs (restored after).
+
+    An import allocates model instances, parsed messages and row values by the hundred
+    thousand; with CPython's default thresholds the collector rescans every long-lived object
+    of the process (Django, caches) again and again. Reference counting frees all of it anyway.
+    """
+    previous = gc.get_threshold()
+    gc.set_threshold(*IMPORT_GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
+
+
+def _import_job_files(
+    *, job: ImportJob, progress: ImportProgress, embed: bool, started: float
+) -> None:
+    """The body of ``import_job_run``: every pending file, then the summary and status."""
+    workers = JobWorkers()
+    try:
+        while True:
+            import_file = (
+                job.files.filter(status=ImportFile.Status.PENDING)
+                .order_by("position", "id")
+                .first()
+            )
+            if import_file is None:
+                break
+            import_file_process(
+                import_file=import_file, job=job, progress=progress, embed=embed, workers=workers
+            )
+            ImportJob.objects.filter(id=job.id).update(heartbeat_at=timezone.now())
+        job.summary = import_job_summary(
+            job=job, duration_seconds=time.monotonic() - started, pool=workers.started
+        )
+        job.status = ImportJob.Status.DONE
+        job.error = ""
+    except Exception as exc:  # the job record must say what happened
+        logger.exception("import job %s failed", job.id)
+        job.status = ImportJob.Status.FAILED
+        job.error = f"{type(exc).__name__}: {exc}"
+        job.summary = import_job_summary(job=job, duration_seconds=time.monotonic() - started)
+    finally:
+        workers.discard()
+    job.finished_at = timezone.now()
+    job.save(update_fields=["status", "error", "summary", "finished_at"])
