@@ -14,7 +14,6 @@ it computes, deterministically and for free.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
 from collections.abc import Sequence
@@ -40,7 +39,7 @@ from memory_site.text.keywords import title as local_title
 from memory_site.text.summaries import fold_summaries, summarize
 from memory_site.tokens import count_tokens
 from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag
-from sessions_app.services.usage import usage_record
+from sessions_app.services.usage import usage_record_json
 
 logger = logging.getLogger(__name__)
 
@@ -192,17 +191,15 @@ def transcript_digest(
         {"role": "system", "content": DIGEST_INSTRUCTIONS},
         {"role": "user", "content": _transcript(turns, max_tokens=MAX_TRANSCRIPT_TOKENS)},
     ]
-    data = llm.chat_json(messages, schema=DIGEST_SCHEMA, schema_name="session_digest")
-    # chat_json reports no usage; the counts are exact cl100k counts of what was exchanged.
-    usage_record(
+    result = llm.chat_json(messages, schema=DIGEST_SCHEMA, schema_name="session_digest")
+    usage_record_json(
         user=user,
         session=session,
-        model=llm.model,
         kind="summary",
-        tokens_in=sum(count_tokens(message["content"]) for message in messages),
-        tokens_out=count_tokens(json.dumps(data, ensure_ascii=False)),
+        result=result,
         app_id=session.app_id if session else None,
     )
+    data = result.data
     raw_points = data.get("points")
     points = (
         [p for p in (_clean_point(p) for p in raw_points or []) if p]

@@ -40,7 +40,7 @@ from memory_site.text.keywords import tags
 from memory_site.tokens import count_tokens
 from sessions_app.models import ChatSession, Message
 from sessions_app.selectors import session_get_for_user, session_messages
-from sessions_app.services.usage import usage_record
+from sessions_app.services.usage import usage_record_json
 
 logger = logging.getLogger(__name__)
 
@@ -343,19 +343,10 @@ def _transcript_windows(messages: list[Message]) -> list[tuple[str, list[int]]]:
 def _chat_json_with_usage(
     llm, *, user, session, prompt: list[dict], schema: dict, name: str
 ) -> dict:
-    """One structured call, with a usage row. chat_json does not report token usage, so the
-    row carries exact cl100k counts of what was sent and received (an estimate for non-OpenAI
-    tokenizers)."""
-    payload = llm.chat_json(prompt, schema=schema, schema_name=name)
-    usage_record(
-        user=user,
-        session=session,
-        kind="facts",
-        model=llm.model,
-        tokens_in=sum(count_tokens(m["content"]) for m in prompt),
-        tokens_out=count_tokens(json.dumps(payload)),
-    )
-    return payload
+    """One structured call, with its usage row (counted by the provider)."""
+    result = llm.chat_json(prompt, schema=schema, schema_name=name)
+    usage_record_json(user=user, session=session, kind="facts", result=result)
+    return result.data
 
 
 def _distill_with_llm(llm, *, user, session: ChatSession, messages: list[Message]) -> list[_Fact]:

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
-import json
 import logging
-import re
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -28,8 +26,6 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from ingestion_app.chunking.conversations import (
-    HEADER_ASSISTANT_CHARS,
-    HEADER_USER_CHARS,
     Chunk,
     local_header,
     local_tags,
@@ -38,14 +34,15 @@ from ingestion_app.chunking.markdown import build_frontmatter, conversation_key,
 from ingestion_app.models import MemoryItem
 from ingestion_app.parsers.base import Conversation, TurnPair
 from ingestion_app.parsers.detect import LOCAL_MARKDOWN
+from ingestion_app.services.headers import header_messages, headers_ask, headers_offline
 from ingestion_app.services.pending_items import PendingItem, pending_items_store
 from memory_site.providers import get_embedder, get_llm
-from memory_site.providers.base import LLM, ProviderError
+from memory_site.providers.base import LLM, ProviderError, prompt_tokens
 from memory_site.redaction import redact
 from memory_site.task_paths import BACKFILL_TASK
 from memory_site.tokens import count_tokens
 from sessions_app.models import ChatSession, Message
-from sessions_app.services.usage import usage_record
+from sessions_app.services.usage import usage_record, usage_record_json
 
 logger = logging.getLogger(__name__)
 
@@ -61,24 +58,6 @@ class HeaderStatus:
     LLM = "llm"  # written by the model
     PENDING = "pending"  # local placeholder; the model's header is being backfilled
 
-
-HEADER_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "header": {"type": "string"},
-        "topics": {"type": "array", "items": {"type": "string"}},
-    },
-    "required": ["header", "topics"],
-    "additionalProperties": False,
-}
-
-HEADER_INSTRUCTIONS = (
-    "Generate a 2-4 sentence contextual header for the exchange below: what it is about, what "
-    "the user was trying to accomplish, and any relevant prior context. It will be read by a "
-    "model that sees this exchange out of context, so be specific (never 'a conversation about "
-    "AI'). Also provide 1-3 topic tags as short descriptive phrases. Answer with JSON: "
-    '"header" (string) and "topics" (array of strings).'
-)
 
 # Header calls run here so the request can stop waiting; a few threads are plenty because a
 # call that outlives its budget is abandoned, and queued calls past the budget are cancelled.
@@ -134,7 +113,7 @@ def exchange_prepare(*, message: Message) -> PendingItem | None:
     status = HeaderStatus.LOCAL
     llm = get_llm()
     header = ""
-    if not llm.is_local:
+    if not headers_offline(llm):
         described = _header_within_budget(
             llm=llm, chunk=chunk, conversation=conversation, exchange=exchange
         )
@@ -299,89 +278,36 @@ def _chunk_store(
 # --------------------------------------------------------------------------------------------
 
 
-def _header_messages(*, chunk: Chunk, conversation: Conversation, prior: list[str]) -> list[dict]:
-    lines = []
-    if conversation.title:
-        lines.append(f"Conversation title: {conversation.title}")
-    if chunk.timestamp:
-        lines.append(f"Date: {chunk.timestamp.date().isoformat()}")
-    if prior:
-        lines.append("Earlier user prompts: " + " | ".join(p.strip()[:200] for p in prior[-3:]))
-    lines.append(f"User: {chunk.user_text[:HEADER_USER_CHARS]}")
-    lines.append(f"Assistant: {chunk.assistant_text[:HEADER_ASSISTANT_CHARS]}")
-    return [
-        {"role": "system", "content": HEADER_INSTRUCTIONS},
-        {"role": "user", "content": "\n\n".join(lines)},
-    ]
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-def _clean_header(header: object) -> str:
-    if not isinstance(header, str):
-        return ""
-    header = re.sub(r"\s+", " ", header).strip()
-    sentences = _SENTENCE_END.split(header)
-    return redact(" ".join(sentences[:4])[:800])
-
-
-def _clean_topics(topics: object) -> list[str]:
-    if not isinstance(topics, list):
-        return []
-    cleaned: list[str] = []
-    for topic in topics:
-        if not isinstance(topic, str):
-            continue
-        tag = re.sub(r"[^\w]+", "-", topic.lower()).strip("-_")[:40].strip("-")
-        if len(tag) >= 2 and tag not in cleaned:
-            cleaned.append(tag)
-    return cleaned[:3]
-
-
-def _ask_header(llm: LLM, messages: list[dict]) -> tuple[str, list[str], dict]:
-    data = llm.chat_json(messages, schema=HEADER_SCHEMA, schema_name="contextual_header")
-    header = _clean_header(data.get("header"))
-    if not header:
-        raise ProviderError("the model returned no header")
-    return header, _clean_topics(data.get("topics")), data
-
-
-def _record_header_usage(
-    *, session: ChatSession, llm: LLM, messages: list[dict], data: dict | None
-) -> None:
-    # chat_json reports no usage; counts are exact cl100k counts of what was exchanged, and an
-    # abandoned call is recorded with its input (it was sent and is billed) and no output.
-    usage_record(
-        user=session.user,
-        session=session,
-        model=llm.model,
-        kind="header",
-        tokens_in=sum(count_tokens(message["content"]) for message in messages),
-        tokens_out=count_tokens(json.dumps(data, ensure_ascii=False)) if data else 0,
-    )
-
-
 def _header_within_budget(
     *, llm: LLM, chunk: Chunk, conversation: Conversation, exchange: Exchange
 ) -> tuple[str, list[str]] | None:
     """The model's (header, topics) if it answers within the budget, else None."""
-    messages = _header_messages(
-        chunk=chunk, conversation=conversation, prior=exchange.prior_prompts
-    )
-    future = _HEADER_POOL.submit(_ask_header, llm, messages)
+    session = exchange.session
+    messages = header_messages([(chunk, conversation)])
+    future = _HEADER_POOL.submit(headers_ask, llm, messages, count=1)
     try:
-        header, topics, data = future.result(timeout=settings.MNEMO_INLINE_HEADER_BUDGET_SECONDS)
+        answers = future.result(timeout=settings.MNEMO_INLINE_HEADER_BUDGET_SECONDS)
     except concurrent.futures.TimeoutError:
         if not future.cancel():
-            _record_header_usage(session=exchange.session, llm=llm, messages=messages, data=None)
+            # An abandoned call is recorded with its input (it was sent and is billed).
+            usage_record(
+                user=session.user,
+                session=session,
+                model=llm.model,
+                kind="header",
+                tokens_in=prompt_tokens(messages),
+                tokens_out=0,
+            )
         logger.info("header for %s not ready within budget; placeholder stored", chunk.chunk_id)
         return None
     except ProviderError as exc:
         logger.warning("header for %s failed (%s); placeholder stored", chunk.chunk_id, exc)
         return None
-    _record_header_usage(session=exchange.session, llm=llm, messages=messages, data=data)
-    return header, topics
+    usage_record_json(user=session.user, session=session, kind="header", result=answers.result)
+    answer = answers.by_index.get(0)
+    if answer is None:
+        logger.warning("header for %s: the model gave none; placeholder stored", chunk.chunk_id)
+    return answer
 
 
 # --------------------------------------------------------------------------------------------
@@ -402,6 +328,30 @@ def _exchange_texts(item: MemoryItem) -> tuple[str, str]:
     body = item.content.removeprefix("**User:**\n")
     user_text, _, reply = body.partition("\n\n**Assistant:**\n")
     return user_text, reply
+
+
+def _backfill_chunk(item: MemoryItem, *, user_text: str, reply: str) -> tuple[Chunk, Conversation]:
+    """The header generator's view of a stored chunk (its text, title, platform and date)."""
+    metadata = item.metadata
+    pair = TurnPair(
+        index=int(metadata.get("pair_number") or 1),
+        user_text=user_text,
+        assistant_text=reply,
+        user_at=item.occurred_at,
+    )
+    conversation = Conversation(
+        platform=metadata.get("source_platform") or PLATFORM,
+        format=LOCAL_MARKDOWN,
+        conversation_id=str(metadata.get("session_id") or ""),
+        source_file=metadata.get("source_file") or "",
+        title=metadata.get("conversation_title") or None,
+        pairs=[pair],
+    )
+    turn_range = metadata.get("turn_range") or str(pair.index)
+    chunk = Chunk(
+        chunk_id=item.chunk_id or "", conversation_key="", pairs=[pair], turn_range=turn_range
+    )
+    return chunk, conversation
 
 
 def chunk_header_backfill(*, memory_item_id: int) -> str:
@@ -429,34 +379,26 @@ def chunk_header_backfill(*, memory_item_id: int) -> str:
     if status == HeaderStatus.PENDING:
         new_status = HeaderStatus.LOCAL
         llm = get_llm()
-        if not llm.is_local:
-            title = item.metadata.get("conversation_title") or ""
-            lines = [f"Conversation title: {title}"] if title else []
-            lines += [
-                f"User: {user_text[:HEADER_USER_CHARS]}",
-                f"Assistant: {reply[:HEADER_ASSISTANT_CHARS]}",
-            ]
-            messages = [
-                {"role": "system", "content": HEADER_INSTRUCTIONS},
-                {"role": "user", "content": "\n\n".join(lines)},
-            ]
+        if not headers_offline(llm):
+            chunk, conversation = _backfill_chunk(item, user_text=user_text, reply=reply)
             try:
-                header, model_topics, data = _ask_header(llm, messages)
+                answers = headers_ask(llm, header_messages([(chunk, conversation)]), count=1)
             except ProviderError as exc:
                 logger.warning("header backfill of chunk %s failed: %s", item.id, exc)
             else:
-                topics = model_topics or topics
-                new_status = HeaderStatus.LLM
-                session = item.chat_session
-                usage_record(
+                usage_record_json(
                     user=item.user,
-                    session=session,
-                    model=llm.model,
+                    session=item.chat_session,
                     kind="header",
-                    tokens_in=sum(count_tokens(m["content"]) for m in messages),
-                    tokens_out=count_tokens(json.dumps(data, ensure_ascii=False)),
+                    result=answers.result,
                     app_id=item.app_id,
                 )
+                if 0 in answers.by_index:
+                    header, model_topics = answers.by_index[0]
+                    topics = model_topics or topics
+                    new_status = HeaderStatus.LLM
+                else:
+                    logger.warning("header backfill of chunk %s: the model gave none", item.id)
     embedding_text = f"{header}\n\n{user_text}".strip()
     embedding = get_embedder().embed([embedding_text])[0]
     metadata = {**item.metadata, "header_status": new_status, "topics": topics}

@@ -8,7 +8,14 @@ from functools import lru_cache
 
 from django.conf import settings
 
-from memory_site.providers.base import LLM, ChatResult, Embedder, ProviderError, StreamChunk
+from memory_site.providers.base import (
+    LLM,
+    ChatResult,
+    Embedder,
+    JsonResult,
+    ProviderError,
+    StreamChunk,
+)
 from memory_site.providers.local import LocalEmbedder, LocalLLM
 from memory_site.providers.openai_provider import OpenAIEmbedder, OpenAILLM, make_client
 
@@ -16,6 +23,7 @@ __all__ = [
     "LLM",
     "ChatResult",
     "Embedder",
+    "JsonResult",
     "ProviderError",
     "StreamChunk",
     "get_embedder",

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from memory_site.tokens import count_tokens
 
 
 class ProviderError(Exception):
@@ -18,6 +21,34 @@ class ChatResult:
     tokens_in: int = 0
     tokens_out: int = 0
     response_id: str = ""
+
+
+@dataclass
+class JsonResult:
+    """A structured answer and what it cost: the one place a JSON call's tokens are counted.
+
+    Counts are exact cl100k counts of what was sent and received (an estimate for other
+    tokenizers), so every usage row of a structured call is computed the same way.
+    """
+
+    data: dict
+    model: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+def prompt_tokens(messages: Sequence[dict]) -> int:
+    """Tokens of the messages sent (also billed for a call whose answer is abandoned)."""
+    return sum(count_tokens(message.get("content") or "") for message in messages)
+
+
+def json_result(messages: Sequence[dict], data: dict, *, model: str) -> JsonResult:
+    return JsonResult(
+        data=data,
+        model=model,
+        tokens_in=prompt_tokens(messages),
+        tokens_out=count_tokens(json.dumps(data, ensure_ascii=False)) if data else 0,
+    )
 
 
 @dataclass
@@ -42,7 +73,7 @@ class LLM(Protocol):
 
     def chat_json(
         self, messages: list[dict], *, schema: dict, schema_name: str, model: str | None = None
-    ) -> dict: ...
+    ) -> JsonResult: ...
 
 
 class Embedder(Protocol):

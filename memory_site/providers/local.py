@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from memory_site.providers.base import ChatResult, ProviderError, StreamChunk
+from memory_site.providers.base import ChatResult, JsonResult, ProviderError, StreamChunk
 from memory_site.tokens import count_tokens
 
 NO_MODEL_NOTICE = (
@@ -158,5 +158,5 @@ class LocalLLM:
             yield StreamChunk(text=piece if start == 0 else " " + piece)
         yield StreamChunk(result=result)
 
-    def chat_json(self, messages, *, schema, schema_name, model=None) -> dict:
+    def chat_json(self, messages, *, schema, schema_name, model=None) -> JsonResult:
         raise ProviderError("no LLM is configured; use the local summarizer/extractor instead")

@@ -7,7 +7,13 @@ from collections.abc import Iterator, Sequence
 
 import openai
 
-from memory_site.providers.base import ChatResult, ProviderError, StreamChunk
+from memory_site.providers.base import (
+    ChatResult,
+    JsonResult,
+    ProviderError,
+    StreamChunk,
+    json_result,
+)
 
 
 def make_client(*, api_key: str, base_url: str, timeout: float, max_retries: int) -> openai.OpenAI:
@@ -81,8 +87,12 @@ class OpenAILLM:
 
     def chat_json(
         self, messages, *, schema: dict, schema_name: str, model: str | None = None
-    ) -> dict:
-        """Structured output: a JSON schema where the server supports it, else JSON mode."""
+    ) -> JsonResult:
+        """Structured output: a JSON schema where the server supports it, else JSON mode.
+
+        Returns the parsed object with its usage (see ``JsonResult``). Raises ProviderError
+        for a failed call or an answer that is not a JSON object.
+        """
         if self.json_mode == "json_schema":
             response_format = {
                 "type": "json_schema",
@@ -103,7 +113,7 @@ class OpenAILLM:
             raise ProviderError(f"LLM returned invalid JSON: {result[:200]!r}") from exc
         if not isinstance(parsed, dict):
             raise ProviderError("LLM returned JSON that is not an object")
-        return parsed
+        return json_result(messages, parsed, model=model or self.model)
 
 
 class OpenAIEmbedder:

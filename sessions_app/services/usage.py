@@ -6,6 +6,7 @@ from decimal import Decimal
 
 from django.conf import settings
 
+from memory_site.providers.base import JsonResult
 from sessions_app.models import ChatSession, UsageLog
 
 
@@ -37,4 +38,24 @@ def usage_record(
         tokens_in=tokens_in,
         tokens_out=tokens_out,
         cost_usd=usage_cost_usd(model=model, tokens_in=tokens_in, tokens_out=tokens_out),
+    )
+
+
+def usage_record_json(
+    *,
+    user,
+    result: JsonResult,
+    kind: str,
+    session: ChatSession | None = None,
+    app_id: str | None = None,
+) -> UsageLog:
+    """The usage row of one structured model call, with the counts its provider returned."""
+    return usage_record(
+        user=user,
+        model=result.model,
+        tokens_in=result.tokens_in,
+        tokens_out=result.tokens_out,
+        session=session,
+        kind=kind,
+        app_id=app_id,
     )

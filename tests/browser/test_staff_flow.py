@@ -40,8 +40,9 @@ def model_json(body: dict) -> dict:
         return {"facts": [{"text": FACT, "source_message_ids": ids[:1]}]}
     if name == "memory_decisions":
         return {"decisions": []}
-    if name == "contextual_header":
-        return {"header": "The user asks how to choose and brew genmaicha tea.", "topics": ["tea"]}
+    if name == "chunk_headers":
+        header = "The user asks how to choose and brew genmaicha tea."
+        return {"chunks": [{"index": 0, "header": header, "topics": ["tea"]}]}
     if name == "session_digest":
         return {"points": ["The user loves genmaicha tea from Kyoto."], "title": "Genmaicha tea"}
     return {}

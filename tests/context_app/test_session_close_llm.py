@@ -35,7 +35,9 @@ def digest_responder(body):
             ],
             "title": '"Sourdough Starter Troubleshooting."',
         }
-    return {"header": "A sourdough baking exchange.", "topics": ["sourdough"]}
+    return {
+        "chunks": [{"index": 0, "header": "A sourdough baking exchange.", "topics": ["sourdough"]}]
+    }
 
 
 @pytest.fixture

@@ -33,7 +33,15 @@ MODEL_HEADER = (
 
 
 def header_responder(body):
-    return {"header": MODEL_HEADER, "topics": ["Brisket Smoking", "barbecue timing", "x" * 80, 7]}
+    return {
+        "chunks": [
+            {
+                "index": 0,
+                "header": MODEL_HEADER,
+                "topics": ["Brisket Smoking", "barbecue timing", "x" * 80, 7],
+            }
+        ]
+    }
 
 
 def cosine(a, b) -> float:

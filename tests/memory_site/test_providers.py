@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 from memory_site.providers import ProviderError, get_embedder, get_llm
 from memory_site.providers.local import LocalEmbedder
+from memory_site.tokens import count_tokens
 
 
 def test_openai_chat_and_stream(fake_openai):
@@ -33,7 +35,7 @@ def test_openai_chat_and_stream(fake_openai):
 
 def test_openai_json_output(fake_openai):
     fake_openai.json_responder = lambda body: {"facts": ["Alice lives in Paris."]}
-    data = get_llm().chat_json(
+    result = get_llm().chat_json(
         [{"role": "user", "content": "extract"}],
         schema={
             "type": "object",
@@ -43,7 +45,10 @@ def test_openai_json_output(fake_openai):
         },
         schema_name="facts",
     )
-    assert data == {"facts": ["Alice lives in Paris."]}
+    assert result.data == {"facts": ["Alice lives in Paris."]}
+    assert result.model == "gpt-4o-mini"
+    assert result.tokens_in == count_tokens("extract")
+    assert result.tokens_out == count_tokens(json.dumps(result.data))
     assert fake_openai.bodies("/chat/completions")[-1]["response_format"]["type"] == "json_schema"
 
 

@@ -21,14 +21,14 @@ the same export again writes nothing.
 
 Modules, in the order a job runs through them: ``jobs`` (create, claim, run), ``archives``
 (zip members), ``conversations`` (one file, the worker pool), ``writer`` (one round of
-conversations into chunks), ``headers``, ``store`` (embed + COPY), ``verification`` (verify,
-summary, Markdown export). The names below are the package's public interface.
+conversations into chunks; headers come from ``ingestion_app.services.headers``), ``store``
+(embed + COPY), ``verification`` (verify, summary, Markdown export). The names below are the
+package's public interface.
 """
 
 from __future__ import annotations
 
 from ingestion_app.services.imports.conversations import ImportProgress, import_file_process
-from ingestion_app.services.imports.headers import describe_chunks
 from ingestion_app.services.imports.jobs import (
     import_job_claim,
     import_job_create,
@@ -48,7 +48,6 @@ from ingestion_app.services.imports.verification import (
 __all__ = [
     "ImportProgress",
     "chunks_export",
-    "describe_chunks",
     "embed_items",
     "import_file_process",
     "import_job_claim",

@@ -18,7 +18,7 @@ from ingestion_app.parsers import (
     Conversation,
     TurnPair,
 )
-from ingestion_app.services.imports.headers import describe_chunks
+from ingestion_app.services.headers import chunks_describe, headers_offline
 from ingestion_app.services.imports.store import embed_items, memory_items_copy
 from memory_site.providers import get_embedder, get_llm
 from memory_site.tokens import count_tokens
@@ -65,7 +65,7 @@ class ChunkWriter:
         if not work:
             return
         args = ([(c, covered) for c, covered in work],)
-        options = {"namespace": self.namespace, "describe": bool(self.llm.is_local)}
+        options = {"namespace": self.namespace, "describe": headers_offline(self.llm)}
         if self.pool is None:
             self._store([c for c, _ in work], rows, prepare_conversations(*args, **options))
             return
@@ -161,12 +161,10 @@ class ChunkWriter:
         }
         for row in rows:
             row.title = (titles.get(row.conversation_key) or "")[:500]
-        if not self.llm.is_local:
-            describe_chunks(
-                [(chunk, redacted) for chunk, redacted, _ in planned],
-                llm=self.llm,
-                user=self.job.user,
-            )
+        # Offline the workers described the chunks already; this fills only what is missing.
+        chunks_describe(
+            [(chunk, redacted) for chunk, redacted, _ in planned], llm=self.llm, user=self.job.user
+        )
         self._resolve_collisions([chunk for chunk, _, _ in planned])
         # The raw pairs by index, once per conversation (not once per chunk: long
         # conversations have hundreds of chunks).
