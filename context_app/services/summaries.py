@@ -30,8 +30,8 @@ from django_q.models import Schedule
 from context_app.models import UserChatSummary
 from ingestion_app.models import MemoryItem
 from memory_site.db_locks import advisory_transaction_lock, advisory_try_lock
-from memory_site.providers import get_embedder, get_llm
-from memory_site.providers.base import ProviderError
+from memory_site.providers import get_embedder, model_or_offline
+from memory_site.providers.base import LLM, ProviderError
 from memory_site.redaction import redact
 from memory_site.task_paths import SESSION_CLOSE_TASK
 from memory_site.text.keywords import keywords
@@ -183,10 +183,34 @@ def transcript_digest(
     user_texts = [text for role, text in turns if role == Message.Role.USER]
     if not turns:
         return Digest(summary="", model="")
-    llm = get_llm()
-    if llm.is_local:
+
+    def offline() -> Digest:
         title = clean_title(None, fallback_texts=user_texts) if want_title else ""
         return Digest(summary=summarize(turns, max_chars=max_chars), model="local", title=title)
+
+    return model_or_offline(
+        lambda llm: _digest_with_llm(
+            llm,
+            turns=turns,
+            max_chars=max_chars,
+            user=user,
+            session=session,
+            want_title=want_title,
+        ),
+        offline,
+    )
+
+
+def _digest_with_llm(
+    llm: LLM,
+    *,
+    turns: list[tuple[str, str]],
+    max_chars: int,
+    user,
+    session: ChatSession | None,
+    want_title: bool,
+) -> Digest:
+    user_texts = [text for role, text in turns if role == Message.Role.USER]
     messages = [
         {"role": "system", "content": DIGEST_INSTRUCTIONS},
         {"role": "user", "content": _transcript(turns, max_tokens=MAX_TRANSCRIPT_TOKENS)},

@@ -8,7 +8,7 @@ redoes exactly the same messages.
 Two ways to distill:
 - With an LLM: structured JSON output, first the facts of the transcript, then one ADD /
   UPDATE / NOOP decision per new fact against its nearest stored facts.
-- Offline (`llm.is_local`): ``memory_site.text.facts.extract_facts` per user message, and the
+- Offline (no LLM configured): `memory_site.text.facts.extract_facts` per user message, and the
   documented `memory_site.text.fact_updates.is_update` rule against the nearest stored facts.
 In both, a fact whose cosine similarity to a stored fact (or to one already taken in this
 commit) reaches MNEMO_FACT_DUPLICATE_SIMILARITY is skipped as a duplicate before any decision.
@@ -32,7 +32,7 @@ from ingestion_app.models import FactHistory, MemoryCommitLog, MemoryItem
 from ingestion_app.selectors import facts_nearest_many, memory_get_for_user, session_project_id
 from memory_site.db_locks import advisory_transaction_lock
 from memory_site.errors import UpstreamError
-from memory_site.providers import ProviderError, get_embedder, get_llm
+from memory_site.providers import ProviderError, get_embedder, get_llm, model_or_offline
 from memory_site.redaction import redact
 from memory_site.text.fact_updates import is_update
 from memory_site.text.facts import extract_facts
@@ -209,18 +209,20 @@ def memory_commit(
                     toast_level="info",
                     toast_message="No new messages since the last commit: nothing new to commit.",
                 )
-            if llm.is_local:
-                facts = _distill_offline(messages)
-            else:
-                facts = _distill_with_llm(llm, user=user, session=session, messages=messages)
+            facts = model_or_offline(
+                lambda llm: _distill_with_llm(llm, user=user, session=session, messages=messages),
+                lambda: _distill_offline(messages),
+                llm=llm,
+            )
             stage = "embedding model"
             _embed(facts)
             stage = "language model"
             kept, duplicates = _drop_duplicates(user=user, facts=facts)
-            if llm.is_local:
-                decisions = _decide_offline(kept)
-            else:
-                decisions = _decide_with_llm(llm, user=user, session=session, facts=kept)
+            decisions = model_or_offline(
+                lambda llm: _decide_with_llm(llm, user=user, session=session, facts=kept),
+                lambda: _decide_offline(kept),
+                llm=llm,
+            )
             committed, updated, noops = _apply(
                 user=user,
                 session=session,

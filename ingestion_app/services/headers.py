@@ -24,7 +24,7 @@ from ingestion_app.chunking.conversations import (
     describe_locally,
 )
 from ingestion_app.parsers.base import Conversation
-from memory_site.providers import LLM, JsonResult, ProviderError, get_llm
+from memory_site.providers import LLM, JsonResult, ProviderError, model_or_offline
 from memory_site.redaction import redact
 from sessions_app.services.usage import usage_record_json
 
@@ -154,11 +154,6 @@ def headers_ask(llm: LLM, messages: list[dict], *, count: int) -> HeaderAnswers:
     return HeaderAnswers(by_index=by_index, result=result)
 
 
-def headers_offline(llm: LLM) -> bool:
-    """True when headers come from the local summarizer only (no model is configured)."""
-    return bool(getattr(llm, "is_local", True))
-
-
 def chunks_describe(
     items: list[tuple[Chunk, Conversation]], *, llm: LLM | None = None, user=None
 ) -> None:
@@ -169,13 +164,20 @@ def chunks_describe(
     the whole call; any chunk the model fails on (error, missing or malformed entry) gets the
     local header or tags, so a caller never fails on headers.
     """
-    llm = llm or get_llm()
-    if not items:
-        return
-    if headers_offline(llm):
-        for chunk, conversation in items:
-            describe_locally([chunk], conversation)
-        return
+    if items:
+        model_or_offline(
+            lambda llm: _describe_with_model(llm, items, user=user),
+            lambda: _describe_offline(items),
+            llm=llm,
+        )
+
+
+def _describe_offline(items: list[tuple[Chunk, Conversation]]) -> None:
+    for chunk, conversation in items:
+        describe_locally([chunk], conversation)
+
+
+def _describe_with_model(llm: LLM, items: list[tuple[Chunk, Conversation]], *, user) -> None:
     batches = [items[i : i + HEADER_BATCH_SIZE] for i in range(0, len(items), HEADER_BATCH_SIZE)]
     with ThreadPoolExecutor(max_workers=HEADER_CONCURRENCY) as pool:
         answers = list(pool.map(lambda batch: _batch_ask(llm, batch), batches))

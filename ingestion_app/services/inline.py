@@ -34,9 +34,9 @@ from ingestion_app.chunking.markdown import build_frontmatter, conversation_key,
 from ingestion_app.models import MemoryItem
 from ingestion_app.parsers.base import Conversation, TurnPair
 from ingestion_app.parsers.detect import LOCAL_MARKDOWN
-from ingestion_app.services.headers import header_messages, headers_ask, headers_offline
+from ingestion_app.services.headers import header_messages, headers_ask
 from ingestion_app.services.pending_items import PendingItem, pending_items_store
-from memory_site.providers import get_embedder, get_llm
+from memory_site.providers import get_embedder, model_or_offline
 from memory_site.providers.base import LLM, ProviderError, prompt_tokens
 from memory_site.redaction import redact
 from memory_site.task_paths import BACKFILL_TASK
@@ -110,18 +110,17 @@ def exchange_prepare(*, message: Message) -> PendingItem | None:
         return PendingItem(existing=existing)
 
     topics = local_tags(chunk, conversation)
-    status = HeaderStatus.LOCAL
-    llm = get_llm()
     header = ""
-    if not headers_offline(llm):
+
+    def from_model(llm: LLM) -> tuple[tuple[str, list[str]] | None, str]:
         described = _header_within_budget(
             llm=llm, chunk=chunk, conversation=conversation, exchange=exchange
         )
-        if described is not None:
-            header, topics = described[0], described[1] or topics
-            status = HeaderStatus.LLM
-        else:
-            status = HeaderStatus.PENDING
+        return described, HeaderStatus.PENDING if described is None else HeaderStatus.LLM
+
+    described, status = model_or_offline(from_model, lambda: (None, HeaderStatus.LOCAL))
+    if described is not None:
+        header, topics = described[0], described[1] or topics
     if not header:
         header = local_header(chunk, conversation, topics)
     chunk.header, chunk.topics = header, topics
@@ -354,6 +353,29 @@ def _backfill_chunk(item: MemoryItem, *, user_text: str, reply: str) -> tuple[Ch
     return chunk, conversation
 
 
+def _backfill_header(
+    llm: LLM, item: MemoryItem, *, user_text: str, reply: str
+) -> tuple[str, list[str]] | None:
+    """The model's (header, topics) for a stored chunk, with its usage row; None on failure."""
+    chunk, conversation = _backfill_chunk(item, user_text=user_text, reply=reply)
+    try:
+        answers = headers_ask(llm, header_messages([(chunk, conversation)]), count=1)
+    except ProviderError as exc:
+        logger.warning("header backfill of chunk %s failed: %s", item.id, exc)
+        return None
+    usage_record_json(
+        user=item.user,
+        session=item.chat_session,
+        kind="header",
+        result=answers.result,
+        app_id=item.app_id,
+    )
+    answer = answers.by_index.get(0)
+    if answer is None:
+        logger.warning("header backfill of chunk %s: the model gave none", item.id)
+    return answer
+
+
 def chunk_header_backfill(*, memory_item_id: int) -> str:
     """Replace a chunk's placeholder header with the model's and embed header + user prompt.
 
@@ -378,27 +400,13 @@ def chunk_header_backfill(*, memory_item_id: int) -> str:
     new_status = status
     if status == HeaderStatus.PENDING:
         new_status = HeaderStatus.LOCAL
-        llm = get_llm()
-        if not headers_offline(llm):
-            chunk, conversation = _backfill_chunk(item, user_text=user_text, reply=reply)
-            try:
-                answers = headers_ask(llm, header_messages([(chunk, conversation)]), count=1)
-            except ProviderError as exc:
-                logger.warning("header backfill of chunk %s failed: %s", item.id, exc)
-            else:
-                usage_record_json(
-                    user=item.user,
-                    session=item.chat_session,
-                    kind="header",
-                    result=answers.result,
-                    app_id=item.app_id,
-                )
-                if 0 in answers.by_index:
-                    header, model_topics = answers.by_index[0]
-                    topics = model_topics or topics
-                    new_status = HeaderStatus.LLM
-                else:
-                    logger.warning("header backfill of chunk %s: the model gave none", item.id)
+        answer = model_or_offline(
+            lambda llm: _backfill_header(llm, item, user_text=user_text, reply=reply),
+            lambda: None,
+        )
+        if answer is not None:
+            header, topics = answer[0], answer[1] or topics
+            new_status = HeaderStatus.LLM
     embedding_text = f"{header}\n\n{user_text}".strip()
     embedding = get_embedder().embed([embedding_text])[0]
     metadata = {**item.metadata, "header_status": new_status, "topics": topics}

@@ -4,7 +4,9 @@ a loopback server) and clients are cached per configuration."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
+from typing import TypeVar
 
 from django.conf import settings
 
@@ -28,7 +30,10 @@ __all__ = [
     "StreamChunk",
     "get_embedder",
     "get_llm",
+    "model_or_offline",
 ]
+
+T = TypeVar("T")
 
 
 @lru_cache(maxsize=8)
@@ -83,3 +88,15 @@ def get_embedder() -> Embedder:
 
 def embed_one(text: str) -> list[float]:
     return get_embedder().embed([text])[0]
+
+
+def model_or_offline(
+    model: Callable[[LLM], T], offline: Callable[[], T], *, llm: LLM | None = None
+) -> T:
+    """``model(llm)`` with a configured LLM, else ``offline()`` (the local algorithm).
+
+    The one place a service's model-or-offline choice is made, so services do not test
+    ``is_local`` themselves. ``llm`` defaults to ``get_llm()``.
+    """
+    llm = llm or get_llm()
+    return offline() if llm.is_local else model(llm)

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from memory_site.providers import ProviderError, get_embedder, get_llm
+from memory_site.providers import ProviderError, get_embedder, get_llm, model_or_offline
 from memory_site.providers.local import LocalEmbedder
 from memory_site.tokens import count_tokens
 
@@ -143,3 +143,12 @@ def test_local_embedder_serves_concurrent_callers():
     assert len(results) == 36
     for index, vectors in enumerate(results):
         assert np.allclose(vectors, expected[index % 12], atol=1e-4)
+
+
+def test_model_or_offline_runs_the_offline_algorithm_without_a_model(settings):
+    settings.LLM_PROVIDER = "local"
+    assert model_or_offline(lambda llm: "model", lambda: "offline") == "offline"
+
+
+def test_model_or_offline_hands_the_configured_model_to_the_model_path(fake_openai):
+    assert model_or_offline(lambda llm: llm.model, lambda: "offline") == "gpt-4o-mini"

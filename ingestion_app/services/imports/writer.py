@@ -18,7 +18,7 @@ from ingestion_app.parsers import (
     Conversation,
     TurnPair,
 )
-from ingestion_app.services.headers import chunks_describe, headers_offline
+from ingestion_app.services.headers import chunks_describe
 from ingestion_app.services.imports.store import embed_items, memory_items_copy
 from memory_site.providers import get_embedder, get_llm
 from memory_site.tokens import count_tokens
@@ -65,7 +65,8 @@ class ChunkWriter:
         if not work:
             return
         args = ([(c, covered) for c, covered in work],)
-        options = {"namespace": self.namespace, "describe": headers_offline(self.llm)}
+        # Offline the workers write the local headers too; a model's are asked for in _store.
+        options = {"namespace": self.namespace, "describe": self.llm.is_local}
         if self.pool is None:
             self._store([c for c, _ in work], rows, prepare_conversations(*args, **options))
             return
