@@ -9,10 +9,10 @@ import pytest
 
 from ingestion_app.models import MemoryItem
 from ingestion_app.services.headers import HEADER_SCHEMA_NAME
-from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
 from sessions_app.models import UsageLog
 from tests.factories import add_message, open_session
 from tests.ingestion_app.export_builders import chatgpt_linear, write_json
+from tests.ingestion_app.imports.helpers import import_chunks, run_import
 
 pytestmark = pytest.mark.django_db
 
@@ -49,7 +49,7 @@ def test_an_imported_chunk_gets_the_models_header_redacted_with_clean_topics(
     exchanges = [("How long should a brisket rest?", "At least an hour, wrapped.")]
     path = write_json(tmp_path / "c.json", [chatgpt_linear("Brisket", exchanges)])
 
-    job = import_job_run(job_id=import_job_create_from_paths(user=user, paths=[path]).id)
+    job = run_import(user, path)
 
     chunk = MemoryItem.objects.get(user=user, source=MemoryItem.Source.CHUNK)
     assert_redacted_and_clean(chunk)
@@ -74,3 +74,36 @@ def test_a_live_exchange_gets_the_same_redacted_header_and_clean_topics(user, fa
     body = fake_openai.bodies("/chat/completions")[-1]
     sent = json.loads(body["messages"][1]["content"])["chunks"]
     assert [entry["user"] for entry in sent] == ["How long should a brisket rest?"]
+
+
+def test_llm_headers_are_batched_and_fall_back_to_local_per_chunk(
+    user, tmp_path, fake_openai_embeddings, upload_dir
+):
+    exchanges = [(f"Question {n} about Dutch VAT rule {n}?", f"Answer {n}.") for n in range(1, 11)]
+
+    def responder(body):
+        payload = json.loads(body["messages"][1]["content"])
+        entries = [
+            {
+                "index": item["index"],
+                "header": f"Exchange about VAT rule {item['turns']} on {item['platform']}. "
+                "The user asked how the rule applies.",
+                "topics": ["Dutch VAT", "tax rules"],
+            }
+            for item in payload["chunks"]
+            if item["turns"] != "3"  # the model forgets one chunk
+        ]
+        return {"chunks": entries}
+
+    fake_openai_embeddings.json_responder = responder
+    path = write_json(tmp_path / "c.json", [chatgpt_linear("VAT", exchanges)])
+
+    run_import(user, path)
+
+    chat_calls = fake_openai_embeddings.bodies("/chat/completions")
+    assert len(chat_calls) == 2  # 10 chunks in batches of 8
+    chunks = {c.metadata["turn_range"]: c for c in import_chunks(user)}
+    assert chunks["1"].header.startswith("Exchange about VAT rule 1 on chatgpt.")
+    assert chunks["1"].topics == ["dutch-vat", "tax-rules"]
+    assert chunks["3"].header.startswith("ChatGPT conversation")  # local fallback
+    assert chunks["3"].topics

@@ -1,0 +1,152 @@
+"""Import jobs: per-file outcomes, atomic failure, run once, resume, concurrent imports."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from ingestion_app.models import ImportedConversation, ImportFile, ImportJob
+from ingestion_app.services.imports import jobs
+from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
+from tests.ingestion_app.export_builders import (
+    chatgpt_linear,
+    claude_conversation,
+    write_json,
+)
+from tests.ingestion_app.imports.helpers import EXCHANGES, import_chunks, run_import
+
+pytestmark = pytest.mark.django_db
+
+
+def test_one_broken_file_leaves_no_chunks_and_does_not_stop_the_others(
+    user, tmp_path, fake_embedder, upload_dir
+):
+    good = write_json(tmp_path / "a-good.json", [chatgpt_linear("Good", EXCHANGES)])
+    data = json.dumps([chatgpt_linear(f"Broken {n}", EXCHANGES) for n in range(30)])
+    broken = tmp_path / "b-broken.json"
+    broken.write_text(data[: len(data) // 2 + 7])  # many complete conversations, then cut
+    other = write_json(
+        tmp_path / "c-claude.json",
+        [
+            claude_conversation(
+                "C", [("human", "hi there, what is DNS?"), ("assistant", "A name system.")]
+            )
+        ],
+    )
+
+    job = run_import(user, good, broken, other)
+
+    by_name = {f.name: f for f in job.files.all()}
+    assert by_name["a-good.json"].status == "imported"
+    assert by_name["c-claude.json"].status == "imported"
+    failed = by_name["b-broken.json"]
+    assert failed.status == "failed" and "truncated or invalid JSON" in failed.error
+    assert failed.chunks_written == 0 and failed.chunk_ids == []
+    titles = set(import_chunks(user).values_list("metadata__conversation_title", flat=True))
+    assert not any(str(t).startswith("Broken") for t in titles)
+    assert not ImportedConversation.objects.filter(title__startswith="Broken").exists()
+    assert job.status == "done"
+    assert job.summary["errors"]["count"] == 1
+    assert job.summary["errors"]["files"][0]["name"] == "b-broken.json"
+    assert "re-export" in job.summary["errors"]["files"][0]["recovery"]
+
+
+def test_unrecognized_files_are_skipped_with_the_reason(user, tmp_path, fake_embedder, upload_dir):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("shopping list: milk, eggs")
+
+    job = run_import(user, notes)
+
+    [manifest] = job.files.all()
+    assert (manifest.status, manifest.error) == ("skipped", "unrecognized format")
+    assert job.summary["files_skipped"]["files"] == [
+        {"name": "notes.txt", "reason": "unrecognized format"}
+    ]
+
+
+def test_a_non_empty_file_with_no_turn_pairs_is_flagged(user, tmp_path, fake_embedder, upload_dir):
+    blank = claude_conversation("Blank", [("human", ""), ("assistant", "")])
+    path = write_json(tmp_path / "conversations.json", [blank])
+
+    job = run_import(user, path)
+
+    [manifest] = job.files.all()
+    assert manifest.status == "failed"
+    assert manifest.error.startswith("no turn pairs found")
+
+
+def test_job_runs_once_even_if_delivered_twice(user, tmp_path, fake_embedder, upload_dir):
+    path = write_json(tmp_path / "c.json", [chatgpt_linear("A", EXCHANGES)])
+    job = import_job_create_from_paths(user=user, paths=[path])
+
+    first = import_job_run(job_id=job.id)
+    second = import_job_run(job_id=job.id)
+
+    assert first.status == second.status == "done"
+    assert import_chunks(user).count() == 3
+    assert ImportFile.objects.filter(job=job).count() == 1
+
+
+def test_embedder_failure_fails_the_file_atomically(user, tmp_path, fake_embedder, upload_dir):
+    fake_embedder.fail_count = 100
+    path = write_json(tmp_path / "c.json", [chatgpt_linear("A", EXCHANGES)])
+
+    job = run_import(user, path)
+
+    [manifest] = job.files.all()
+    assert manifest.status == "failed" and "model provider failed" in manifest.error
+    assert import_chunks(user).count() == 0
+    assert not ImportedConversation.objects.filter(user=user).exists()
+    assert "recoverable" in job.summary["errors"]["files"][0]["recovery"]
+
+
+def test_an_abandoned_running_job_is_resumed_but_a_live_one_is_left_alone(
+    user, tmp_path, fake_embedder, upload_dir
+):
+    path = write_json(tmp_path / "c.json", [chatgpt_linear("A", EXCHANGES)])
+    job = import_job_create_from_paths(user=user, paths=[path])
+    ImportJob.objects.filter(id=job.id).update(status="running", heartbeat_at=timezone.now())
+
+    assert import_job_run(job_id=job.id).status == "running"  # another worker has it
+    assert import_chunks(user).count() == 0
+
+    stale = timezone.now() - jobs.STALE_AFTER - timedelta(minutes=1)
+    ImportJob.objects.filter(id=job.id).update(heartbeat_at=stale)
+    resumed = import_job_run(job_id=job.id)
+
+    assert resumed.status == "done" and resumed.attempts == 1
+    assert import_chunks(user).count() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_imports_of_the_same_export_store_it_once(
+    user, tmp_path, fake_embedder, upload_dir
+):
+    conversations = [chatgpt_linear(f"T{n}", EXCHANGES, conversation_id=f"c{n}") for n in range(5)]
+    first = write_json(tmp_path / "first.json", conversations)
+    second = tmp_path / "second.json"  # same conversations, different bytes: no hash shortcut
+    second.write_text(json.dumps(conversations, indent=1))
+    jobs = [import_job_create_from_paths(user=user, paths=[p]) for p in (first, second)]
+    results = {}
+
+    def run(job_id):
+        try:
+            results[job_id] = import_job_run(job_id=job_id)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(job.id,)) for job in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+
+    files = [results[job.id].files.get() for job in jobs]
+    assert sorted(f.status for f in files) == ["imported", "imported"]
+    assert sorted(f.chunks_written for f in files) == [0, 15]
+    assert import_chunks(user).count() == 15
