@@ -83,3 +83,35 @@ class JSONObjectField(serializers.JSONField):
         if len(json.dumps(data)) > self.max_bytes:
             self.fail("too_large", max=self.max_bytes)
         return data
+
+
+class FieldAliasMixin:
+    """Accept older names for fields: `field_aliases = {"chat_session_id": "session_id"}`.
+
+    The alias is moved to the field's name before validation; sending both with different
+    values is a 400 naming the alias.
+    """
+
+    field_aliases: dict[str, str] = {}
+
+    def to_internal_value(self, data):
+        used = {}
+        if isinstance(data, dict) or hasattr(data, "dict"):
+            data = data.dict() if hasattr(data, "dict") else dict(data)
+            for alias, name in self.field_aliases.items():
+                if alias not in data:
+                    continue
+                value = data.pop(alias)
+                if name in data and data[name] != value:
+                    raise serializers.ValidationError(
+                        {alias: f"An alias of {name}; send one of them."}
+                    )
+                data[name] = value
+                used[name] = alias
+        try:
+            return super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if used and isinstance(exc.detail, dict):
+                # Errors name the field as the client sent it.
+                exc.detail = {used.get(key, key): value for key, value in exc.detail.items()}
+            raise

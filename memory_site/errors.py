@@ -6,9 +6,12 @@ subclasses; DRF and Django exceptions are translated here so views never build e
 
 from __future__ import annotations
 
+import sys
+
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
-from django.http import Http404, JsonResponse
+from django.db import InterfaceError, OperationalError
+from django.http import Http404, HttpResponse, JsonResponse
 from django.views.defaults import page_not_found, server_error
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -56,6 +59,14 @@ class UpstreamError(DomainError):
 class ServiceUnavailable(DomainError):
     status_code = 503
     code = "service_unavailable"
+
+
+# The database refused or lost the connection: a 503 the client may retry, never a 500.
+# Django closes a connection that failed at the end of the request, so the next request
+# reconnects by itself once the database is back.
+DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
+RETRY_AFTER_SECONDS = 5
+DATABASE_UNAVAILABLE_MESSAGE = "The database is unavailable; retry shortly."
 
 
 def error_body(code: str, message: str, field: str | None = None) -> dict:
@@ -106,6 +117,12 @@ _DRF_CODES = {
 
 def api_exception_handler(exc, context):
     """DRF EXCEPTION_HANDLER: map every failure to the error envelope with the right status."""
+    if isinstance(exc, DATABASE_UNAVAILABLE):
+        response = Response(
+            error_body("database_unavailable", DATABASE_UNAVAILABLE_MESSAGE), status=503
+        )
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
     if isinstance(exc, DomainError):
         return Response(error_body(exc.code, exc.message, exc.field), status=exc.status_code)
     if isinstance(exc, Http404):
@@ -147,7 +164,20 @@ def json_404(request, exception=None):
 
 
 def json_500(request):
-    """JSON for API paths, Django's page for the web UI."""
+    """JSON for API paths, Django's page for the web UI; a 503 when the database is down.
+
+    Django calls this inside its `except` block, so the failure is in `sys.exc_info()`; it
+    covers what DRF's handler never sees (middleware, web pages, session lookups).
+    """
+    if isinstance(sys.exc_info()[1], DATABASE_UNAVAILABLE):
+        if request.path.startswith("/api/"):
+            response = error_response(503, "database_unavailable", DATABASE_UNAVAILABLE_MESSAGE)
+        else:
+            response = HttpResponse(
+                DATABASE_UNAVAILABLE_MESSAGE, status=503, content_type="text/plain"
+            )
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
     if request.path.startswith("/api/"):
         return error_response(500, "server_error", "Internal server error.")
     return server_error(request)

@@ -14,6 +14,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memory_site.errors import RETRY_AFTER_SECONDS
+
 
 def _database_ok() -> tuple[bool, bool]:
     try:
@@ -66,4 +68,7 @@ class HealthApi(APIView):
             "vector": "ok" if vector else "missing",
             "worker": _worker_state(),
         }
-        return Response(body, status=200 if database and vector else 503)
+        response = Response(body, status=200 if database and vector else 503)
+        if response.status_code == 503:
+            response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response

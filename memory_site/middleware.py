@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from memory_site.errors import error_response
+from memory_site.parsers import is_unstorable
 
 
 def body_limit_for(path: str) -> int:
@@ -37,3 +38,85 @@ class BodySizeLimitMiddleware:
                 f"Request body of {length} bytes is over the {limit}-byte limit.",
             )
         return self.get_response(request)
+
+
+# Query parameters each API read accepts, by URL name; any other is a 400 naming it, so a
+# misspelt filter never silently widens a listing. tests/memory_site/test_request_guards.py
+# checks this table against the OpenAPI schema.
+PAGINATION = ("page", "page_size")
+QUERY_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "chat-sessions": ("app_id", *PAGINATION),
+    "memories": (
+        "project_id",
+        "source",
+        "role",
+        "session_id",
+        "chat_session_id",
+        "app_id",
+        "q",
+        "include_message_items",
+        *PAGINATION,
+    ),
+    "memory-stats": ("app_id",),
+    "summaries-context": ("app_id",),
+    "usage": ("since", "until"),
+}
+# Pages outside the versioned API take their own parameters (the schema's ?format=, ?lang=).
+UNCHECKED_QUERY_URL_NAMES = {"schema", "api-docs"}
+
+
+class RequestGuardMiddleware:
+    """One place for the checks every endpoint needs before a view runs.
+
+    - A NUL character or lone surrogate in the path, a query parameter or a header is a 400
+      `invalid_characters` naming it (PostgreSQL cannot store either; unchecked they reach a
+      query and fail as a 500). Bodies are checked by memory_site.parsers.
+    - A GET on the API with a query parameter the endpoint does not take is a 400
+      `unknown_parameter` naming it.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        problem = self._invalid_characters(request)
+        if problem:
+            return error_response(
+                400,
+                "invalid_characters",
+                f"{problem}: must not contain NUL characters or lone surrogates.",
+                problem,
+            )
+        return self.get_response(request)
+
+    @staticmethod
+    def _invalid_characters(request) -> str | None:
+        if is_unstorable(request.path):
+            return "path"
+        for key, values in request.GET.lists():
+            if is_unstorable(key):
+                return "query"
+            if any(is_unstorable(value) for value in values):
+                return key
+        for name, value in request.META.items():
+            if name.startswith("HTTP_") and isinstance(value, str) and is_unstorable(value):
+                return name[5:].replace("_", "-").title()
+        return None
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        if request.method not in ("GET", "HEAD") or not request.path.startswith("/api/"):
+            return None
+        url_name = request.resolver_match.url_name if request.resolver_match else None
+        if url_name in UNCHECKED_QUERY_URL_NAMES:
+            return None
+        allowed = QUERY_PARAMETERS.get(url_name, ())
+        unknown = sorted(set(request.GET) - set(allowed))
+        if not unknown:
+            return None
+        takes = f"; this endpoint takes {', '.join(allowed)}" if allowed else ""
+        return error_response(
+            400,
+            "unknown_parameter",
+            f"Unknown query parameter {unknown[0]!r}{takes}.",
+            unknown[0],
+        )

@@ -13,7 +13,7 @@ import re
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
@@ -75,12 +75,9 @@ class ChatStreamInput(serializers.Serializer):
         return value
 
 
-class JSONErrorsNegotiation(BaseContentNegotiation):
+class JSONErrorsNegotiation(DefaultContentNegotiation):
     """Errors raised before the stream starts are JSON, whatever the client's Accept says
-    (an SSE client sends `Accept: text/event-stream`)."""
-
-    def select_parser(self, request, parsers):
-        return parsers[0] if parsers else None
+    (an SSE client sends `Accept: text/event-stream`); the body must be JSON (else 415)."""
 
     def select_renderer(self, request, renderers, format_suffix=None):
         renderer = JSONRenderer()

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from context_app.selectors import MODES, SOURCES, SearchFilters, memory_search, memory_stats
 from memory_site.api_fields import (
+    FieldAliasMixin,
     StrictCharField,
     StrictFloatField,
     StrictIntegerField,
@@ -62,10 +63,13 @@ class IsoDateTimeField(serializers.DateTimeField):
         return super().to_internal_value(value)
 
 
-class SearchFiltersInput(StrictKeysMixin, serializers.Serializer):
+class SearchFiltersInput(FieldAliasMixin, StrictKeysMixin, serializers.Serializer):
+    field_aliases = {"chat_session_id": "session_id"}
+
     project_id = StrictCharField(required=False, max_length=128)
     agent_id = StrictCharField(required=False, max_length=128)
-    chat_session_id = StrictUUIDField(required=False)
+    session_id = StrictUUIDField(required=False)
+    chat_session_id = StrictUUIDField(required=False, help_text="Alias of `session_id`.")
     topics = serializers.ListField(
         child=StrictCharField(max_length=64), required=False, max_length=20
     )
@@ -90,7 +94,7 @@ class SearchHitOutput(serializers.Serializer):
 
 
 class MemorySearchApi(APIView):
-    class InputSerializer(StrictKeysMixin, serializers.Serializer):
+    class MemorySearchInput(StrictKeysMixin, serializers.Serializer):
         query = StrictCharField(max_length=4000, trim_whitespace=True)
         top_k = StrictIntegerField(required=False, default=10, min_value=1, max_value=MAX_TOP_K)
         max_tokens = StrictIntegerField(required=False, default=4000, min_value=1)
@@ -105,7 +109,7 @@ class MemorySearchApi(APIView):
         filters = SearchFiltersInput(required=False)
         app_id = StrictCharField(required=False, default="default", max_length=64)
 
-    class OutputSerializer(serializers.Serializer):
+    class MemorySearchOutput(serializers.Serializer):
         items = SearchHitOutput(many=True)
         total_tokens_used = serializers.IntegerField()
         query_embedding_ms = serializers.FloatField()
@@ -122,12 +126,12 @@ class MemorySearchApi(APIView):
             "keyword mode). A query with quotes or -word only returns items matching them. "
             "502 when the embedding model fails (hybrid and semantic modes)."
         ),
-        request=InputSerializer,
-        responses={200: OutputSerializer},
+        request=MemorySearchInput,
+        responses={200: MemorySearchOutput},
         tags=["memories"],
     )
     def post(self, request):
-        serializer = self.InputSerializer(data=request.data)
+        serializer = self.MemorySearchInput(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         if not data["query"]:
@@ -149,9 +153,7 @@ class MemorySearchApi(APIView):
                     project_id=filter_data.get("project_id"),
                     agent_id=filter_data.get("agent_id"),
                     chat_session_id=(
-                        str(filter_data["chat_session_id"])
-                        if filter_data.get("chat_session_id")
-                        else None
+                        str(filter_data["session_id"]) if filter_data.get("session_id") else None
                     ),
                     topics=list(filter_data.get("topics") or []),
                     since=filter_data.get("since"),
@@ -164,7 +166,7 @@ class MemorySearchApi(APIView):
                 f"The embedding model failed ({exc}); retry, or use mode=keyword.",
                 code="embedding_failed",
             ) from exc
-        return Response(self.OutputSerializer(result).data)
+        return Response(self.MemorySearchOutput(result).data)
 
 
 class MemoryStatsApi(APIView):

@@ -8,12 +8,20 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ingestion_app.services.commit import memory_commit
-from memory_site.api_fields import StrictCharField, StrictUUIDField
+from memory_site.api_fields import FieldAliasMixin, StrictCharField, StrictUUIDField
+from memory_site.errors import NotFound
 
 
 class MemoryCommitApi(APIView):
-    class MemoryCommitInput(serializers.Serializer):
-        chat_session_id = StrictUUIDField()
+    class MemoryCommitInput(FieldAliasMixin, serializers.Serializer):
+        field_aliases = {"chat_session_id": "session_id"}
+
+        session_id = StrictUUIDField(
+            help_text="The chat session to commit; `chat_session_id` is accepted as an alias."
+        )
+        chat_session_id = StrictUUIDField(
+            required=False, write_only=True, help_text="Deprecated alias of `session_id`."
+        )
         rag_session_id = StrictCharField(
             required=False, allow_blank=True, allow_null=True, max_length=128, default=""
         )
@@ -29,7 +37,8 @@ class MemoryCommitApi(APIView):
         previous_content = serializers.CharField(allow_blank=True)
 
     class MemoryCommitOutput(serializers.Serializer):
-        chat_session_id = serializers.UUIDField()
+        session_id = serializers.UUIDField(source="chat_session_id")
+        chat_session_id = serializers.UUIDField(help_text="The same as `session_id`.")
         project_id = serializers.CharField(allow_blank=True)
         messages_read = serializers.IntegerField()
         facts_committed = serializers.IntegerField()
@@ -62,9 +71,13 @@ class MemoryCommitApi(APIView):
         serializer = self.MemoryCommitInput(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        result = memory_commit(
-            user=request.user,
-            chat_session_id=data["chat_session_id"],
-            rag_session_id=data.get("rag_session_id") or "",
-        )
+        try:
+            result = memory_commit(
+                user=request.user,
+                chat_session_id=data["session_id"],
+                rag_session_id=data.get("rag_session_id") or "",
+            )
+        except NotFound as exc:
+            exc.field = "chat_session_id" if "chat_session_id" in request.data else "session_id"
+            raise
         return Response(self.MemoryCommitOutput(result).data)

@@ -6,7 +6,6 @@ import json
 
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -15,6 +14,7 @@ from ingestion_app.models import MemoryItem
 from ingestion_app.services.documents import document_chunks, document_ingest
 from memory_site.api_fields import JSONObjectField, StrictCharField
 from memory_site.errors import InvalidInput
+from memory_site.parsers import GuardedFormParser, GuardedJSONParser, GuardedMultiPartParser
 
 
 class DocumentChunkOutput(serializers.ModelSerializer):
@@ -54,9 +54,9 @@ class DocumentIngestApi(APIView):
     """POST /api/v1/knowledge/ingest: JSON ``{text, filename?, mime_type?, options?}`` or
     multipart with ``file`` (txt, md, json, html, pdf) and optional ``options`` (JSON)."""
 
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = [GuardedJSONParser, GuardedMultiPartParser, GuardedFormParser]
 
-    class InputSerializer(serializers.Serializer):
+    class DocumentIngestInput(serializers.Serializer):
         text = StrictCharField(required=False, trim_whitespace=False, allow_blank=True)
         file = serializers.FileField(required=False)
         filename = StrictCharField(required=False, allow_blank=True, max_length=500)
@@ -79,7 +79,7 @@ class DocumentIngestApi(APIView):
 
     @extend_schema(
         tags=["knowledge"],
-        request=InputSerializer,
+        request=DocumentIngestInput,
         responses={
             201: inline_serializer(
                 "DocumentIngestOutput",
@@ -97,7 +97,7 @@ class DocumentIngestApi(APIView):
     )
     def post(self, request):
         data = _plain_data(request)
-        serializer = self.InputSerializer(data=data)
+        serializer = self.DocumentIngestInput(data=data)
         serializer.is_valid(raise_exception=True)
         values = serializer.validated_data
         upload = values.pop("file", None)

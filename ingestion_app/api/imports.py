@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ingestion_app.models import ImportFile, ImportJob
 from ingestion_app.services.imports.jobs import import_job_create, import_job_get_for_user
 from memory_site.api_fields import StrictCharField
+from memory_site.parsers import GuardedFormParser, GuardedMultiPartParser
 
 
 class ImportFileOutput(serializers.ModelSerializer):
@@ -53,9 +53,9 @@ class ImportJobOutput(serializers.ModelSerializer):
 class ImportCreateApi(APIView):
     """POST /api/v1/imports: multipart, field ``files`` repeated (exports or zip archives)."""
 
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [GuardedMultiPartParser, GuardedFormParser]
 
-    class InputSerializer(serializers.Serializer):
+    class ImportUploadInput(serializers.Serializer):
         files = serializers.ListField(child=serializers.FileField(), allow_empty=False)
         app_id = StrictCharField(required=False, max_length=64)
         project_id = StrictCharField(required=False, allow_blank=True, max_length=128)
@@ -80,7 +80,7 @@ class ImportCreateApi(APIView):
         data = {key: request.data.get(key) for key in ("app_id", "project_id", "agent_id")}
         data = {key: value for key, value in data.items() if value is not None}
         data["files"] = request.FILES.getlist("files")
-        serializer = self.InputSerializer(data=data)
+        serializer = self.ImportUploadInput(data=data)
         serializer.is_valid(raise_exception=True)
         job = import_job_create(
             user=request.user,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.generics import ListAPIView
@@ -11,14 +12,22 @@ from rest_framework.views import APIView
 from ingestion_app.models import FactHistory, MemoryItem
 from ingestion_app.selectors import memories_for_user, memory_get_for_user, memory_history
 from ingestion_app.services.memories import memory_delete, memory_update
-from memory_site.api_fields import JSONObjectField, StrictCharField, StrictUUIDField
+from memory_site.api_fields import (
+    FieldAliasMixin,
+    JSONObjectField,
+    StrictCharField,
+    StrictUUIDField,
+)
 
 
 class MemoryOutput(serializers.ModelSerializer):
     """A memory as its owner sees it; never the embedding or the encrypted original text."""
 
-    role = serializers.CharField(source="source", read_only=True)
-    chat_session_id = serializers.UUIDField(allow_null=True, read_only=True)
+    role = serializers.CharField(source="source", read_only=True, help_text="Same as `source`.")
+    session_id = serializers.UUIDField(source="chat_session_id", allow_null=True, read_only=True)
+    chat_session_id = serializers.UUIDField(
+        allow_null=True, read_only=True, help_text="Same as `session_id`."
+    )
 
     class Meta:
         model = MemoryItem
@@ -31,6 +40,7 @@ class MemoryOutput(serializers.ModelSerializer):
             "topics",
             "app_id",
             "project_id",
+            "session_id",
             "chat_session_id",
             "rag_session_id",
             "source_message_ids",
@@ -44,10 +54,12 @@ class MemoryOutput(serializers.ModelSerializer):
 class MemoryListApi(ListAPIView):
     serializer_class = MemoryOutput
 
-    class MemoryListFilter(serializers.Serializer):
+    class MemoryListFilter(FieldAliasMixin, serializers.Serializer):
+        field_aliases = {"role": "source", "chat_session_id": "session_id"}
+
         project_id = StrictCharField(required=False, max_length=128)
-        role = serializers.ChoiceField(required=False, choices=MemoryItem.Source.choices)
-        chat_session_id = StrictUUIDField(required=False)
+        source = serializers.ChoiceField(required=False, choices=MemoryItem.Source.choices)
+        session_id = StrictUUIDField(required=False)
         app_id = StrictCharField(required=False, max_length=64)
         q = StrictCharField(required=False, max_length=500)
         include_message_items = serializers.BooleanField(required=False, default=False)
@@ -56,8 +68,17 @@ class MemoryListApi(ListAPIView):
         tags=["memories"],
         parameters=[
             OpenApiParameter("project_id", str),
-            OpenApiParameter("role", str, enum=[c[0] for c in MemoryItem.Source.choices]),
-            OpenApiParameter("chat_session_id", str),
+            OpenApiParameter("source", str, enum=[c[0] for c in MemoryItem.Source.choices]),
+            OpenApiParameter(
+                "role",
+                str,
+                enum=[c[0] for c in MemoryItem.Source.choices],
+                description="Alias of `source`.",
+            ),
+            OpenApiParameter("session_id", OpenApiTypes.UUID),
+            OpenApiParameter(
+                "chat_session_id", OpenApiTypes.UUID, description="Alias of `session_id`."
+            ),
             OpenApiParameter("app_id", str),
             OpenApiParameter("q", str, description="Full-text search (web syntax) over the text."),
             OpenApiParameter(
@@ -78,8 +99,8 @@ class MemoryListApi(ListAPIView):
         return memories_for_user(
             user=self.request.user,
             project_id=data.get("project_id"),
-            source=data.get("role"),
-            chat_session_id=data.get("chat_session_id"),
+            source=data.get("source"),
+            chat_session_id=data.get("session_id"),
             app_id=data.get("app_id"),
             q=(data.get("q") or "").strip() or None,
             include_message_items=data.get("include_message_items", False),

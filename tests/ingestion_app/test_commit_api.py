@@ -146,7 +146,8 @@ def test_unknown_and_foreign_sessions_are_404(api, other_api, user):
 @pytest.mark.parametrize(
     "body, field",
     [
-        ({}, "chat_session_id"),
+        ({}, "session_id"),
+        ({"session_id": "not-a-uuid"}, "session_id"),
         ({"chat_session_id": "not-a-uuid"}, "chat_session_id"),
         ({"chat_session_id": 12}, "chat_session_id"),
         ({"chat_session_id": str(uuid.uuid4()), "rag_session_id": 5}, "rag_session_id"),
@@ -156,6 +157,23 @@ def test_bad_input_is_400_naming_the_field(api, body, field):
     response = api.post("/api/v1/memory/commit", body, format="json")
     assert response.status_code == 400
     assert response.json()["error"]["field"] == field
+
+
+def test_session_id_and_its_alias_chat_session_id_both_commit(api, user):
+    session = open_session(user)
+    first = api.post("/api/v1/memory/commit", {"session_id": str(session.id)}, format="json")
+    again = api.post("/api/v1/memory/commit", {"chat_session_id": str(session.id)}, format="json")
+    assert first.status_code == again.status_code == 200, first.content
+    assert first.json()["session_id"] == first.json()["chat_session_id"] == str(session.id)
+    assert again.json()["session_id"] == str(session.id)
+    both = api.post(
+        "/api/v1/memory/commit",
+        {"session_id": str(session.id), "chat_session_id": str(uuid.uuid4())},
+        format="json",
+    )
+    assert both.status_code == 400 and both.json()["error"]["field"] == "chat_session_id"
+    unknown = api.post("/api/v1/memory/commit", {"session_id": str(uuid.uuid4())}, format="json")
+    assert unknown.status_code == 404 and unknown.json()["error"]["field"] == "session_id"
 
 
 def test_anonymous_commit_is_401(anon_api, user):
