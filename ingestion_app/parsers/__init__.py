@@ -11,6 +11,7 @@ Entry points:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -45,6 +46,7 @@ __all__ = [
     "ZIP",
     "Conversation",
     "ParseError",
+    "SkippedConversation",
     "TurnPair",
     "UnrecognizedFormat",
     "detect_format",
@@ -55,6 +57,7 @@ __all__ = [
 ]
 
 UNRECOGNIZED = "unrecognized format"
+NO_USABLE_TURNS = "no message with text (empty, or only attachments or tool output)"
 
 
 class UnrecognizedFormat(Exception):
@@ -77,18 +80,29 @@ PARSERS: dict[str, Parser] = {
 }
 
 
+@dataclass(frozen=True)
+class SkippedConversation:
+    """A conversation of an export that holds no turn with text, and why it was left out."""
+
+    conversation_id: str
+    title: str | None
+    reason: str = NO_USABLE_TURNS
+
+
 def parse_file(
     path: Path | str,
     *,
     source_file: str | None = None,
     file_format: str | None = None,
     fallback_date: datetime | None = None,
+    skipped: list[SkippedConversation] | None = None,
 ) -> Iterator[Conversation]:
     """Yield the conversations of one export file, lazily (bounded memory for big files).
 
     ``source_file`` is the name recorded in chunk frontmatter (defaults to the file name);
     ``fallback_date`` stands in for missing timestamps (defaults to the file's mtime).
-    Conversations without any turn pair are not yielded. Raises UnrecognizedFormat before
+    Conversations without any turn pair are not yielded; they are appended to ``skipped``
+    (when given) with the reason, so the import can report them. Raises UnrecognizedFormat before
     yielding anything, and ParseError possibly after some conversations were yielded: callers
     that need all-or-nothing must buffer or roll back.
     """
@@ -101,3 +115,5 @@ def parse_file(
     for conversation in PARSERS[file_format](path, source_file=name):
         if conversation.pairs:
             yield fill_timestamps(conversation, fallback)
+        elif skipped is not None:
+            skipped.append(SkippedConversation(conversation.conversation_id, conversation.title))

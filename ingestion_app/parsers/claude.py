@@ -5,10 +5,15 @@ placeholder ("This block is not supported on your current device yet.") when the
 tools or artifacts, so it is only a fallback. The array is not always chronological, so
 messages are sorted by ``created_at``; when ``parent_message_uuid`` links form a tree (edits,
 retries), the displayed branch is the one ending at the current (else the newest) leaf.
+
+Real exports vary: ``content`` and ``attachments`` may be lists, JSON serialised into a string,
+null or missing. A string is decoded when it holds a list of blocks; anything else falls back
+to ``text``, so a message is never lost because its blocks have an unexpected shape.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +24,8 @@ from .base import Conversation, PairBuilder, ParseError, normalize_text, placeho
 from .detect import CLAUDE, first_json_char, open_utf8
 
 ROOT_SENTINEL = "00000000-0000-4000-8000-000000000000"
+# `sender` as Claude.ai writes it; `role` names seen in other tools' Claude exports.
+_SENDERS = {"human": "human", "user": "human", "assistant": "assistant", "claude": "assistant"}
 _PLACEHOLDER_SNIPPETS = ("This block is not supported on your current device yet.",)
 
 
@@ -35,11 +42,11 @@ def parse(path: Path, *, source_file: str) -> Iterator[Conversation]:
 
 
 def conversation_from_dict(raw: dict[str, Any], *, source_file: str) -> Conversation:
-    messages = [m for m in raw.get("chat_messages") or [] if isinstance(m, dict)]
+    messages = [m for m in _as_list(raw.get("chat_messages")) if isinstance(m, dict)]
     builder = PairBuilder()
     for message in displayed_messages(messages, raw.get("current_leaf_message_uuid")):
         at = to_datetime(message.get("created_at"))
-        sender = message.get("sender")
+        sender = _SENDERS.get(str(message.get("sender") or message.get("role") or "").lower())
         text = message_text(message)
         if sender == "human":
             builder.add_user(
@@ -55,8 +62,8 @@ def conversation_from_dict(raw: dict[str, Any], *, source_file: str) -> Conversa
         format=CLAUDE,
         conversation_id=str(raw.get("uuid") or ""),
         source_file=source_file,
-        title=normalize_text(raw.get("name")) or None,
-        model=raw.get("model") or None,
+        title=normalize_text(raw["name"]) or None if isinstance(raw.get("name"), str) else None,
+        model=raw["model"] if isinstance(raw.get("model"), str) and raw["model"] else None,
         created_at=to_datetime(raw.get("created_at")),
     )
     conversation.pairs = builder.finish()
@@ -69,7 +76,7 @@ def displayed_messages(
     """Messages of the branch the user saw, oldest first."""
     ordered = sorted(
         enumerate(messages),
-        key=lambda item: (item[1].get("created_at") or "", item[0]),
+        key=lambda item: (str(item[1].get("created_at") or ""), item[0]),
     )
     ordered_messages = [m for _, m in ordered]
     by_id = {m.get("uuid"): m for m in ordered_messages if m.get("uuid")}
@@ -101,11 +108,24 @@ def displayed_messages(
     return branch
 
 
+def _as_list(value: Any) -> list:
+    """A list field as a list: lists as they are, JSON lists serialised into a string decoded,
+    anything else (null, missing, a plain string, a number) empty."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return []
+    return value if isinstance(value, list) else []
+
+
 def message_text(message: dict[str, Any]) -> str:
-    """Text blocks joined; artifacts kept as fenced code; tool calls, results, thinking dropped."""
-    blocks = message.get("content")
+    """Text blocks joined; artifacts kept as fenced code; tool calls, results, thinking dropped.
+
+    Falls back to the message's ``text`` when the blocks give no text at all."""
+    blocks = _as_list(message.get("content"))
     pieces: list[str] = []
-    if isinstance(blocks, list) and blocks:
+    if blocks:
         for block in blocks:
             if not isinstance(block, dict):
                 continue
@@ -123,8 +143,13 @@ def message_text(message: dict[str, Any]) -> str:
                     pieces.append(f"[artifact: {title}]")
             elif kind == "image":
                 pieces.append(placeholder(block.get("file_name") or "image", "image"))
-    else:
-        pieces.append(str(message.get("text") or ""))
+    if not any(isinstance(p, str) and p.strip() for p in pieces):
+        fallback = message.get("text")
+        if not isinstance(fallback, str) or not fallback.strip():
+            # No `text` either: a plain (not JSON) string `content` is the text itself.
+            content = message.get("content")
+            fallback = content if isinstance(content, str) and not blocks else ""
+        pieces = [fallback]
     text = "\n\n".join(p for p in pieces if p and p.strip())
     for snippet in _PLACEHOLDER_SNIPPETS:
         text = text.replace(f"```\n{snippet}\n```", "").replace(snippet, "")
@@ -133,7 +158,7 @@ def message_text(message: dict[str, Any]) -> str:
 
 def _attachment_names(message: dict[str, Any]) -> list[str]:
     names: list[str] = []
-    for item in (message.get("attachments") or []) + (message.get("files") or []):
+    for item in _as_list(message.get("attachments")) + _as_list(message.get("files")):
         if isinstance(item, dict):
             name = item.get("file_name") or item.get("name") or item.get("file_uuid")
             if name and name not in names:

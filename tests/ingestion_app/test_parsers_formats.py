@@ -7,6 +7,7 @@ import json
 import pytest
 
 from ingestion_app.parsers import (
+    SkippedConversation,
     UnrecognizedFormat,
     detect_format,
     iso_utc,
@@ -110,6 +111,82 @@ def test_claude_attachments_are_named(tmp_path):
 
     prompt = parsed.pairs[0].user_text
     assert "[attachment: report.pdf]" in prompt and "[image: chart.png]" in prompt
+
+
+@pytest.mark.parametrize(
+    "content, attachments",
+    [
+        # Serialised into strings, as some real exports have them.
+        (lambda text: json.dumps([{"type": "text", "text": text}]), "[]"),
+        (lambda text: json.dumps([{"type": "tool_use", "name": "web_search"}]), '[{"x": 1}]'),
+        (lambda text: "not json at all", "also not json"),
+        (lambda text: None, None),
+        (lambda text: [], []),
+        (lambda text: 17, 17),
+    ],
+    ids=["json-strings", "strings-without-text", "plain-strings", "null", "empty", "numbers"],
+)
+def test_claude_content_and_attachments_of_any_shape_fall_back_to_text(
+    tmp_path, content, attachments
+):
+    conversation = claude_conversation(
+        "Odd shapes", [("human", "Which pass for Kyoto?"), ("assistant", "The JR Pass.")]
+    )
+    for message in conversation["chat_messages"]:
+        message["content"] = content(message["text"])
+        message["attachments"] = attachments
+        message["files"] = attachments
+    path = write_json(tmp_path / "c.json", [conversation])
+
+    [parsed] = list(parse_file(path))
+
+    assert [(p.user_text, p.assistant_text) for p in parsed.pairs] == [
+        ("Which pass for Kyoto?", "The JR Pass.")
+    ]
+
+
+def test_claude_missing_content_keys_fall_back_to_text(tmp_path):
+    conversation = claude_conversation("Bare", [("human", "Hello?"), ("assistant", "Hi.")])
+    for message in conversation["chat_messages"]:
+        del message["content"], message["attachments"], message["files"]
+    path = write_json(tmp_path / "c.json", [conversation])
+
+    [parsed] = list(parse_file(path))
+
+    assert [(p.user_text, p.assistant_text) for p in parsed.pairs] == [("Hello?", "Hi.")]
+
+
+def test_claude_plain_string_content_and_role_instead_of_sender(tmp_path):
+    conversation = claude_conversation("Other tool", [("human", "Hello?"), ("assistant", "Hi.")])
+    for message, role in zip(conversation["chat_messages"], ["user", "assistant"], strict=True):
+        message["content"] = message.pop("text")
+        message["role"] = role
+        del message["sender"]
+    path = write_json(tmp_path / "c.json", [conversation])
+
+    [parsed] = list(parse_file(path))
+
+    assert [(p.user_text, p.assistant_text) for p in parsed.pairs] == [("Hello?", "Hi.")]
+
+
+def test_conversations_without_usable_turns_are_reported_as_skipped(tmp_path):
+    empty = claude_conversation("Empty", [], conversation_id="c-empty")
+    blank = claude_conversation("Blank", [("human", " "), ("assistant", "")], conversation_id="b")
+    broken = claude_conversation("Broken", [("human", "x")], conversation_id="c-broken")
+    broken["chat_messages"] = "not a list"
+    kept = claude_conversation("Kept", [("human", "Hi"), ("assistant", "Hello")])
+    path = write_json(tmp_path / "c.json", [empty, blank, broken, kept])
+    skipped: list[SkippedConversation] = []
+
+    parsed = list(parse_file(path, skipped=skipped))
+
+    assert [c.title for c in parsed] == ["Kept"]
+    assert [(s.conversation_id, s.title) for s in skipped] == [
+        ("c-empty", "Empty"),
+        ("b", "Blank"),
+        ("c-broken", "Broken"),
+    ]
+    assert all("no message with text" in s.reason for s in skipped)
 
 
 def test_claude_branches_follow_the_newest_leaf(tmp_path):
