@@ -43,23 +43,21 @@ def _worker_state() -> str:
     return "ok" if fresh else "down"
 
 
+HEALTH_OUTPUT = inline_serializer(
+    "Health",
+    {
+        "database": serializers.CharField(),
+        "vector": serializers.CharField(),
+        "worker": serializers.CharField(),
+    },
+)
+
+
 class HealthApi(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
-    @extend_schema(
-        tags=["health"],
-        responses={
-            200: inline_serializer(
-                "Health",
-                {
-                    "database": serializers.CharField(),
-                    "vector": serializers.CharField(),
-                    "worker": serializers.CharField(),
-                },
-            )
-        },
-    )
+    @extend_schema(tags=["health"], responses={200: HEALTH_OUTPUT, 503: HEALTH_OUTPUT})
     def get(self, request):
         """Component status only, no data; 503 when the database or pgvector is missing."""
         database, vector = _database_ok()

@@ -1,4 +1,10 @@
-"""OpenAPI post-processing: every operation documents the shared error envelope."""
+"""OpenAPI post-processing: every operation documents each error it can return, with an example.
+
+drf-spectacular documents the success responses from the views; the statuses the shared
+machinery adds (guards, parsers, authentication, a database that is down) are the same for
+many operations and are added here from one table, so the schema lists every status a client
+can get (tests/memory_site/test_schema_fuzz.py checks this against the live server).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ ERROR_SCHEMA = {
         "error": {
             "type": "object",
             "properties": {
-                "code": {"type": "string", "example": "session_not_found"},
+                "code": {"type": "string"},
                 "message": {"type": "string"},
                 "field": {
                     "type": "string",
@@ -21,31 +27,267 @@ ERROR_SCHEMA = {
     "required": ["error"],
 }
 
-ERROR_RESPONSES = {
-    "400": "Malformed JSON or invalid input (the field is named).",
+DESCRIPTIONS = {
+    "400": "Malformed JSON, invalid input or characters, or an unknown query parameter "
+    "(the field is named).",
     "401": "Missing or invalid credentials.",
     "404": "Unknown id, or an object of another user.",
     "409": "The object is in a state that does not allow this (e.g. a closed session).",
     "413": "Request body over the configured limit.",
+    "415": "The body is not JSON (missing or wrong Content-Type).",
+    "502": "The model provider failed; nothing was stored.",
+    "503": "The database is unavailable; retry after `Retry-After` seconds.",
 }
+
+# (code, message, field) per status, the most likely error first.
+GENERIC = {
+    "400": [("invalid_input", "title: Not a valid string.", "title")],
+    "401": [("not_authenticated", "Authentication credentials were not provided.", None)],
+    "413": [("payload_too_large", "Request body of 2097152 bytes is over the limit.", None)],
+    "415": [("unsupported_media_type", 'Unsupported media type "text/plain" in request.', None)],
+    "502": [("upstream_error", "The model provider failed; nothing was stored.", None)],
+    "503": [("database_unavailable", "The database is unavailable; retry shortly.", None)],
+}
+NUL_EXAMPLE = {
+    "code": "invalid_characters",
+    "message": "app_id: must not contain NUL characters or lone surrogates.",
+    "field": "app_id",
+}
+UNKNOWN_PARAMETER = (
+    "unknown_parameter",
+    "Unknown query parameter 'sourse'; this endpoint takes project_id, source, ...",
+    "sourse",
+)
+SESSION_NOT_FOUND = ("session_not_found", "Session 6f1c1f56-... not found.", "session_id")
+SESSION_NOT_OPEN = ("session_not_open", "Session 6f1c1f56-... is closed.", None)
+PAGE_NOT_FOUND = ("not_found", "Invalid page.", None)
+
+# Per operation (method, path): the extra errors it can return beyond 400/401/503 (and
+# 413/415 for operations with a body). Each list's first entry is the example shown first.
+OPERATION_ERRORS: dict[tuple[str, str], dict[str, list[tuple]]] = {
+    ("post", "/api/v1/chat/new"): {"404": [SESSION_NOT_FOUND[:2] + ("close_session_id",)]},
+    ("post", "/api/v1/chat/heartbeat"): {"404": [SESSION_NOT_FOUND], "409": [SESSION_NOT_OPEN]},
+    ("post", "/api/v1/chat/visibility"): {"404": [SESSION_NOT_FOUND], "409": [SESSION_NOT_OPEN]},
+    ("post", "/api/v1/chat/close"): {"404": [SESSION_NOT_FOUND]},
+    ("post", "/api/v1/chat/messages"): {"404": [SESSION_NOT_FOUND], "409": [SESSION_NOT_OPEN]},
+    ("get", "/api/v1/chat/sessions"): {
+        "400": [UNKNOWN_PARAMETER[:2] + ("sort",)],
+        "404": [PAGE_NOT_FOUND],
+    },
+    ("get", "/api/v1/chat/sessions/{session_id}"): {"404": [SESSION_NOT_FOUND]},
+    ("get", "/api/v1/chat/sessions/{session_id}/context"): {"404": [SESSION_NOT_FOUND]},
+    ("post", "/api/v1/ai/chat/stream"): {
+        "400": [
+            ("invalid_input", "messages: The last message must be the user's new turn.", "messages")
+        ],
+        "404": [SESSION_NOT_FOUND],
+        "409": [SESSION_NOT_OPEN],
+        "502": GENERIC["502"],
+    },
+    ("post", "/api/v1/imports"): {
+        "400": [("invalid_input", "files: This list may not be empty.", "files")],
+    },
+    ("get", "/api/v1/imports/{import_id}"): {
+        "404": [("import_not_found", "Import 6f1c1f56-... not found.", None)],
+    },
+    ("post", "/api/v1/knowledge/ingest"): {
+        "400": [("invalid_input", "text: Send either 'text' or a 'file'.", "text")],
+        "502": [("embedding_failed", "The embedding model failed; nothing was stored.", None)],
+    },
+    ("post", "/api/v1/memory/commit"): {
+        "404": [SESSION_NOT_FOUND],
+        "502": [("commit_upstream_error", "The model failed; the mark is unchanged.", None)],
+    },
+    ("post", "/api/v1/memory/search"): {
+        "400": [("invalid_input", "query: This field is required.", "query")],
+        "502": [
+            ("embedding_failed", "The embedding model failed; retry, or use mode=keyword.", None)
+        ],
+    },
+    ("get", "/api/v1/memories"): {"400": [UNKNOWN_PARAMETER], "404": [PAGE_NOT_FOUND]},
+    **{
+        (method, "/api/v1/memories/{memory_id}"): {
+            "404": [("memory_not_found", "Memory 42 not found.", "memory_id")]
+        }
+        for method in ("get", "patch", "delete")
+    },
+    ("patch", "/api/v1/memories/{memory_id}"): {
+        "404": [("memory_not_found", "Memory 42 not found.", "memory_id")],
+        "502": [("embedding_failed", "The embedding model failed; nothing was changed.", None)],
+    },
+    ("get", "/api/v1/memories/{memory_id}/history"): {
+        "404": [("memory_not_found", "Memory 42 not found.", "memory_id")]
+    },
+    ("delete", "/api/v1/me"): {
+        "400": [
+            ("confirmation_required", "Send your username in `confirm`.", "confirm"),
+            ("confirmation_mismatch", "`confirm` does not match your username.", "confirm"),
+        ],
+        "409": [("erasure_blocked", "Cannot erase: other data depends on this user's rows.", None)],
+    },
+    ("get", "/api/v1/usage"): {
+        "400": [("invalid_range", "until must be after since.", "until")],
+    },
+    ("get", "/api/health"): {"400": [UNKNOWN_PARAMETER[:2] + ("x",)]},
+}
+
+# The SSE events of POST /api/v1/ai/chat/stream, documented as components.
+STREAM_EVENTS = {
+    "ChatStreamContextEvent": {
+        "description": "`event: context` (only with `X-Reggie-Context-Debug: 1`).",
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "enum": ["built", "reused", "skipped", "failed"]},
+            "reason": {"type": "string"},
+            "turn": {"type": "integer"},
+            "topic": {"type": "object", "nullable": True},
+            "segments": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "chars": {"type": "integer"},
+                        "truncated": {"type": "boolean"},
+                    },
+                },
+            },
+            "pack": {"type": "string"},
+            "hash": {"type": "string"},
+            "reused": {"type": "boolean"},
+            "memories": {"type": "array", "items": {"type": "object"}},
+            "elapsed_ms": {"type": "number"},
+        },
+    },
+    "ChatStreamMessageEvent": {
+        "description": "`event: message`, repeated: one delta of the reply.",
+        "type": "object",
+        "properties": {"chunk": {"type": "string"}, "id": {"type": "string"}},
+        "required": ["chunk", "id"],
+    },
+    "ChatStreamDoneEvent": {
+        "description": "`event: done`: the reply is complete and stored.",
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "enum": ["completed"]},
+            "id": {"type": "string"},
+            "model": {"type": "string"},
+            "message_ids": {
+                "type": "object",
+                "properties": {
+                    "user": {"type": "integer", "nullable": True},
+                    "assistant": {"type": "integer", "nullable": True},
+                },
+            },
+            "usage": {
+                "type": "object",
+                "properties": {
+                    "tokens_in": {"type": "integer"},
+                    "tokens_out": {"type": "integer"},
+                },
+            },
+            "context": {
+                "type": "object",
+                "properties": {"chars": {"type": "integer"}, "hash": {"type": "string"}},
+            },
+        },
+        "required": ["status", "id"],
+    },
+    "ChatStreamErrorEvent": {
+        "description": "`event: error`: the model failed after the stream started (the user "
+        "message is kept).",
+        "type": "object",
+        "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+        "required": ["code", "message"],
+    },
+}
+STREAM_EXAMPLE = (
+    'event: message\ndata: {"chunk": "The JR Pass", "id": "resp_1"}\n\n'
+    'event: message\ndata: {"chunk": " covers Kyoto.", "id": "resp_1"}\n\n'
+    ": keepalive\n\n"
+    'event: done\ndata: {"status": "completed", "id": "resp_1", "model": "gpt-4o-mini", '
+    '"message_ids": {"user": 41, "assistant": 42}, "usage": {"tokens_in": 812, '
+    '"tokens_out": 9}, "context": {"chars": 1432, "hash": "9f2c"}}\n\n'
+)
+
+
+def _error_examples(entries: list[tuple]) -> dict:
+    examples = {}
+    for code, message, field in entries:
+        error = {"code": code, "message": message}
+        if field:
+            error["field"] = field
+        examples[code] = {"value": {"error": error}}
+    return examples
+
+
+def _statuses(method: str, path: str, operation: dict) -> dict[str, list[tuple]]:
+    extra = OPERATION_ERRORS.get((method, path), {})
+    default_400 = [UNKNOWN_PARAMETER] if method == "get" else GENERIC["400"]
+    statuses: dict[str, list[tuple]] = {"400": list(extra.get("400", default_400))}
+    if path != "/api/health":
+        statuses["401"] = GENERIC["401"]
+    if "requestBody" in operation or method in ("post", "put", "patch"):
+        statuses["413"] = GENERIC["413"]
+        statuses["415"] = GENERIC["415"]
+    statuses["503"] = GENERIC["503"]
+    for status, entries in extra.items():
+        statuses.setdefault(status, entries)
+    return dict(sorted(statuses.items()))
+
+
+def _document_stream(result: dict) -> None:
+    schemas = result["components"]["schemas"]
+    schemas.update(STREAM_EVENTS)
+    operation = result["paths"].get("/api/v1/ai/chat/stream", {}).get("post")
+    if not operation:
+        return
+    operation["responses"]["200"] = {
+        "description": "A `text/event-stream` of `event: <name>` / `data: <JSON>` frames, in "
+        "this order: `context` (debug only), `message` (repeated), then `done` or `error`; "
+        "a `: keepalive` comment after 10 s of silence. Each event's `data` is the component "
+        "named in `x-events`.",
+        "content": {
+            "text/event-stream": {
+                "schema": {"type": "string", "description": "Server-sent events."},
+                "example": STREAM_EXAMPLE,
+                "x-events": {
+                    "context": {"$ref": "#/components/schemas/ChatStreamContextEvent"},
+                    "message": {"$ref": "#/components/schemas/ChatStreamMessageEvent"},
+                    "done": {"$ref": "#/components/schemas/ChatStreamDoneEvent"},
+                    "error": {"$ref": "#/components/schemas/ChatStreamErrorEvent"},
+                },
+            }
+        },
+    }
 
 
 def add_error_responses(result, generator, request, public):
-    """drf-spectacular POSTPROCESSING_HOOK: add the error envelope to every authenticated operation."""
+    """drf-spectacular POSTPROCESSING_HOOK: every operation's errors, with examples of its own,
+    and the chat stream's events."""
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
-    reference = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    reference = {"$ref": "#/components/schemas/Error"}
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
-            codes = dict(ERROR_RESPONSES)
-            if path.endswith("/health"):
-                codes = {}
-            elif method == "get":
-                codes.pop("409")
-                codes.pop("413")
-            for code, description in codes.items():
-                operation["responses"].setdefault(
-                    code, {"description": description, "content": reference}
-                )
+            for status, entries in _statuses(method, path, operation).items():
+                examples = _error_examples(entries)
+                if status == "400" and path != "/api/health":
+                    examples["invalid_characters"] = {"value": {"error": NUL_EXAMPLE}}
+                response = {
+                    "description": DESCRIPTIONS[status],
+                    "content": {"application/json": {"schema": reference, "examples": examples}},
+                }
+                if status == "503":
+                    response["headers"] = {
+                        "Retry-After": {
+                            "schema": {"type": "integer"},
+                            "description": "Seconds to wait before retrying.",
+                        }
+                    }
+                if path == "/api/health" and status == "503":
+                    continue  # health documents its own 503 body
+                operation["responses"][status] = response
+    _document_stream(result)
     return result

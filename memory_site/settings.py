@@ -180,6 +180,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # One name per set of choices (several serializers have a `status`).
+    "ENUM_NAME_OVERRIDES": {
+        "SessionStatusEnum": "sessions_app.models.ChatSession.Status",
+        "ImportJobStatusEnum": "ingestion_app.models.ImportJob.Status",
+        "ImportFileStatusEnum": "ingestion_app.models.ImportFile.Status",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "memory_site.schema.add_error_responses",

@@ -50,6 +50,22 @@ class DocumentChunkOutput(serializers.ModelSerializer):
         return item.metadata.get("strategy", "")
 
 
+INGEST_OUTPUT = inline_serializer(
+    "DocumentIngestOutput",
+    {
+        "document_id": serializers.UUIDField(),
+        "created": serializers.BooleanField(),
+        "title": serializers.CharField(),
+        "filename": serializers.CharField(),
+        "mime_type": serializers.CharField(),
+        "strategy": serializers.CharField(),
+        "options": serializers.DictField(),
+        "chunk_count": serializers.IntegerField(),
+        "chunks": DocumentChunkOutput(many=True),
+    },
+)
+
+
 class DocumentIngestApi(APIView):
     """POST /api/v1/knowledge/ingest: JSON ``{text, filename?, mime_type?, options?}`` or
     multipart with ``file`` (txt, md, json, html, pdf) and optional ``options`` (JSON)."""
@@ -80,20 +96,9 @@ class DocumentIngestApi(APIView):
     @extend_schema(
         tags=["knowledge"],
         request=DocumentIngestInput,
-        responses={
-            201: inline_serializer(
-                "DocumentIngestOutput",
-                {
-                    "document_id": serializers.UUIDField(),
-                    "created": serializers.BooleanField(),
-                    "title": serializers.CharField(),
-                    "mime_type": serializers.CharField(),
-                    "strategy": serializers.CharField(),
-                    "chunk_count": serializers.IntegerField(),
-                    "chunks": DocumentChunkOutput(many=True),
-                },
-            )
-        },
+        responses={201: INGEST_OUTPUT, 200: INGEST_OUTPUT},
+        description="201 with the new document; 200 when the same text with the same options was "
+        "ingested before (re-ingest: the stored document is answered, nothing is added).",
     )
     def post(self, request):
         data = _plain_data(request)
