@@ -53,6 +53,7 @@ __all__ = [
     "iso_utc",
     "normalize_text",
     "parse_file",
+    "skipped_note",
     "to_datetime",
 ]
 
@@ -87,6 +88,17 @@ class SkippedConversation:
     conversation_id: str
     title: str | None
     reason: str = NO_USABLE_TURNS
+
+
+def skipped_note(skipped: list[SkippedConversation]) -> str:
+    """One line for an import report: how many conversations were left out, and why."""
+    if not skipped:
+        return ""
+    titles = ", ".join(repr(s.title or s.conversation_id or "untitled") for s in skipped[:3])
+    more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    reasons = sorted({s.reason for s in skipped})
+    noun = "conversation" if len(skipped) == 1 else "conversations"
+    return f"{len(skipped)} {noun} skipped ({titles}{more}): {'; '.join(reasons)}"
 
 
 def parse_file(

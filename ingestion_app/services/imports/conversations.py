@@ -21,9 +21,11 @@ from ingestion_app.parsers import (
     ZIP,
     Conversation,
     ParseError,
+    SkippedConversation,
     UnrecognizedFormat,
     detect_format,
     parse_file,
+    skipped_note,
 )
 from ingestion_app.services.imports.archives import UNRECOGNIZED, archive_depth, archive_expand
 from ingestion_app.services.imports.writer import ChunkWriter, ImportOutcome
@@ -138,6 +140,11 @@ def import_file_process(
                     parallel=parallel,
                     workers=workers,
                 )
+                if outcome.turn_pairs == 0 and outcome.skipped:
+                    # Conversations without usable turns never fail a file; they are reported.
+                    import_file.status = ImportFile.Status.SKIPPED
+                    import_file.error = skipped_note(outcome.skipped)
+                    return _finish(import_file, progress)
                 if outcome.turn_pairs == 0:
                     raise NoTurnPairs(
                         f"no turn pairs found: the file looks like a {file_format} export but "
@@ -149,7 +156,7 @@ def import_file_process(
                 import_file.duplicates_skipped = outcome.duplicates_skipped
                 import_file.chunk_ids = outcome.chunk_ids
                 import_file.status = ImportFile.Status.IMPORTED
-                import_file.error = ""
+                import_file.error = skipped_note(outcome.skipped)
                 return _finish(import_file, progress)
 
         try:
@@ -231,7 +238,10 @@ def _import_conversations(
         writer = ChunkWriter(job=job, import_file=import_file, embed=embed, pool=pool)
         batch: list[Conversation] = []
         pairs_in_batch = 0
-        for conversation in parse_file(path, source_file=import_file.name, file_format=file_format):
+        skipped: list[SkippedConversation] = []
+        for conversation in parse_file(
+            path, source_file=import_file.name, file_format=file_format, skipped=skipped
+        ):
             batch.append(conversation)
             pairs_in_batch += len(conversation.pairs)
             if pairs_in_batch >= PAIRS_PER_ROUND:
@@ -242,6 +252,7 @@ def _import_conversations(
             writer.write(batch)
             progress.pairs_done(pairs_in_batch)
         writer.finish()
+        writer.outcome.skipped = skipped
     except BaseException:
         if writer is not None:
             writer.abandon()

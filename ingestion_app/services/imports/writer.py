@@ -16,6 +16,7 @@ from ingestion_app.chunking.workers import prepare_conversations
 from ingestion_app.models import ImportedConversation, ImportFile, ImportJob, MemoryItem
 from ingestion_app.parsers import (
     Conversation,
+    SkippedConversation,
     TurnPair,
 )
 from ingestion_app.services.headers import chunks_describe
@@ -30,6 +31,7 @@ class ImportOutcome:
     turn_pairs: int = 0
     duplicates_skipped: int = 0
     chunk_ids: list[str] = field(default_factory=list)
+    skipped: list[SkippedConversation] = field(default_factory=list)
 
 
 class ChunkWriter:

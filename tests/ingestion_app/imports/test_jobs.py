@@ -69,15 +69,38 @@ def test_unrecognized_files_are_skipped_with_the_reason(user, tmp_path, fake_emb
     ]
 
 
-def test_a_non_empty_file_with_no_turn_pairs_is_flagged(user, tmp_path, fake_embedder, upload_dir):
+def test_a_file_whose_conversations_have_no_usable_turns_is_skipped_with_the_reason(
+    user, tmp_path, fake_embedder, upload_dir
+):
     blank = claude_conversation("Blank", [("human", ""), ("assistant", "")])
     path = write_json(tmp_path / "conversations.json", [blank])
 
     job = run_import(user, path)
 
     [manifest] = job.files.all()
-    assert manifest.status == "failed"
-    assert manifest.error.startswith("no turn pairs found")
+    assert manifest.status == "skipped"
+    assert manifest.error.startswith("1 conversation skipped ('Blank'): no message with text")
+    assert job.summary["files_skipped"]["count"] == 1
+    assert not import_chunks(user).exists()
+
+
+def test_conversations_without_usable_turns_never_fail_the_file(
+    user, tmp_path, fake_embedder, upload_dir
+):
+    good = claude_conversation("Kyoto", [("human", "Which pass?"), ("assistant", "JR Pass.")])
+    odd = claude_conversation("Odd", [("human", "Hi"), ("assistant", "Hello")])
+    for message in odd["chat_messages"]:
+        message["content"] = json.dumps(message["content"])
+        message["attachments"] = message["files"] = "[]"
+    empty = claude_conversation("Empty", [])
+    path = write_json(tmp_path / "conversations.json", [good, empty, odd])
+
+    job = run_import(user, path)
+
+    [manifest] = job.files.all()
+    assert (manifest.status, manifest.conversations, manifest.turn_pairs) == ("imported", 2, 2)
+    assert manifest.error.startswith("1 conversation skipped ('Empty')")
+    assert import_chunks(user).count() == 2
 
 
 def test_job_runs_once_even_if_delivered_twice(user, tmp_path, fake_embedder, upload_dir):
