@@ -36,8 +36,10 @@ from django.utils import timezone
 from pgvector.django import BitField, HalfVectorField, SparseVectorField, VectorField
 
 from ingestion_app.models import MemoryItem
+from memory_site import task_paths
 from memory_site.crypto import EncryptedTextField
 from memory_site.errors import Conflict, InvalidInput
+from memory_site.task_records import TaskReferences, task_records_forget
 from sessions_app.models import ChatSession, RetentionLog
 
 logger = logging.getLogger(__name__)
@@ -417,6 +419,33 @@ def _forget_retention_log(session_ids: set[str]) -> None:
             RetentionLog.objects.filter(id=log.id).update(session_ids=kept)
 
 
+# Task functions whose first argument is an integer id of the user's: the user's own id, or
+# one of their memory items.
+TASK_USER_ARGUMENT = (task_paths.USER_ROLLUPS_REBUILD_TASK,)
+TASK_MEMORY_ARGUMENT = (task_paths.BACKFILL_TASK,)
+# Usernames this long are unambiguous enough to look for inside task rows.
+TASK_USERNAME_MIN_LENGTH = 8
+
+
+def user_task_references(*, user, owned: list[OwnedModel]) -> TaskReferences:
+    """What names the user in django-q's task rows: the UUID of every row they own (sessions,
+    import jobs, documents), their user id and memory ids as task arguments, a long username."""
+    strings = set()
+    for entry in owned:
+        if isinstance(entry.model._meta.pk, models.UUIDField):
+            pks = entry.rows_of(user.pk).values_list("pk", flat=True)
+            strings.update(str(pk) for pk in pks.iterator(chunk_size=2000))
+    if len(user.get_username()) >= TASK_USERNAME_MIN_LENGTH:
+        strings.add(user.get_username())
+
+    def is_memory(item_id: int) -> bool:
+        return MemoryItem.objects.filter(user_id=user.pk, pk=item_id).exists()
+
+    integers = dict.fromkeys(TASK_USER_ARGUMENT, lambda value: value == user.pk)
+    integers.update(dict.fromkeys(TASK_MEMORY_ARGUMENT, is_memory))
+    return TaskReferences(strings=strings, integers=integers)
+
+
 def user_erase(*, user) -> ErasureReport:
     """Delete the user and every row they own, their uploads and their login sessions.
 
@@ -425,7 +454,8 @@ def user_erase(*, user) -> ErasureReport:
     vectors live in rag_store rows and go with them. Admin history entries about the user's
     rows, web sessions and the user's session ids in retention logs are removed as well. Files
     under MNEMO_UPLOAD_DIR that hold the user's bytes (see `user_upload_paths`) and files of
-    FileFields are removed after commit.
+    FileFields are removed after commit. Queued, finished and scheduled background tasks that
+    name the user (see `user_task_references`) are deleted first, in the same transaction.
     Raises Conflict when another row protects one of the user's rows (on_delete=PROTECT).
     """
     user_model = get_user_model()
@@ -440,6 +470,8 @@ def user_erase(*, user) -> ErasureReport:
     deleted: Counter[str] = Counter()
     try:
         with transaction.atomic():
+            references = user_task_references(user=user, owned=owned)
+            deleted.update(task_records_forget(references=references))
             for entry in owned:
                 if not entry.direct:
                     continue  # cascades from a direct owner
