@@ -9,10 +9,10 @@ from __future__ import annotations
 import sys
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpResponse, JsonResponse
-from django.views.defaults import page_not_found, server_error
+from django.views.defaults import bad_request, page_not_found, server_error
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -131,6 +131,9 @@ def api_exception_handler(exc, context):
         return Response(error_body("permission_denied", "Permission denied."), status=403)
     if isinstance(exc, RequestDataTooBig):
         return Response(error_body("payload_too_large", "Request body is too large."), status=413)
+    if isinstance(exc, SuspiciousOperation):
+        # e.g. an uploaded file without a name, or too many form fields
+        return Response(error_body("bad_request", f"Malformed request: {exc}"), status=400)
     if isinstance(exc, RecursionError):
         return Response(
             error_body("malformed_json", "Request body is nested too deeply."), status=400
@@ -154,6 +157,13 @@ def api_exception_handler(exc, context):
     if isinstance(exc, drf.APIException):
         return Response(error_body(exc.default_code, str(exc.detail)), status=exc.status_code)
     return None
+
+
+def json_400(request, exception=None):
+    """JSON for API paths (Django's SuspiciousOperation outside DRF), Django's page otherwise."""
+    if request.path.startswith("/api/"):
+        return error_response(400, "bad_request", "Malformed request.")
+    return bad_request(request, exception)
 
 
 def json_404(request, exception=None):

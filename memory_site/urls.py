@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from memory_site.health import HealthApi
 
+handler400 = "memory_site.errors.json_400"
 handler404 = "memory_site.errors.json_404"
 handler500 = "memory_site.errors.json_500"
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import requests
 import schemathesis
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -95,6 +95,7 @@ def _fuzz_operation(
         database=None,
         phases=[Phase.explicit, Phase.generate],
         suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
     )
     def exercise(case):
         if time.monotonic() > deadline:

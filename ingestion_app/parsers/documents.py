@@ -10,7 +10,6 @@ import io
 import json
 
 from pypdf import PdfReader
-from pypdf.errors import PdfReadError
 
 from .base import normalize_text
 from .htmltext import html_to_text
@@ -56,7 +55,7 @@ def document_type(*, filename: str = "", mime_type: str = "", data: bytes = b"")
 def decode_text(data: bytes) -> str:
     """UTF-8 (with or without BOM), UTF-16 with BOM, else Windows-1252 as a last resort."""
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return data.decode("utf-16")
+        return data.decode("utf-16", errors="replace")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -69,7 +68,7 @@ def extract_text(data: bytes, *, kind: str) -> str:
         try:
             reader = PdfReader(io.BytesIO(data))
             pages = [page.extract_text() or "" for page in reader.pages]
-        except (PdfReadError, ValueError, KeyError, OSError) as exc:
+        except Exception as exc:  # a hostile PDF breaks pypdf in many ways; all are the file's
             raise UnsupportedDocument(f"cannot read the PDF: {exc}") from exc
         return normalize_text("\n\n".join(p.strip() for p in pages if p.strip()))
     text = decode_text(data)
