@@ -13,6 +13,11 @@ The web server is uvicorn (ASGI, as `make run` serves it) on its own embedded da
 ``--data-dir`` (created and migrated), tasks inline, the model provider a loopback
 OpenAI-compatible fake (tests/fake_openai.py), so only Mnemo's own behaviour is measured.
 Run: ``.venv/bin/python bench/faults.py --data-dir /tmp/faults_<branch>``.
+
+Measured (2 shared cores, load 11-13; commit of this file): fuzz 180 s, 2,485 requests over 25
+operations, 0 5xx, 0 check failures; database down 10 s under 4 clients: 892 responses while
+down, all 503 with Retry-After but 4 in flight as it stopped, no other 5xx, every call back to
+2xx 0.17-0.57 s after the database accepted connections, no restart.
 """
 
 from __future__ import annotations
