@@ -113,7 +113,8 @@ def test_deeply_nested_json_is_400_not_500(api):
 def test_unstorable_metadata_text_is_400(api, raw):
     response = api.generic("POST", "/api/v1/chat/new", raw, content_type="application/json")
     assert response.status_code == 400
-    assert response.json()["error"]["field"] == "metadata"
+    assert response.json()["error"]["field"] == "metadata.k"
+    assert response.json()["error"]["code"] == "invalid_characters"
 
 
 @pytest.mark.django_db
