@@ -9,7 +9,6 @@ stored message and costs two indexed reads; the work itself runs in a django-q2 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from datetime import timedelta
 
@@ -22,10 +21,10 @@ from django_q.tasks import async_task
 from context_app.models import SessionConsolidation
 from context_app.services.summaries import summary_header, transcript_digest, turns_of
 from ingestion_app.models import MemoryItem
+from ingestion_app.services.memory_store import MemoryScope, memory_item_create
 from memory_site.providers import get_embedder
 from memory_site.redaction import redact
 from memory_site.task_paths import CONSOLIDATION_TASK
-from memory_site.tokens import count_tokens
 from sessions_app.models import ChatSession, Message
 
 logger = logging.getLogger(__name__)
@@ -178,8 +177,8 @@ def _consolidate_once(*, session: ChatSession, high_water: int) -> tuple[bool, M
             return False, None  # another worker consolidated this range first
         item = None
         if summary:
-            item = MemoryItem.objects.create(
-                **MemoryItem.session_scope(session),
+            item = memory_item_create(
+                scope=MemoryScope.of_session(session),
                 source=MemoryItem.Source.SUMMARY,
                 content=summary,
                 header=header,
@@ -197,8 +196,6 @@ def _consolidate_once(*, session: ChatSession, high_water: int) -> tuple[bool, M
                     "to": last.created_at.isoformat(),
                 },
                 source_message_ids=[message.id for message in span],
-                content_hash=hashlib.sha256(summary.encode()).hexdigest(),
-                token_count=count_tokens(summary),
                 occurred_at=last.created_at,
             )
         state.high_water_message_id = last.id

@@ -13,7 +13,6 @@ it computes, deterministically and for free.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from collections.abc import Sequence
@@ -29,6 +28,7 @@ from django_q.models import Schedule
 
 from context_app.models import UserChatSummary
 from ingestion_app.models import MemoryItem
+from ingestion_app.services.memory_store import MemoryScope, memory_item_create
 from memory_site.db_locks import advisory_transaction_lock, advisory_try_lock
 from memory_site.providers import get_embedder, model_or_offline
 from memory_site.providers.base import LLM, ProviderError
@@ -366,8 +366,8 @@ def session_digest_store(
         if not session.title and digest.title:
             session.title = digest.title[:200]
         if digest.summary:
-            MemoryItem.objects.create(
-                **MemoryItem.session_scope(session),
+            memory_item_create(
+                scope=MemoryScope.of_session(session),
                 source=MemoryItem.Source.SUMMARY,
                 content=digest.summary,
                 header=digest.header,
@@ -383,7 +383,6 @@ def session_digest_store(
                     "model": digest.model,
                     "session_date": digest.session_date.isoformat(),
                 },
-                content_hash=hashlib.sha256(digest.summary.encode()).hexdigest(),
                 token_count=digest.tokens,
                 occurred_at=digest.session_date,
             )

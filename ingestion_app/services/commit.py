@@ -16,7 +16,6 @@ commit) reaches MNEMO_FACT_DUPLICATE_SIMILARITY is skipped as a duplicate before
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re
@@ -30,6 +29,12 @@ from django.utils import timezone
 
 from ingestion_app.models import FactHistory, MemoryCommitLog, MemoryItem
 from ingestion_app.selectors import facts_nearest_many, memory_get_for_user, session_project_id
+from ingestion_app.services.memory_store import (
+    MemoryScope,
+    memory_item_build,
+    memory_item_content_set,
+    memory_items_bulk_create,
+)
 from memory_site.db_locks import advisory_transaction_lock
 from memory_site.errors import UpstreamError
 from memory_site.providers import ProviderError, get_embedder, get_llm, model_or_offline
@@ -544,10 +549,6 @@ def _topics(text: str) -> list[str]:
     return [tag[:64] for tag in tags([_SUBJECT_PREFIX.sub("", text)], k=3)]
 
 
-def _content_hash(text: str) -> str:
-    return hashlib.sha256(" ".join(text.casefold().split()).encode()).hexdigest()
-
-
 def _occurred_at(fact: _Fact, occurred: dict, *, default):
     times = [occurred[i] for i in fact.source_message_ids if i in occurred]
     return max(times) if times else default
@@ -589,11 +590,9 @@ def _apply(
         elif decision.event == FactHistory.Event.UPDATE:
             item = memory_get_for_user(user=user, memory_id=decision.memory_id, lock=True)
             previous = item.content
-            item.content = fact.text
-            item.embedding = fact.embedding
-            item.embedding_text = ""
-            item.content_hash = _content_hash(fact.text)
-            item.token_count = count_tokens(fact.text)
+            memory_item_content_set(
+                item, content=fact.text, embedding=fact.embedding, embedding_text=""
+            )
             item.topics = _topics(fact.text)
             item.chat_session = session
             item.rag_session_id = rag_session_id
@@ -625,30 +624,24 @@ def _apply(
                 )
             )
 
+    scope = MemoryScope.of_session(session, project_id=project_id, rag_session_id=rag_session_id)
     rows = []
     for entry in pending:
         fact = entry.fact
         rows.append(
-            MemoryItem(
-                user=user,
-                app_id=session.app_id,
-                project_id=project_id,
-                agent_id=session.agent_id,
-                chat_session=session,
-                rag_session_id=rag_session_id,
+            memory_item_build(
+                scope=scope,
                 source=MemoryItem.Source.FACT,
                 content=fact.text,
                 embedding=fact.embedding,
                 topics=_topics(fact.text),
                 metadata={"model": model},
-                content_hash=_content_hash(fact.text),
                 source_message_ids=sorted(fact.source_message_ids),
-                token_count=count_tokens(fact.text),
                 occurred_at=_occurred_at(fact, occurred, default=now),
                 created_at=now,
             )
         )
-    created = MemoryItem.objects.bulk_create(rows)
+    created = memory_items_bulk_create(rows)
     FactHistory.objects.bulk_create(
         FactHistory(
             memory=item,

@@ -20,11 +20,15 @@ from django.db import transaction
 from ingestion_app.chunking.documents import ChunkingOptions, chunk_document
 from ingestion_app.models import Document, MemoryItem
 from ingestion_app.parsers.documents import UnsupportedDocument, document_type, extract_text
-from ingestion_app.services.imports.store import embed_items
+from ingestion_app.services.memory_store import (
+    MemoryScope,
+    memory_item_build,
+    memory_items_bulk_create,
+    memory_items_embed,
+)
 from memory_site.errors import InvalidInput, UpstreamError
 from memory_site.providers import ProviderError
 from memory_site.redaction import PLACEHOLDERS, redact, redact_with_findings
-from memory_site.tokens import count_tokens
 
 
 class OffsetMap:
@@ -117,16 +121,19 @@ def document_ingest(
     pieces = chunk_document(redaction.text, chunking)
     safe_title = redact(title.strip()) if title else ""
     display_title = safe_title or filename or _first_words(redaction.text)
+    scope = MemoryScope(
+        user_id=user.pk,
+        app_id=app_id or settings.MNEMO_DEFAULT_APP_ID,
+        project_id=project_id or "",
+        agent_id=agent_id or "",
+    )
     items: list[MemoryItem] = []
     for piece in pieces:
         start = offsets.to_original(piece.start_offset, is_end=False)
         end = offsets.to_original(piece.end_offset, is_end=True)
         items.append(
-            MemoryItem(
-                user=user,
-                app_id=app_id or settings.MNEMO_DEFAULT_APP_ID,
-                project_id=project_id or "",
-                agent_id=agent_id or "",
+            memory_item_build(
+                scope=scope,
                 source=MemoryItem.Source.DOCUMENT,
                 content=piece.text,
                 header=display_title,
@@ -141,12 +148,10 @@ def document_ingest(
                     "end_offset": end,
                     "strategy": piece.strategy,
                 },
-                content_hash=hashlib.sha256(piece.text.encode("utf-8")).hexdigest(),
-                token_count=count_tokens(piece.text),
             )
         )
     try:
-        embed_items(items)
+        memory_items_embed(items)
     except ProviderError as exc:
         raise UpstreamError(
             f"The embedding model failed; the document was not stored. ({exc})",
@@ -170,7 +175,7 @@ def document_ingest(
         for item in items:
             item.metadata["document_id"] = str(document.id)
             item.chunk_id = f"doc-{document.id}-{item.metadata['chunk_index']}"
-        MemoryItem.objects.bulk_create(items, batch_size=500)
+        memory_items_bulk_create(items, batch_size=500)
     return document, True
 
 

@@ -16,7 +16,6 @@ header is instant and final.
 from __future__ import annotations
 
 import concurrent.futures
-import hashlib
 import logging
 from dataclasses import dataclass
 
@@ -35,6 +34,7 @@ from ingestion_app.models import MemoryItem
 from ingestion_app.parsers.base import Conversation, TurnPair
 from ingestion_app.parsers.detect import LOCAL_MARKDOWN
 from ingestion_app.services.headers import header_messages, headers_ask
+from ingestion_app.services.memory_store import MemoryScope, memory_item_create
 from ingestion_app.services.pending_items import PendingItem, pending_items_store
 from memory_site.providers import get_embedder, model_or_offline
 from memory_site.providers.base import LLM, ProviderError, prompt_tokens
@@ -250,8 +250,8 @@ def _chunk_store(
         metadata["incomplete"] = True
     try:
         with transaction.atomic():
-            return MemoryItem.objects.create(
-                **MemoryItem.session_scope(session),
+            return memory_item_create(
+                scope=MemoryScope.of_session(session),
                 source=MemoryItem.Source.CHUNK,
                 content=content,
                 header=chunk.header,
@@ -260,7 +260,6 @@ def _chunk_store(
                 topics=list(chunk.topics),
                 metadata=metadata,
                 chunk_id=chunk.chunk_id,
-                content_hash=hashlib.sha256(content.encode()).hexdigest(),
                 source_message_ids=[exchange.user_message.id, exchange.assistant_message.id],
                 token_count=exchange.user_message.token_count
                 + exchange.assistant_message.token_count

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
-
 from django.db import transaction
 
 from ingestion_app.models import FactHistory, MemoryItem
 from ingestion_app.selectors import memory_get_for_user
+from ingestion_app.services.memory_store import memory_item_content_set
 from memory_site.errors import InvalidInput, UpstreamError
 from memory_site.providers import ProviderError, get_embedder
 from memory_site.redaction import redact
-from memory_site.tokens import count_tokens
 
 
 def memory_update(
@@ -56,13 +54,9 @@ def memory_update(
         memory = memory_get_for_user(user=user, memory_id=memory_id, lock=True)
         previous = memory.content
         if new_content is not None:
-            memory.content = new_content
-            memory.embedding = embedding
-            memory.embedding_text = embedding_text
-            memory.token_count = count_tokens(new_content)
-            memory.content_hash = hashlib.sha256(
-                " ".join(new_content.casefold().split()).encode()
-            ).hexdigest()
+            memory_item_content_set(
+                memory, content=new_content, embedding=embedding, embedding_text=embedding_text
+            )
         if topics is not None:
             memory.topics = [topic.strip()[:64] for topic in topics if topic.strip()]
         if metadata is not None:

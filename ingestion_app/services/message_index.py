@@ -17,15 +17,14 @@ keyword context it completes.
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from ingestion_app.models import MemoryItem
+from ingestion_app.services.memory_store import MemoryScope, memory_item_create
 from ingestion_app.services.pending_items import PendingItem, pending_items_store
-from memory_site.tokens import count_tokens
 from sessions_app.models import Message
 
 GRANULARITY = "message"
@@ -158,8 +157,8 @@ def _message_item_store(
     speaker, _ = message_speaker(message)
     try:
         with transaction.atomic():
-            item = MemoryItem.objects.create(
-                **MemoryItem.session_scope(session),
+            item = memory_item_create(
+                scope=MemoryScope.of_session(session),
                 source=MemoryItem.Source.CHUNK,
                 content=content,
                 header=header,
@@ -175,9 +174,7 @@ def _message_item_store(
                     "session_id": str(session.id),
                 },
                 chunk_id=chunk_id,
-                content_hash=hashlib.sha256(content.encode()).hexdigest(),
                 source_message_ids=[message.id],
-                token_count=count_tokens(content),
                 occurred_at=message.created_at,
             )
     except IntegrityError:

@@ -1,0 +1,174 @@
+"""The one place rag_store rows (`MemoryItem`) are built: scope, content hash, token count.
+
+Every writer (message items, inline turn-pair chunks, documents, commit facts, imports, session
+summaries, consolidation) goes through `memory_item_build` / `memory_item_create` /
+`memory_items_bulk_create`, so a new column or rule is added once. Embeddings are made by the
+caller's batching of choice (`memory_items_embed` for bulk writers, `pending_items_store` for
+the one embedder call per reply) and handed in; nothing here calls a model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+
+from ingestion_app.models import MemoryItem
+from memory_site.providers import get_embedder
+from memory_site.providers.base import ProviderError
+from memory_site.tokens import count_tokens
+
+
+@dataclass(frozen=True)
+class MemoryScope:
+    """Who an item belongs to and where search scopes find it."""
+
+    user_id: int
+    app_id: str
+    project_id: str = ""
+    agent_id: str = ""
+    chat_session: Any = None  # sessions_app.ChatSession or None
+    rag_session_id: str = ""
+
+    @classmethod
+    def of_session(
+        cls, session, *, project_id: str | None = None, rag_session_id: str = ""
+    ) -> MemoryScope:
+        """The scope an item written from a chat session inherits (`MemoryItem.session_scope`);
+        project_id overrides the session's own (commit files facts under a mapped project)."""
+        fields = MemoryItem.session_scope(session)
+        if project_id is not None:
+            fields["project_id"] = project_id
+        return cls(**fields, rag_session_id=rag_session_id)
+
+
+def memory_content_hash(*, text: str, normalized: bool) -> str:
+    """The stored `content_hash` of an item's text. ONE rule per kind of item:
+
+    ======================================  =====================================================
+    item                                    content_hash
+    ======================================  =====================================================
+    fact (commit, add or update)            sha256 of the case-folded text with whitespace runs
+                                            collapsed (`normalized=True`): "Lives in Berlin" and
+                                            "lives  in berlin" are the same fact
+    any item edited by its user             same as a fact (`normalized=True`)
+    chunk (turn pair, message, import),     sha256 of the UTF-8 content as stored
+    document chunk, summary                 (`normalized=False`)
+    ======================================  =====================================================
+
+    Use `memory_content_hash_for` to get the rule of a source.
+    """
+    if normalized:
+        text = " ".join(text.casefold().split())
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def memory_content_hash_for(*, source: str, text: str) -> str:
+    """`memory_content_hash` with the rule of a newly written item of `source`."""
+    return memory_content_hash(text=text, normalized=source == MemoryItem.Source.FACT)
+
+
+def memory_item_build(
+    *,
+    scope: MemoryScope,
+    source: str,
+    content: str,
+    header: str = "",
+    raw_content: str = "",
+    embedding: list[float] | None = None,
+    embedding_text: str = "",
+    keyword_context: str = "",
+    topics: Sequence[str] = (),
+    metadata: dict | None = None,
+    chunk_id: str | None = None,
+    source_message_ids: Sequence[int] = (),
+    token_count: int | None = None,
+    occurred_at: datetime | None = None,
+    created_at: datetime | None = None,
+) -> MemoryItem:
+    """An unsaved MemoryItem with its content hash and token count filled in.
+
+    token_count defaults to the tokens of `content` (memory_site.tokens.count_tokens); writers
+    that already counted the parts (a turn pair's two messages plus its header, an import
+    chunk) pass their figure. occurred_at and created_at default to now.
+    """
+    optional: dict[str, Any] = {}
+    if occurred_at is not None:
+        optional["occurred_at"] = occurred_at
+    if created_at is not None:
+        optional["created_at"] = created_at
+    return MemoryItem(
+        user_id=scope.user_id,
+        app_id=scope.app_id,
+        project_id=scope.project_id,
+        agent_id=scope.agent_id,
+        chat_session=scope.chat_session,
+        rag_session_id=scope.rag_session_id,
+        source=source,
+        content=content,
+        header=header,
+        raw_content=raw_content,
+        embedding=embedding,
+        embedding_text=embedding_text,
+        keyword_context=keyword_context,
+        topics=list(topics),
+        metadata=metadata if metadata is not None else {},
+        chunk_id=chunk_id,
+        content_hash=memory_content_hash_for(source=source, text=content),
+        source_message_ids=list(source_message_ids),
+        token_count=count_tokens(content) if token_count is None else token_count,
+        **optional,
+    )
+
+
+def memory_item_create(**fields: Any) -> MemoryItem:
+    """`memory_item_build` (same keyword arguments), saved. Runs in the caller's transaction;
+    raises IntegrityError on a taken chunk_id (callers that may race keep the first row)."""
+    item = memory_item_build(**fields)
+    item.save(force_insert=True)
+    return item
+
+
+def memory_items_bulk_create(
+    items: Sequence[MemoryItem], *, batch_size: int | None = None
+) -> list[MemoryItem]:
+    """Insert items built by `memory_item_build` in multi-row INSERTs; ids are set on them.
+    (Imports of thousands of chunks use `memory_items_copy`.)"""
+    return MemoryItem.objects.bulk_create(items, batch_size=batch_size)
+
+
+def memory_item_content_set(
+    item: MemoryItem,
+    *,
+    content: str,
+    embedding: list[float] | None,
+    embedding_text: str,
+    normalized_hash: bool = True,
+) -> None:
+    """Replace an item's text in memory (the caller saves): embedding, hash and token count
+    follow it. A content change by the user or by a commit update hashes like a fact."""
+    item.content = content
+    item.embedding = embedding
+    item.embedding_text = embedding_text
+    item.content_hash = memory_content_hash(text=content, normalized=normalized_hash)
+    item.token_count = count_tokens(content)
+
+
+def memory_items_embed(items: Sequence[MemoryItem], *, embedder=None) -> None:
+    """Embed ``embedding_text`` (or content) of the items in batches of EMBEDDING_BATCH_SIZE.
+
+    Raises ProviderError when the embedder fails; nothing is written by this function.
+    """
+    embedder = embedder or get_embedder()
+    size = max(1, int(settings.EMBEDDING_BATCH_SIZE))
+    for start in range(0, len(items), size):
+        window = items[start : start + size]
+        vectors = embedder.embed([item.embedding_text or item.content for item in window])
+        if len(vectors) != len(window):
+            raise ProviderError(f"embedder returned {len(vectors)} vectors for {len(window)} texts")
+        for item, vector in zip(window, vectors, strict=True):
+            item.embedding = vector
