@@ -42,7 +42,8 @@ from cpu_clock import CpuClock  # noqa: E402
 APP_ID = "locomo"
 USER_PREFIX = "locomo-"
 SEARCH_TOP_K = 50
-# Ranking settings that --variants may change (module constants of context_app.selectors).
+# Ranking settings that --variants may change (module constants of context_app.selectors and
+# ingestion_app.selectors.search_candidates).
 TUNABLE = (
     "PAIR_WEIGHT",
     "SUMMARY_WEIGHT",
@@ -300,25 +301,31 @@ def evaluate(
     return scores
 
 
-def apply_variant(spec: str) -> dict[str, float]:
-    """Set selectors constants from "NAME=value,NAME=value"; returns the previous values."""
+def tunable_module(name: str):
+    """The module that owns a ranking setting: fusion weights live with memory_search, BM25
+    settings with the store's candidate SQL."""
     from context_app import selectors
+    from ingestion_app.selectors import search_candidates
 
+    return selectors if hasattr(selectors, name) else search_candidates
+
+
+def apply_variant(spec: str) -> dict[str, float]:
+    """Set ranking constants from "NAME=value,NAME=value"; returns the previous values."""
     previous = {}
     for assignment in filter(None, (part.strip() for part in spec.split(","))):
         name, _, value = assignment.partition("=")
         if name not in TUNABLE:
             raise SystemExit(f"unknown setting {name!r}; one of {', '.join(TUNABLE)}")
-        previous[name] = getattr(selectors, name)
-        setattr(selectors, name, type(previous[name])(float(value)))
+        module = tunable_module(name)
+        previous[name] = getattr(module, name)
+        setattr(module, name, type(previous[name])(float(value)))
     return previous
 
 
 def restore(previous: dict[str, float]) -> None:
-    from context_app import selectors
-
     for name, value in previous.items():
-        setattr(selectors, name, value)
+        setattr(tunable_module(name), name, value)
 
 
 def main() -> None:

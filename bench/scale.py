@@ -31,7 +31,7 @@ that topic's words. Measured:
   caller waits for, p50/p95 (first call of a user, and a repeat); its CPU time (this process +
   the database backend, from /proc schedstat: what an idle machine would take, roughly) and
   the time of each of the selector's internal steps (keyword side, vector side, loads);
-- the vector side alone, through the committed selector's ``_vector_candidates`` when its
+- the vector side alone, through the committed selector's ``search_candidates.vector_candidates`` when its
   signature allows (else an identical copy of its SQL): p50/p95 and recall@10 against the
   exact answer (same user filter, ORDER BY distance with index scans disabled, which leaves
   only the btree bitmap on user_id and an exact sort);
@@ -146,6 +146,8 @@ from django.db import connection, transaction  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
 from context_app import selectors  # noqa: E402
+from ingestion_app.selectors import scope as search_scope  # noqa: E402
+from ingestion_app.selectors import search_candidates  # noqa: E402
 
 
 def log(message: str) -> None:
@@ -635,8 +637,8 @@ def committed_vector_candidates():
     """The committed selector's vector side when it still has the expected shape."""
     import inspect
 
-    function = getattr(selectors, "_vector_candidates", None)
-    scope_sql = getattr(selectors, "_scope_sql", None)
+    function = getattr(search_candidates, "vector_candidates", None)
+    scope_sql = getattr(search_scope, "scope_sql", None)
     if function is None or scope_sql is None:
         return None
     try:
@@ -661,7 +663,7 @@ def own_scope(user_id: int) -> tuple[str, dict]:
 
 def selector_scope(user_id: int):
     """The committed selector's own scope clause and parameters (whatever their shape)."""
-    return selectors._scope_sql(
+    return search_scope.scope_sql(
         user_id=user_id, app_id=APP_ID, sources=selectors.SOURCES, filters=selectors.SearchFilters()
     )
 
@@ -687,13 +689,13 @@ def vector_plan(
 ) -> str:
     """Which access path the vector query gets: the HNSW index, or the user btree + a sort.
     With items (the user's memory count), the selector's own steering of big scopes onto the
-    index is applied when it has one (_vector_candidates' scope_items rule)."""
+    index is applied when it has one (vector_candidates' scope_items rule)."""
     scope, params = own_scope(user_id)
-    rule = getattr(selectors, "VECTOR_INDEX_MIN_ITEMS", None)
+    rule = getattr(search_candidates, "VECTOR_INDEX_MIN_ITEMS", None)
     if items is not None and rule is not None and items >= rule:
         rows = float(scalar("SELECT reltuples FROM pg_class WHERE oid = 'rag_store'::regclass"))
         if 4 * items**2 >= (limit or candidate_limit()) * rows:
-            scope = selectors._without_user_index(scope)
+            scope = search_scope.without_user_index(scope)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute(
@@ -789,13 +791,13 @@ def recall_at_10(found: list[int], exact: list[int]) -> float:
     return len(set(found[:10]) & set(exact[:10])) / max(1, min(10, len(exact)))
 
 
+# (module, function, label): the steps memory_search calls through these module attributes.
 PHASES = (
-    "_scope_stats",
-    "_bm25_candidates",
-    "_keyword_candidates",
-    "_vector_candidates",
-    "_load_candidates",
-    "_load_hits",
+    (search_scope, "scope_stats", "scope_stats"),
+    (search_candidates, "bm25_candidates", "bm25_candidates"),
+    (search_candidates, "vector_candidates", "vector_candidates"),
+    (search_candidates, "candidates_load", "load_candidates"),
+    (search_candidates, "hits_load", "load_hits"),
 )
 
 
@@ -806,10 +808,10 @@ class PhaseTimer:
     def __init__(self) -> None:
         self.current: dict[str, float] | None = None
         self.calls: list[dict[str, float]] = []
-        for name in PHASES:
-            original = getattr(selectors, name, None)
+        for module, name, label in PHASES:
+            original = getattr(module, name, None)
             if callable(original):
-                setattr(selectors, name, self._wrap(name, original))
+                setattr(module, name, self._wrap(label, original))
 
     def _wrap(self, name: str, original):
         def timed(*args, **kwargs):
@@ -966,7 +968,9 @@ def code_version() -> dict:
     return {
         "root": str(root),
         "commit": git("rev-parse", "--short", "HEAD"),
-        "selectors_dirty": bool(git("status", "--porcelain", "context_app/selectors.py")),
+        "selectors_dirty": bool(
+            git("status", "--porcelain", "context_app/selectors.py", "ingestion_app/selectors")
+        ),
     }
 
 
@@ -1039,7 +1043,7 @@ def main() -> None:
     log(
         "vector side: "
         + (
-            "committed selectors._vector_candidates"
+            "committed search_candidates.vector_candidates"
             if function
             else "bench copy of the selector's SQL (selector shape changed)"
         )

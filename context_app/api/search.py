@@ -12,7 +12,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from context_app.selectors import MODES, SOURCES, SearchFilters, memory_search, memory_stats
+from context_app.selectors import MODES, SOURCES, SearchFilters, memory_search
+from ingestion_app.selectors import memory_stats
 from memory_site.api_fields import (
     FieldAliasMixin,
     StrictCharField,

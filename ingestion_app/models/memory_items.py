@@ -56,7 +56,7 @@ class MemoryItem(models.Model):
     # item, its neighbouring messages, which often hold the words a question uses.
     keyword_context = models.TextField(blank=True, default="")
     # The item's own text (header + content) at weight A, its keyword context at weight B; the
-    # BM25 scorer (context_app.selectors) reads the weights to count context words at half tf.
+    # BM25 scorer (ingestion_app.selectors.search_candidates) reads the weights to count context words at half tf.
     search_vector = models.GeneratedField(
         expression=SearchVector("header", "content", config="english", weight="A")
         + SearchVector("keyword_context", config="english", weight="B"),
@@ -83,7 +83,7 @@ class MemoryItem(models.Model):
                 fields=["user", "app_id", "source", "-created_at"], name="rag_user_source_recent"
             ),
             models.Index(fields=["user", "content_hash"], name="rag_user_hash"),
-            # Counting a user's items for BM25 (context_app.selectors._scope_stats): entries
+            # Counting a user's items for BM25 (ingestion_app.selectors.scope.scope_stats): entries
             # with equal keys are deduplicated and kept in heap order, so an index-only count
             # of 10,000 items reads ~35 pages (0.6 ms) where rag_user_source_recent, ordered by
             # date, checks the visibility map ~9,000 times (2 ms).

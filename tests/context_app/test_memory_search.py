@@ -13,9 +13,10 @@ from context_app.selectors import (
     SearchFilters,
     format_for_prompt,
     memory_search,
-    memory_stats,
 )
 from ingestion_app.models import MemoryItem
+from ingestion_app.selectors import memory_stats, search_candidates
+from ingestion_app.selectors import scope as search_scope
 from memory_site.errors import InvalidInput
 from memory_site.providers import get_embedder
 from memory_site.tokens import count_tokens
@@ -369,8 +370,6 @@ def test_stats_count_only_the_callers_memories(user, other_user):
 
 
 def test_big_scope_path_ranks_like_the_exact_one(user, monkeypatch):
-    from context_app import selectors
-
     for text in TICKETS + [
         "The badge office is on floor 2.",
         "Printer paper is in the cupboard.",
@@ -380,7 +379,7 @@ def test_big_scope_path_ranks_like_the_exact_one(user, monkeypatch):
     query = "broken badge reader ticket"
 
     exact = memory_search(user=user, query=query, mode="keyword")
-    monkeypatch.setattr(selectors, "SINGLE_STATEMENT_ITEMS", 0)
+    monkeypatch.setattr(search_scope, "SINGLE_STATEMENT_ITEMS", 0)
     big = memory_search(user=user, query=query, mode="keyword")
 
     assert ids(big) == ids(exact)
@@ -388,7 +387,7 @@ def test_big_scope_path_ranks_like_the_exact_one(user, monkeypatch):
         [hit.keyword_rank for hit in exact.items]
     )
     # Pruned to the rarest term's rows, the best match still comes first.
-    monkeypatch.setattr(selectors, "PRUNE_DF", 1)
+    monkeypatch.setattr(search_candidates, "PRUNE_DF", 1)
     pruned = memory_search(user=user, query=query, mode="keyword")
     assert ids(pruned)[0] == ids(exact)[0]
     assert len(pruned.items) < len(exact.items)
@@ -398,11 +397,11 @@ def test_big_scope_path_ranks_like_the_exact_one(user, monkeypatch):
 def big_scope_paths(monkeypatch):
     """Every scope takes the paths of big ones: sampled BM25, speakers from the speaker index,
     the vector query forced onto HNSW (user condition kept off the btree)."""
-    from context_app import selectors
-
-    monkeypatch.setattr(selectors, "SINGLE_STATEMENT_ITEMS", 0)
-    monkeypatch.setattr(selectors, "VECTOR_INDEX_MIN_ITEMS", 0)
-    monkeypatch.setattr(selectors, "_table_stats_cached", (0.0, selectors._TableStats(0.0, {})))
+    monkeypatch.setattr(search_scope, "SINGLE_STATEMENT_ITEMS", 0)
+    monkeypatch.setattr(search_candidates, "VECTOR_INDEX_MIN_ITEMS", 0)
+    monkeypatch.setattr(
+        search_scope, "_table_stats_cached", (0.0, search_scope.TableStats(0.0, {}))
+    )
 
 
 @pytest.mark.parametrize("path", ["exact", "big"])

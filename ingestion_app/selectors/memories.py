@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 
 from ingestion_app.models import FactHistory, MemoryCommitLog, MemoryItem, ProjectContext
+from ingestion_app.selectors.scope import SOURCES
 from memory_site.errors import NotFound
 from sessions_app.models import ChatSession
 
@@ -145,3 +146,41 @@ def session_project_id(*, session: ChatSession) -> str:
 
 def commit_log_for_session(*, session: ChatSession) -> MemoryCommitLog | None:
     return MemoryCommitLog.objects.filter(chat_session=session).first()
+
+
+def memory_stats(*, user, app_id: str | None = None, top_topics: int = 50) -> dict:
+    """Totals of the caller's memories by source, project and topic (the `top_topics` most
+    used topics); one app's when app_id is given."""
+    items = MemoryItem.objects.filter(user=user)
+    if app_id:
+        items = items.filter(app_id=app_id)
+    by_source = {source: 0 for source in SOURCES}
+    by_source.update(
+        dict(
+            items.order_by()
+            .values_list("source")
+            .annotate(n=Count("id"))
+            .values_list("source", "n")
+        )
+    )
+    by_project = dict(
+        items.order_by()
+        .values_list("project_id")
+        .annotate(n=Count("id"))
+        .values_list("project_id", "n")
+    )
+    with connection.cursor() as cursor:
+        app_clause = "AND app_id = %s" if app_id else ""
+        cursor.execute(
+            f"""SELECT topic, count(*) FROM rag_store, unnest(topics) AS topic
+                WHERE user_id = %s {app_clause}
+                GROUP BY topic ORDER BY count(*) DESC, topic LIMIT %s""",
+            [user.pk, *([app_id] if app_id else []), top_topics],
+        )
+        by_topic = dict(cursor.fetchall())
+    return {
+        "total": sum(by_source.values()),
+        "by_source": by_source,
+        "by_project": by_project,
+        "by_topic": by_topic,
+    }

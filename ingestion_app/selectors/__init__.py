@@ -1,0 +1,32 @@
+"""Reads of the rag_store, always scoped to the caller.
+
+- memories: browsing, one item and its history, nearest facts, commit bookkeeping, totals;
+- scope: the WHERE clause and statistics every search statement starts from;
+- search_candidates: the keyword (BM25) and vector candidate SQL of memory_search.
+"""
+
+from __future__ import annotations
+
+from ingestion_app.selectors.memories import (
+    FactNeighbour,
+    commit_log_for_session,
+    facts_nearest,
+    facts_nearest_many,
+    memories_for_user,
+    memory_get_for_user,
+    memory_history,
+    memory_stats,
+    session_project_id,
+)
+
+__all__ = [
+    "FactNeighbour",
+    "commit_log_for_session",
+    "facts_nearest",
+    "facts_nearest_many",
+    "memories_for_user",
+    "memory_get_for_user",
+    "memory_history",
+    "memory_stats",
+    "session_project_id",
+]

@@ -1,0 +1,430 @@
+"""The rag_store's candidate reads for a search: BM25 over the search vector (keyword side),
+HNSW cosine neighbours (vector side), the light columns ranking needs and the hits' text.
+
+Fusion, ranking and packing live in context_app.selectors (memory_search); every statement
+here starts from a scope built by ingestion_app.selectors.scope. Design and measurements: see
+context_app.selectors' module docstring.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ingestion_app.selectors import scope as search_scope
+from ingestion_app.selectors.scope import ScopeStats
+
+# BM25.
+BM25_K1 = 1.2
+BM25_B = 0.75
+CONTEXT_TF_WEIGHT = 0.5  # term frequency of a keyword-context (weight B) occurrence
+MAX_QUERY_TERMS = 32  # lexemes of a long query beyond the first 32 are ignored
+DF_SAMPLE_ITEMS = 300  # rows of a big scope whose term counts estimate document frequency
+PRUNE_DF = 1000  # candidates come from the rarest terms whose summed df stays under this
+BIG_SCOPE_CANDIDATES = 3000  # and at most this many rows are scored
+# A term matching more rows than this over the whole table is never looked up through the GIN
+# index for one scope: reading its posting list costs more than scanning the scope.
+GIN_GLOBAL_ROWS = 20_000
+# Cost of one GIN posting-list entry of a term, in scope rows read: a word with 15,000 rows
+# table-wide took 11 ms to look up (300k rows, 10k-item user) where its ~500 rows in the
+# scope take ~2 ms. A word too costly for PRUNE_DF draws no candidates but still scores. At
+# 1M rows 0.05 cut the keyword top 10's agreement with exact BM25 to 0.94-0.97 (rows matching
+# only such a word were lost); 0.02 keeps 0.998 at the same CPU time.
+GIN_ROW_COST = 0.02
+# Scopes from this many items may be forced onto the HNSW index (see vector_candidates);
+# smaller ones are left to the planner (an exact sort of a few thousand rows is cheap and exact).
+VECTOR_INDEX_MIN_ITEMS = 5000
+
+
+@dataclass
+class SearchHit:
+    id: int
+    source: str
+    content: str
+    header: str
+    score: float
+    similarity: float | None
+    keyword_rank: float | None
+    created_at: datetime
+    occurred_at: datetime
+    metadata: dict
+    topics: list[str]
+    chat_session_id: str | None
+    token_count: int
+    source_message_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Candidate:
+    id: int
+    source: str
+    chat_session_id: str | None
+    occurred_epoch: float  # seconds; parsing ~200 datetimes per search costs a millisecond
+    token_count: int
+    source_message_ids: list[int]
+    is_message: bool
+    speaker: str
+    position: int | None
+    is_covered_pair: bool
+    similarity: float | None
+    keyword_score: float | None = None
+    score: float = 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# Keyword side: BM25 in SQL
+# --------------------------------------------------------------------------------------------
+
+
+def _tsquery_term(lexeme: str) -> str:
+    """A lexeme as a quoted tsquery operand (already normalised: no second stemming)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+# The query's lexemes (english config, first MAX_QUERY_TERMS in text order), each with its
+# quoted tsquery operand; a named speaker's lexemes are left out unless nothing else remains.
+_TERMS_SQL = r"""
+    query_terms AS (
+        SELECT t.lexeme, t.positions[1] AS first_position,
+               '''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''' AS operand,
+               t.lexeme IN (SELECT n.lexeme FROM unnest(to_tsvector('english', %(k_drop)s)) AS n)
+                   AS is_name
+        FROM unnest(to_tsvector('english', %(k_query)s)) AS t
+        ORDER BY t.positions[1] LIMIT %(k_max_terms)s
+    ),
+    terms AS (
+        SELECT lexeme, first_position, operand::tsquery AS any_weight,
+               (operand || ':A')::tsquery AS in_item, (operand || ':B')::tsquery AS in_context
+        FROM query_terms
+        WHERE NOT is_name OR NOT EXISTS (SELECT 1 FROM query_terms WHERE NOT is_name)
+    )"""
+
+# tf of a term in an item: 1 if it is in the item's own text (weight A) plus k_context_tf if it
+# is in its keyword context (weight B). Materialized so each pair of tests runs once, float8
+# so no numeric arithmetic creeps in. Occurrence counts are not used: items are mostly one
+# message, and on LoCoMo counting positions changed recall by 0.2 points at several times the
+# cost (it needs unnest() of every candidate's vector).
+_MATCHES_SQL = """
+    matches AS MATERIALIZED (
+        SELECT c.id, c.dl, terms.lexeme,
+               (c.search_vector @@ terms.in_item)::int::float8
+               + %(k_context_tf)s::float8 * (c.search_vector @@ terms.in_context)::int::float8
+                   AS tf
+        FROM candidates AS c CROSS JOIN terms
+    )"""
+
+_BM25_TERM_SQL = """idf * tf * (%(k_k1)s::float8 + 1) / (tf + %(k_k1)s::float8
+                 * (1 - %(k_b)s::float8 + %(k_b)s::float8 * dl / %(k_avgdl)s::float8))"""
+
+
+def _bm25_params(*, query: str, drop_name: str, stats: ScopeStats, limit: int) -> dict:
+    return {
+        "k_query": query,
+        "k_drop": drop_name,
+        "k_max_terms": MAX_QUERY_TERMS,
+        "k_context_tf": float(CONTEXT_TF_WEIGHT),
+        "k_k1": float(BM25_K1),
+        "k_b": float(BM25_B),
+        "k_avgdl": float(stats.mean_length or 1.0),
+        "k_count": stats.count,
+        "k_limit": limit,
+    }
+
+
+def bm25_candidates(
+    cursor, *, scope: str, params: dict, query: str, drop_name: str, stats: ScopeStats, limit: int
+) -> list[tuple[int, float]]:
+    """(id, BM25 score) of the best keyword matches, best first.
+
+    drop_name: a speaker name the query names; its lexemes leave the query (every message of
+    the conversation is "about" its participants) unless nothing else would be left.
+    Scopes up to SINGLE_STATEMENT_ITEMS items are scored exactly in one statement: the scope's
+    rows are read through its own index and filtered (document frequencies counted on the
+    matching rows themselves). The GIN index is kept out of it on purpose: one common query
+    word has a posting list of half the table, and reading it cost 40 ms where the scope's
+    100 rows cost 0.1 ms. Bigger scopes go through _bm25_big_scope.
+    """
+    bm25 = {**params, **_bm25_params(query=query, drop_name=drop_name, stats=stats, limit=limit)}
+    if stats.count > search_scope.SINGLE_STATEMENT_ITEMS:
+        return _bm25_big_scope(cursor, scope=scope, bm25=bm25, stats=stats)
+    cursor.execute(
+        f"""WITH {_TERMS_SQL},
+            candidates AS MATERIALIZED (
+                SELECT id, search_vector, length(search_vector)::float8 AS dl
+                FROM (SELECT id, search_vector FROM rag_store WHERE {scope} OFFSET 0) AS scoped
+                WHERE search_vector @@ (
+                    SELECT string_agg(operand, ' | ')::tsquery FROM query_terms
+                    WHERE lexeme IN (SELECT lexeme FROM terms))
+            ),
+            {_MATCHES_SQL},
+            term_idf AS (
+                SELECT lexeme, ln(1 + (greatest(%(k_count)s, count(*)) - count(*) + 0.5)
+                                      / (count(*) + 0.5)) AS idf
+                FROM matches WHERE tf > 0 GROUP BY lexeme
+            )
+            SELECT id, sum({_BM25_TERM_SQL}) AS score
+            FROM matches JOIN term_idf USING (lexeme) WHERE tf > 0
+            GROUP BY id ORDER BY score DESC, id DESC LIMIT %(k_limit)s""",
+        bm25,
+    )
+    return [(row[0], float(row[1])) for row in cursor.fetchall()]
+
+
+def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: ScopeStats):
+    """BM25 over a big scope in two statements, reading a few hundred rows instead of all.
+
+    1. The query's terms and how many of the scope's first DF_SAMPLE_ITEMS rows (storage
+       order, i.e. roughly the oldest) hold each: document frequency estimated from that
+       sample. Counting every match cost ~45 ms for a common word in a 10,000-item scope; idf
+       is a logarithm, so a sampled df moves it by a few percent.
+    2. Candidates are the scope's rows matching the rarest terms (summed estimated df up to
+       PRUNE_DF, at least the rarest), found through the GIN index; their df is counted
+       exactly on those rows, every other term adds to their score with its sampled df. A
+       row matching only common terms scores below a row holding a rare one, so the top of
+       the ranking is the exact one's (MaxScore-like pruning). A term common over the whole
+       table is never looked up through GIN (GIN_GLOBAL_ROWS); when no term qualifies, the
+       scope's rows are scanned, at most BIG_SCOPE_CANDIDATES matches.
+    """
+    cursor.execute(
+        f"""WITH {_TERMS_SQL},
+            sample AS MATERIALIZED (
+                SELECT search_vector FROM rag_store WHERE {scope} LIMIT %(k_sample)s
+            )
+            SELECT terms.lexeme,
+                   (SELECT count(*) FROM sample WHERE search_vector @@ terms.any_weight),
+                   (SELECT count(*) FROM sample),
+                   (SELECT avg(length(search_vector)) FROM sample)
+            FROM terms ORDER BY terms.first_position""",
+        {**bm25, "k_sample": DF_SAMPLE_ITEMS},
+    )
+    rows = cursor.fetchall()
+    if not rows:
+        return []
+    sample_size = max(1, rows[0][2])
+    count = max(stats.count, sample_size)
+    mean_length = stats.mean_length or float(rows[0][3] or 0) or 1.0
+    # Sampled df, never below 0.5 (a term absent from the sample may still occur).
+    estimated = {lexeme: max(0.5, hits * count / sample_size) for lexeme, hits, _, _ in rows}
+    common = search_scope.table_stats(cursor).common_lexemes
+    candidate_terms, total = [], 0.0
+    for lexeme in sorted(estimated, key=lambda lexeme: estimated[lexeme]):
+        # Cost of a term: its rows in the scope, plus its posting list read from GIN.
+        cost = estimated[lexeme] + common.get(lexeme, 0) * GIN_ROW_COST
+        if candidate_terms and total + cost > PRUNE_DF:
+            break
+        if common.get(lexeme, 0) > GIN_GLOBAL_ROWS:
+            continue
+        candidate_terms.append(lexeme)
+        total += cost
+    if candidate_terms:
+        candidates_sql = f"SELECT id, search_vector FROM rag_store WHERE {scope}"
+        candidate_query = " | ".join(_tsquery_term(lexeme) for lexeme in candidate_terms)
+    else:
+        candidates_sql = f"SELECT id, search_vector FROM rag_store WHERE {scope} OFFSET 0"
+        candidate_query = " | ".join(_tsquery_term(lexeme) for lexeme in estimated)
+    # One row per candidate with one tf column per term, df of each term counted over the
+    # candidates in the same statement, each term's weight (idf x (k1 + 1)) and each row's
+    # length norm computed once: PostgreSQL evaluates float expressions slowly (~2 us per
+    # term and row when the weights were inlined into the per-row score).
+    term_params: dict = {}
+    tf_columns, df_columns, weight_columns, score_terms = [], [], [], []
+    for i, lexeme in enumerate(estimated):
+        operand = _tsquery_term(lexeme)
+        term_params[f"k_a{i}"] = operand + ":A"
+        term_params[f"k_b{i}"] = operand + ":B"
+        term_params[f"k_s{i}"] = estimated[lexeme]
+        tf_columns.append(
+            f"(search_vector @@ %(k_a{i})s::tsquery)::int::float8 + %(k_context_tf)s::float8"
+            f" * (search_vector @@ %(k_b{i})s::tsquery)::int::float8 AS tf{i}"
+        )
+        df_columns.append(f"count(*) FILTER (WHERE tf{i} > 0)::float8 AS df{i}")
+        df = f"df{i}" if lexeme in candidate_terms else f"greatest(%(k_s{i})s::float8, df{i})"
+        weight_columns.append(
+            f"ln(1 + (%(k_count)s - least(%(k_count)s::float8, {df}) + 0.5)"
+            f" / (least(%(k_count)s::float8, {df}) + 0.5)) * (%(k_k1)s::float8 + 1) AS w{i}"
+        )
+        score_terms.append(f"w{i} * tf{i} / (tf{i} + kn)")
+    cursor.execute(
+        f"""WITH candidates AS MATERIALIZED (
+                SELECT id, {", ".join(tf_columns)},
+                       %(k_k1)s::float8 * (1 - %(k_b)s::float8 + %(k_b)s::float8
+                           * length(search_vector) / %(k_avgdl)s::float8) AS kn
+                FROM ({candidates_sql}) AS scoped
+                WHERE search_vector @@ %(k_candidates)s::tsquery LIMIT %(k_max_rows)s
+            ),
+            frequencies AS (SELECT {", ".join(df_columns)} FROM candidates),
+            weights AS MATERIALIZED (SELECT {", ".join(weight_columns)} FROM frequencies),
+            scored AS MATERIALIZED (
+                SELECT id, {" + ".join(score_terms)} AS score FROM candidates, weights
+            )
+            SELECT id, score FROM scored WHERE score > 0
+            ORDER BY score DESC, id DESC LIMIT %(k_limit)s""",
+        {
+            **bm25,
+            **term_params,
+            "k_count": float(count),
+            "k_avgdl": mean_length,
+            "k_candidates": candidate_query,
+            "k_max_rows": BIG_SCOPE_CANDIDATES,
+        },
+    )
+    return [(row[0], float(row[1])) for row in cursor.fetchall()]
+
+
+def phrase_filter(query: str) -> str | None:
+    """The query itself when it uses web-search operators (quotes, -word): then every result
+    must satisfy websearch_to_tsquery; plain questions keep OR semantics."""
+    if '"' in query or re.search(r"(^|\s)-\w", query):
+        return query
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Vector side
+# --------------------------------------------------------------------------------------------
+
+
+def vector_candidates(
+    cursor, *, scope: str, params: dict, vector: str, limit: int, scope_items: int | None = None
+) -> list[tuple[int, float]]:
+    """(id, cosine similarity) of the nearest items, nearest first.
+
+    scope_items: the scope's item count when known (hybrid and keyword modes). A big scope is
+    searched through the HNSW index whatever the planner estimates: an iterative scan reads
+    at most about limit / selectivity rows (fewer: a user's nearest memories sit together),
+    an exact search every row of the scope, so the index wins once scope_items^2 >=
+    limit x table rows / 4. At 1M rows the planner estimated 6,500-6,900 rows for some
+    10,000-item users and sorted all of them (15-18 ms where the index took ~3 ms).
+    """
+    if scope_items is not None and scope_items >= VECTOR_INDEX_MIN_ITEMS:
+        if 4 * scope_items**2 >= limit * search_scope.table_stats(cursor).rows:
+            scope = search_scope.without_user_index(scope)
+    cursor.execute(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+        " set_config('hnsw.ef_search', %s, true)",
+        [str(max(100, limit))],
+    )
+    cursor.execute(
+        f"""WITH nearest AS MATERIALIZED (
+                SELECT id, embedding <=> %(v_vector)s::vector AS distance FROM rag_store
+                WHERE {scope} AND embedding IS NOT NULL
+                ORDER BY embedding <=> %(v_vector)s::vector LIMIT %(v_limit)s
+            )
+            SELECT id, 1 - distance FROM nearest ORDER BY distance, id DESC""",
+        {**params, "v_vector": vector, "v_limit": limit},
+    )
+    # relaxed_order may return rows slightly out of order: re-sorted above by exact distance.
+    return [(row[0], float(row[1])) for row in cursor.fetchall()]
+
+
+def candidates_load(
+    cursor,
+    ids: list[int],
+    vector: str | None,
+    known_similarity: dict[int, float],
+    *,
+    probe_covered_pairs: bool,
+) -> dict[int, Candidate]:
+    """The light columns ranking needs (no text): speaker, position, covered messages.
+
+    probe_covered_pairs: whether to look up which turn-pair chunks have message items (only
+    needed when the ranking weighs such pairs differently).
+
+    Similarity is computed here only for items the vector side did not return (reading an
+    embedding costs a TOAST fetch).
+    """
+    if not ids:
+        return {}
+    similarity_sql = (
+        "CASE WHEN m.id = ANY(%(c_known)s) THEN NULL"
+        " ELSE 1 - (m.embedding <=> %(c_vector)s::vector) END"
+        if vector
+        else "NULL::float8"
+    )
+    # A pair chunk is "covered" when its first message also has a message item; the probe is
+    # a unique-index lookup per pair (LATERAL + LIMIT keeps the planner from hashing the
+    # whole chunk_id index instead).
+    covered_pair_sql = (
+        """LEFT JOIN LATERAL (
+               SELECT true AS covered FROM rag_store AS x
+               WHERE m.source = 'chunk' AND coalesce(m.metadata->>'granularity', '') <> 'message'
+                 AND cardinality(m.source_message_ids) > 0
+                 AND x.chunk_id = 'msg-' || m.source_message_ids[1]
+               LIMIT 1) AS pair ON true"""
+        if probe_covered_pairs
+        else "LEFT JOIN (SELECT NULL::boolean AS covered) AS pair ON false"
+    )
+    cursor.execute(
+        f"""SELECT m.id, m.source, m.chat_session_id::text,
+                   extract(epoch FROM m.occurred_at)::float8, m.token_count, m.source_message_ids,
+                   m.metadata->>'granularity' = 'message' AS is_message,
+                   coalesce(m.metadata->>'speaker', ''),
+                   CASE WHEN m.metadata->>'granularity' = 'message'
+                        AND jsonb_typeof(m.metadata->'position') = 'number'
+                        THEN (m.metadata->>'position')::int END,
+                   pair.covered, {similarity_sql}
+            FROM rag_store AS m {covered_pair_sql}
+            WHERE m.id = ANY(%(c_ids)s)""",
+        {"c_ids": ids, "c_vector": vector, "c_known": list(known_similarity)},
+    )
+    found = {}
+    for row in cursor.fetchall():
+        similarity = known_similarity.get(row[0], row[10])
+        found[row[0]] = Candidate(
+            id=row[0],
+            source=row[1],
+            chat_session_id=row[2],
+            occurred_epoch=row[3],
+            token_count=row[4] or 0,
+            source_message_ids=list(row[5] or []),
+            is_message=bool(row[6]),
+            speaker=row[7].lower(),
+            position=row[8],
+            is_covered_pair=bool(row[9]),
+            similarity=float(similarity) if similarity is not None else None,
+        )
+    return found
+
+
+def hits_load(cursor, packed: list[Candidate]) -> list[SearchHit]:
+    if not packed:
+        return []
+    cursor.execute(
+        "SELECT id, content, header, created_at, metadata, topics, occurred_at FROM rag_store"
+        " WHERE id = ANY(%s)",
+        [[c.id for c in packed]],
+    )
+    rows = {row[0]: row for row in cursor.fetchall()}
+    hits = []
+    for candidate in packed:
+        row = rows.get(candidate.id)
+        if row is None:  # deleted meanwhile
+            continue
+        # Django's psycopg setup hands raw-cursor jsonb back as text.
+        metadata = json.loads(row[4]) if isinstance(row[4], str) else row[4] or {}
+        hits.append(
+            SearchHit(
+                id=candidate.id,
+                source=candidate.source,
+                content=row[1],
+                header=row[2],
+                score=candidate.score,
+                similarity=candidate.similarity,
+                keyword_rank=candidate.keyword_score,
+                created_at=row[3],
+                occurred_at=row[6],
+                metadata=metadata,
+                topics=list(row[5] or []),
+                chat_session_id=candidate.chat_session_id,
+                token_count=candidate.token_count,
+                source_message_ids=candidate.source_message_ids,
+            )
+        )
+    return hits
+
+
+# --------------------------------------------------------------------------------------------
+# Rendering and stats
+# --------------------------------------------------------------------------------------------
