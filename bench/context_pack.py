@@ -235,6 +235,7 @@ def main() -> None:
 
     from context_app.models import ContextSettings
     from context_app.services import context_pack
+    from context_app.services.context_pack import build as context_pack_build
     from ingestion_app.models import MemoryItem
     from memory_site.providers import get_embedder
     from sessions_app.models import ChatSession, Message
@@ -278,10 +279,10 @@ def main() -> None:
             ).tolist()
         return message.content_sanitized
 
-    real_embed = context_pack._embed_query
-    context_pack._embed_query = precomputed
+    real_embed = context_pack_build._embed_query
+    context_pack_build._embed_query = precomputed
     # The hybrid memory search is timed on its own too: it is retrieval's part of the budget.
-    real_search = context_pack.memory_search
+    real_search = context_pack_build.memory_search
     search_times: list[float] = []  # within the current call
     search_per_call: list[float] = []
 
@@ -292,7 +293,7 @@ def main() -> None:
         finally:
             search_times.append((time.perf_counter() - started) * 1000)
 
-    context_pack.memory_search = timed_search
+    context_pack_build.memory_search = timed_search
     db_times: list[float] = []
     rest: list[float] = []
     statuses: dict[str, int] = {}
@@ -321,8 +322,8 @@ def main() -> None:
         )
         memories_carried.append(len(pack.memories))
         chars.append(len(pack.text))
-    context_pack._embed_query = real_embed
-    context_pack.memory_search = real_search
+    context_pack_build._embed_query = real_embed
+    context_pack_build.memory_search = real_search
 
     load = os.getloadavg()
     print(

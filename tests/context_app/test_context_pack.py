@@ -14,7 +14,6 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from context_app.models import ContextSettings, InjectionLog, OptOut, TopicSummary, UserChatSummary
-from context_app.services import context_pack
 from context_app.services.context_pack import (
     PREAMBLE,
     TRUNCATION_MARK,
@@ -22,6 +21,7 @@ from context_app.services.context_pack import (
     clip_text,
     prepare_context,
 )
+from context_app.services.context_pack import build as context_pack_build
 from ingestion_app.models import MemoryItem
 from memory_site.providers import ProviderError
 from memory_site.tokens import count_tokens
@@ -365,7 +365,7 @@ def test_embedding_failure_skips_memories_only(user, embeddings, monkeypatch, ca
     def broken(query):
         raise ProviderError("embedding service down")
 
-    monkeypatch.setattr(context_pack, "_embed_query", broken)
+    monkeypatch.setattr(context_pack_build, "_embed_query", broken)
     rollups(user, recent="- The user bakes rye bread.")
     memory(user, "rye bread baking needs a sour starter")
     session, message = session_at_turn(user, 3)
@@ -387,7 +387,7 @@ def test_slow_embedding_costs_the_memories_not_the_pack(user, embeddings, monkey
         embedded.append(query)
         return hashed_embedding(query, 384)
 
-    monkeypatch.setattr(context_pack, "_embed_query", slow)
+    monkeypatch.setattr(context_pack_build, "_embed_query", slow)
     # Wide: the rest of the pack keeps the 25 % reserve (750 ms), ample on a loaded machine.
     tune(latency_budget_ms=3000)
     rollups(user, recent="- The user bakes rye bread.")
@@ -414,13 +414,13 @@ def test_slow_build_is_dropped_and_the_turn_goes_out_unaugmented(
     api, user, embeddings, monkeypatch, caplog
 ):
     tune(latency_budget_ms=100)
-    real_rollups = context_pack.user_rollups
+    real_rollups = context_pack_build.user_rollups
 
     def slow_rollups(**kwargs):
         time.sleep(0.3)  # a stuck query, as far as the budget can tell
         return real_rollups(**kwargs)
 
-    monkeypatch.setattr(context_pack, "user_rollups", slow_rollups)
+    monkeypatch.setattr(context_pack_build, "user_rollups", slow_rollups)
     rollups(user, recent="- The user bakes rye bread.")
     memory(user, "rye bread baking needs a sour starter")
     session, _ = session_at_turn(user, 2)
@@ -447,7 +447,7 @@ def test_database_failure_is_logged_and_the_reply_still_streams(
     def broken(**kwargs):
         raise DatabaseError("connection to the context tables lost")
 
-    monkeypatch.setattr(context_pack, "user_rollups", broken)
+    monkeypatch.setattr(context_pack_build, "user_rollups", broken)
     session, _ = session_at_turn(user, 2)
     with caplog.at_level(logging.WARNING, logger="context_app.services.context_pack"):
         response, events, _ = stream_turn(api, "Still answer me.", session_id=session.id)

@@ -1,0 +1,570 @@
+"""Building and recording the context pack of a turn: `prepare_context` decides (refresh),
+builds the segments within the latency budget, and writes the InjectionLog and the session's
+context state.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import datetime
+
+from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
+
+from context_app.models import ContextSettings, InjectionLog
+from context_app.selectors import SOURCES, SearchFilters, format_for_prompt, memory_search
+from context_app.services.context_pack.refresh import (
+    opted_out_by_environment,
+    refresh_decision,
+    turn_state,
+)
+from context_app.services.context_pack.segments import (
+    ContextPack,
+    Segment,
+    SegmentSource,
+    as_quoted_data,
+    fit_segments,
+    max_pack_tokens,
+    pack_hash,
+)
+from context_app.services.topics import (
+    TopicChoice,
+    topic_infer,
+    topic_summary_get_or_build,
+)
+from context_app.summary_selectors import user_rollups
+from ingestion_app.models import MemoryItem
+from memory_site.providers import get_embedder
+from memory_site.redaction import redact
+from memory_site.tokens import count_tokens
+from sessions_app.models import ChatSession, Message
+
+# One logger for the whole context pack (its log records keep the package's name).
+logger = logging.getLogger(__package__)
+
+# The memories query asks for more hits than it keeps: hits from the current session (already
+# in the conversation) are dropped, and recency reorders the candidates.
+EXTRA_HITS = 4
+CANDIDATES_PER_SLOT = 3
+# What the [Relevant memories] segment draws on: every source but uploaded documents.
+MEMORY_SOURCES = tuple(s for s in SOURCES if s != MemoryItem.Source.DOCUMENT)
+METADATA_KEY = "context"
+# Of the latency budget, at least this much is kept for the memory search and the assembly.
+EMBEDDING_RESERVE_MS = 40.0
+
+# Query embeddings run beside the database reads, so a remote embedder's latency overlaps them.
+_embedding_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="context-embed")
+
+
+class ContextBudgetExceeded(Exception):
+    """The build ran past the latency budget; its result is dropped."""
+
+
+# --------------------------------------------------------------------------------------------
+# The build
+# --------------------------------------------------------------------------------------------
+
+
+class _Deadline:
+    def __init__(self, budget_ms: int):
+        self.started = time.perf_counter()
+        self.budget_ms = budget_ms
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.started) * 1000
+
+    def remaining_ms(self) -> float:
+        return self.budget_ms - self.elapsed_ms()
+
+    def check(self, step: str) -> None:
+        if self.remaining_ms() <= 0:
+            raise ContextBudgetExceeded(
+                f"context build over its {self.budget_ms} ms budget after {step} "
+                f"({self.elapsed_ms():.0f} ms)"
+            )
+
+
+def _configure_transaction(*, statement_timeout_ms: int | None) -> str:
+    """Settings for the current transaction only; returns the previous statement_timeout.
+
+    synchronous_commit off: what a build writes (injection log, session context state, a
+    rebuilt topic summary) is derived or audit data, not worth a disk flush on the turn's
+    critical path; a crash can lose the last few hundred milliseconds of it, never corrupt it.
+    statement_timeout (when given) bounds every statement, so a stuck query cannot hold the turn.
+    """
+    timeout = f"{max(statement_timeout_ms, 1)}ms" if statement_timeout_ms else None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_setting('statement_timeout'),"
+            " set_config('statement_timeout', coalesce(%s, current_setting('statement_timeout')), true),"
+            " set_config('synchronous_commit', 'off', true)",
+            [timeout],
+        )
+        return cursor.fetchone()[0]
+
+
+def _restore_statement_timeout(value: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('statement_timeout', %s, true)", [value])
+
+
+def _embed_query(query: str) -> list[float]:
+    return get_embedder().embed([query])[0]
+
+
+def _relevant_memory_lines(
+    *, session: ChatSession, query: str, query_future, deadline: _Deadline, context_settings
+) -> tuple[list[tuple[str, dict]], float]:
+    """The memory lines for the pack and the embedding time; [] when embedding fails."""
+    embedding_started = time.perf_counter()
+    # Leave room for the search and the assembly: a slow embedder costs the memories segment,
+    # not the whole pack.
+    reserve_ms = max(EMBEDDING_RESERVE_MS, deadline.budget_ms * 0.25)
+    try:
+        embedding = query_future.result(timeout=max(deadline.remaining_ms() - reserve_ms, 0) / 1000)
+    except FutureTimeout:
+        logger.warning(
+            "context: query embedding skipped for session %s (not ready within the %d ms budget)",
+            session.id,
+            deadline.budget_ms,
+        )
+        return [], (time.perf_counter() - embedding_started) * 1000
+    except Exception as exc:  # noqa: BLE001 - ProviderError or worse: skip, never fail the turn
+        logger.warning(
+            "context: query embedding failed for session %s, memories skipped: %s", session.id, exc
+        )
+        return [], (time.perf_counter() - embedding_started) * 1000
+    waited_ms = (time.perf_counter() - embedding_started) * 1000
+    top_k = context_settings.memory_top_k
+    if top_k <= 0:
+        return [], waited_ms
+    # Semantic candidates (the segment is "most similar to this turn"), then our own order:
+    # similarity weighted by recency, so between two equally close memories the newer wins.
+    result = memory_search(
+        user=session.user,
+        query=query,
+        app_id=session.app_id,
+        top_k=top_k * CANDIDATES_PER_SLOT + EXTRA_HITS,
+        max_tokens=None,
+        min_similarity=context_settings.memory_min_similarity,
+        sources=MEMORY_SOURCES,
+        mode="semantic",
+        # This session's own turns are already in the conversation; excluding them in the
+        # query keeps a long session's message items from crowding out other memories.
+        filters=SearchFilters(exclude_chat_session_id=str(session.id)),
+        query_embedding=embedding,
+    )
+    own_session = str(session.id)
+    now = timezone.now()
+    half_life = context_settings.memory_recency_half_life_days
+    ranked: list[tuple[float, object]] = []
+    for hit in result.items:
+        if hit.chat_session_id == own_session or hit.similarity is None:
+            continue
+        ranked.append((memory_rank(hit.similarity, hit.occurred_at, now, half_life), hit))
+    ranked.sort(key=lambda pair: (-pair[0], -pair[1].id))
+    lines: list[tuple[str, dict]] = []
+    for rank, hit in ranked[:top_k]:
+        meta = {
+            "id": hit.id,
+            "source": hit.source,
+            "score": round(rank, 5),
+            "similarity": round(hit.similarity, 4),
+        }
+        lines.append((format_for_prompt([hit]), meta))
+    return lines, waited_ms
+
+
+def memory_rank(
+    similarity: float, occurred_at: datetime | None, now: datetime, half_life_days: float
+) -> float:
+    """Similarity times a recency weight in [0.5, 1]: 1 for today, 0.75 one half-life ago,
+    tending to 0.5 (old memories are discounted, never erased). half_life_days 0: no weight."""
+    if not half_life_days or occurred_at is None:
+        return similarity
+    age_days = max(0.0, (now - occurred_at).total_seconds() / 86400)
+    return similarity * (0.5 + 0.5 * math.pow(0.5, age_days / half_life_days))
+
+
+def _build(
+    *,
+    session: ChatSession,
+    turn: int,
+    query: str,
+    previous_topic: TopicChoice | None,
+    override: TopicChoice | None,
+    max_tokens: int,
+    context_settings: ContextSettings,
+    deadline: _Deadline,
+) -> tuple[list[Segment], list[dict], str, TopicChoice | None, str, float]:
+    """Read and assemble, inside the caller's build transaction (see `_prepare`).
+
+    Raises DatabaseError or ContextBudgetExceeded; the only write is an upserted topic summary.
+    """
+    wants_memories = bool(query.strip()) and context_settings.memory_top_k > 0
+    query_future = _embedding_pool.submit(_embed_query, query) if wants_memories else None
+    try:
+        rollups = user_rollups(user=session.user, app_id=session.app_id)
+        deadline.check("rollups")
+        topic, topic_reason = topic_infer(
+            session=session,
+            current=previous_topic,
+            override=override,
+            context_settings=context_settings,
+        )
+        topic_text = ""
+        if topic is not None:
+            topic_summary = topic_summary_get_or_build(
+                user=session.user,
+                app_id=session.app_id,
+                topic=topic,
+                context_settings=context_settings,
+            )
+            topic_text = topic_summary.summary
+        deadline.check("topic")
+        memory_lines: list[tuple[str, dict]] = []
+        embedding_ms = 0.0
+        if query_future is not None:
+            memory_lines, embedding_ms = _relevant_memory_lines(
+                session=session,
+                query=query,
+                query_future=query_future,
+                deadline=deadline,
+                context_settings=context_settings,
+            )
+        deadline.check("memories")
+    finally:
+        if query_future is not None:
+            query_future.cancel()
+
+    recent = rollups.get("recent")
+    history = rollups.get("history")
+    sources = [
+        SegmentSource(
+            "Recent context",
+            context_settings.recent_cap_chars,
+            priority=2,
+            text=as_quoted_data(redact(recent.summary)) if recent else "",
+        ),
+        SegmentSource(
+            "Long-term history",
+            context_settings.history_cap_chars,
+            priority=1,
+            text=as_quoted_data(redact(history.summary)) if history else "",
+        ),
+    ]
+    if topic is not None:
+        sources.append(
+            SegmentSource(
+                f"Topic: {topic.title}",
+                context_settings.topic_cap_chars,
+                priority=3,
+                text=as_quoted_data(redact(topic_text)),
+            )
+        )
+    sources.append(
+        SegmentSource(
+            "Relevant memories",
+            context_settings.memories_cap_chars,
+            priority=4,
+            lines=[(redact(line), meta) for line, meta in memory_lines],
+        )
+    )
+    segments, memories, text = fit_segments(
+        sources, total_cap=context_settings.total_cap_chars, max_tokens=max_tokens
+    )
+    deadline.check("assembly")
+    return segments, memories, text, topic, topic_reason, embedding_ms
+
+
+def _record(
+    *,
+    session: ChatSession,
+    user_message: Message | None,
+    pack: ContextPack,
+    error: str = "",
+    state: dict | None = None,
+    in_build: bool = False,
+) -> ContextPack:
+    """Write the injection log row (and the session's context state when given) in one
+    transaction: the build's own (`in_build`, already configured) or a new one, committed
+    asynchronously."""
+    with transaction.atomic(savepoint=not in_build):
+        if not in_build:
+            _configure_transaction(statement_timeout_ms=None)
+        log = InjectionLog.objects.create(
+            session=session,
+            user_id=session.user_id,
+            user_message=user_message,
+            turn_number=pack.turn_number,
+            status=pack.status,
+            reason=pack.reason,
+            error=error[:2000],
+            pack_text=pack.text,
+            pack_hash=pack.hash,
+            pack_chars=len(pack.text),
+            pack_tokens=pack.tokens,
+            segments=[segment.summary() for segment in pack.segments],
+            memories=pack.memories,
+            topic_key=pack.topic.key if pack.topic else "",
+            topic_title=pack.topic.title if pack.topic else "",
+            topic_score=pack.topic.score if pack.topic else None,
+            topic_source=pack.topic.source if pack.topic else "",
+            elapsed_ms=pack.elapsed_ms,
+            embedding_ms=pack.embedding_ms,
+        )
+        if state is not None:
+            state = {**state, "log_id": log.id}
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"UPDATE {ChatSession._meta.db_table} SET metadata = metadata || %s::jsonb WHERE id = %s",
+                    [
+                        _json({METADATA_KEY: state, "last_context_hash": pack.hash}),
+                        session.id,
+                    ],
+                )
+            session.metadata = {
+                **(session.metadata or {}),
+                METADATA_KEY: state,
+                "last_context_hash": pack.hash,
+            }
+    pack.injection_log_id = log.id
+    return pack
+
+
+def _json(value: dict) -> str:
+    return json.dumps(value, default=str)
+
+
+def _reuse(
+    *, session, user_message, state: dict, turn: int, reason: str, deadline: _Deadline
+) -> ContextPack | None:
+    """The last pack again (its log row holds the text), recorded for this turn; None when
+    that row is gone."""
+    previous = InjectionLog.objects.filter(id=state["log_id"], session=session).first()
+    if previous is None:
+        return None
+    pack = ContextPack(
+        status=InjectionLog.Status.REUSED,
+        reason=reason,
+        turn_number=turn,
+        text=previous.pack_text,
+        hash=previous.pack_hash,
+        segments=[
+            Segment(item["name"], "", item.get("truncated", False), chars=item.get("chars", 0))
+            for item in previous.segments
+        ],
+        topic=TopicChoice.from_dict(state.get("topic")),
+        memories=previous.memories,
+        tokens=previous.pack_tokens,
+        elapsed_ms=round(deadline.elapsed_ms(), 2),
+    )
+    return _record(session=session, user_message=user_message, pack=pack)
+
+
+def prepare_context(
+    *,
+    session: ChatSession,
+    user_message: Message | None = None,
+    query: str | None = None,
+    conversation_tokens: int = 0,
+    context_settings: ContextSettings | None = None,
+) -> ContextPack:
+    """The context pack for the current turn of `session` (never raises).
+
+    Call after the turn's user message is stored (the turn number counts it). `query` is the
+    text memories are matched against (default: the user message's redacted text);
+    `conversation_tokens` (messages and attachments sent with the pack) sizes the token
+    ceiling. Skips when augmentation is disabled, the user opted out or the session has fewer
+    than `min_user_turns` user turns. Reuses the last pack until the refresh cadence says
+    otherwise (a changed topic override always rebuilds). Every built or reused pack gets an
+    InjectionLog row and the session metadata keeps {"context": {...}, "last_context_hash"}.
+    Database errors, a failed build and a build over `latency_budget_ms` give status "failed",
+    are logged, and leave the turn unaugmented.
+    """
+    context_settings = context_settings or ContextSettings.load()
+    deadline = _Deadline(context_settings.latency_budget_ms)
+    turn = 0
+    try:
+        if not context_settings.augmentation_enabled:
+            pack = ContextPack(status="skipped", reason="disabled")
+        elif opted_out_by_environment(session.user):
+            pack = ContextPack(status="skipped", reason="opted_out")
+        else:
+            turn, opted_out, override = turn_state(session)
+            if opted_out:
+                pack = ContextPack(status="skipped", reason="opted_out", turn_number=turn)
+            elif turn < context_settings.min_user_turns:
+                pack = ContextPack(status="skipped", reason="too_few_turns", turn_number=turn)
+            else:
+                if query is None:
+                    query = user_message.content_sanitized if user_message else ""
+                pack = _prepare(
+                    session=session,
+                    user_message=user_message,
+                    query=redact(query or "")[:4000],
+                    turn=turn,
+                    override=override,
+                    conversation_tokens=conversation_tokens,
+                    context_settings=context_settings,
+                    deadline=deadline,
+                )
+    except Exception as exc:  # noqa: BLE001 - any failure means "answer without augmentation"
+        pack = _failed(
+            session=session, user_message=user_message, turn=turn, exc=exc, deadline=deadline
+        )
+    if context_settings.verbose_logging:
+        logger.info(
+            "context session=%s turn=%d status=%s reason=%s chars=%d topic=%s elapsed_ms=%.1f",
+            session.id,
+            pack.turn_number,
+            pack.status,
+            pack.reason,
+            len(pack.text),
+            pack.topic.key if pack.topic else "-",
+            pack.elapsed_ms,
+        )
+    return pack
+
+
+def _prepare(
+    *, session, user_message, query, turn, override, conversation_tokens, context_settings, deadline
+):
+    now = timezone.now()
+    state = dict((session.metadata or {}).get(METADATA_KEY) or {})
+    override_choice = (
+        f"{override.source}:{override.key}:{override.title}" if override is not None else ""
+    )
+    decision = refresh_decision(
+        state=state, turn=turn, override=override_choice, context_settings=context_settings, now=now
+    )
+    if decision is None:
+        reused = _reuse(
+            session=session,
+            user_message=user_message,
+            state=state,
+            turn=turn,
+            reason="not_due",
+            deadline=deadline,
+        )
+        if reused is not None:
+            return reused
+        decision = "first_build"
+    previous_topic = TopicChoice.from_dict(state.get("topic"))
+    # Reads, assembly and the log write share one transaction (fewer round trips). A caller's
+    # outer transaction would keep our statement_timeout: it is put back at the end.
+    restore_timeout = connection.in_atomic_block
+    with transaction.atomic():
+        previous_timeout = _configure_transaction(
+            statement_timeout_ms=context_settings.latency_budget_ms
+        )
+        pack = _build_and_record(
+            session=session,
+            user_message=user_message,
+            query=query,
+            turn=turn,
+            state=state,
+            decision=decision,
+            now=now,
+            previous_topic=previous_topic,
+            override=override,
+            override_choice=override_choice,
+            conversation_tokens=conversation_tokens,
+            context_settings=context_settings,
+            deadline=deadline,
+        )
+        if restore_timeout:
+            _restore_statement_timeout(previous_timeout)
+    return pack
+
+
+def _build_and_record(
+    *,
+    session,
+    user_message,
+    query,
+    turn,
+    state,
+    decision,
+    now,
+    previous_topic,
+    override,
+    override_choice,
+    conversation_tokens,
+    context_settings,
+    deadline,
+) -> ContextPack:
+    """The rebuild path, inside the build transaction: build, compare with the last pack's
+    hash (an identical pack is marked reused), record."""
+    segments, memories, text, topic, topic_reason, embedding_ms = _build(
+        session=session,
+        turn=turn,
+        query=query,
+        previous_topic=previous_topic,
+        override=override,
+        max_tokens=max_pack_tokens(
+            conversation_tokens=conversation_tokens, context_settings=context_settings
+        ),
+        context_settings=context_settings,
+        deadline=deadline,
+    )
+    digest = pack_hash(text) if text else ""
+    unchanged = bool(digest) and digest == state.get("hash")
+    reason = decision
+    if topic_reason == "drift":
+        reason = "topic_changed"
+    pack = ContextPack(
+        status=InjectionLog.Status.REUSED if unchanged else InjectionLog.Status.BUILT,
+        reason=f"{reason}:unchanged" if unchanged else reason,
+        turn_number=turn,
+        text=text,
+        hash=digest,
+        segments=segments,
+        topic=topic,
+        memories=memories,
+        tokens=count_tokens(text),
+        elapsed_ms=round(deadline.elapsed_ms(), 2),
+        embedding_ms=round(embedding_ms, 2),
+    )
+    new_state = {
+        "hash": digest,
+        "built_at": now.isoformat(),
+        "built_turn": turn,
+        "topic": topic.as_dict() if topic else None,
+        "override": override_choice,
+        "chars": len(text),
+    }
+    return _record(
+        session=session, user_message=user_message, pack=pack, state=new_state, in_build=True
+    )
+
+
+def _failed(
+    *, session, user_message, turn: int, exc: Exception, deadline: _Deadline
+) -> ContextPack:
+    if isinstance(exc, ContextBudgetExceeded):
+        reason = "budget_exceeded"
+    elif isinstance(exc, DatabaseError):
+        reason = "database_error"
+    else:
+        reason = "error"
+    if isinstance(exc, ContextBudgetExceeded | DatabaseError):
+        logger.warning("context: build failed for session %s (%s): %s", session.id, reason, exc)
+    else:
+        logger.exception("context: build failed for session %s", session.id)
+    pack = ContextPack(
+        status=InjectionLog.Status.FAILED,
+        reason=reason,
+        turn_number=turn,
+        elapsed_ms=round(deadline.elapsed_ms(), 2),
+    )
+    try:
+        _record(session=session, user_message=user_message, pack=pack, error=str(exc))
+    except Exception:  # noqa: BLE001 - the database may be what failed
+        logger.warning("context: could not record the failed build for session %s", session.id)
+    return pack
