@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 
 from ingestion_app.models import MemoryItem
 from memory_site.providers import get_embedder
@@ -139,6 +140,27 @@ def memory_items_bulk_create(
     """Insert items built by `memory_item_build` in multi-row INSERTs; ids are set on them.
     (Imports of thousands of chunks use `memory_items_copy`.)"""
     return MemoryItem.objects.bulk_create(items, batch_size=batch_size)
+
+
+def memory_items_copy(items: Sequence[MemoryItem]) -> None:
+    """Insert rag_store rows with COPY: several times cheaper than a multi-row INSERT for
+    thousands of chunks. Field values are prepared exactly as ``save()`` prepares them
+    (defaults, auto_now, encryption, JSON, arrays, vectors); the generated search vector is
+    computed by PostgreSQL. Runs in the caller's transaction; row ids are not read back."""
+    if not items:
+        return
+    fields = [f for f in MemoryItem._meta.concrete_fields if not f.generated and not f.primary_key]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    table = connection.ops.quote_name(MemoryItem._meta.db_table)
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            for item in items:
+                copy.write_row(
+                    [
+                        field.get_db_prep_save(field.pre_save(item, True), connection)
+                        for field in fields
+                    ]
+                )
 
 
 def memory_item_content_set(

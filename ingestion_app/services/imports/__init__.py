@@ -21,9 +21,10 @@ the same export again writes nothing.
 
 Modules, in the order a job runs through them: ``jobs`` (create, claim, run), ``archives``
 (zip members), ``conversations`` (one file, the worker pool), ``writer`` (one round of
-conversations into chunks; headers come from ``ingestion_app.services.headers``), ``store``
-(embed + COPY), ``verification`` (verify, summary, Markdown export). The names below are the
-package's public interface.
+conversations into chunks; headers come from ``ingestion_app.services.headers``; its rows
+are built, embedded and COPY-inserted by ``ingestion_app.services.memory_store``),
+``verification`` (verify, summary, Markdown export). The names below are the package's public
+interface.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from ingestion_app.services.imports.jobs import (
     import_job_get_for_user,
     import_job_run,
 )
-from ingestion_app.services.imports.store import embed_items, memory_items_copy
 from ingestion_app.services.imports.verification import (
     chunks_export,
     import_job_summary,
@@ -48,7 +48,6 @@ from ingestion_app.services.imports.verification import (
 __all__ = [
     "ImportProgress",
     "chunks_export",
-    "embed_items",
     "import_file_process",
     "import_job_claim",
     "import_job_create",
@@ -59,5 +58,4 @@ __all__ = [
     "import_job_summary",
     "import_job_verify",
     "import_summary_lines",
-    "memory_items_copy",
 ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections import deque
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
@@ -20,9 +19,13 @@ from ingestion_app.parsers import (
     TurnPair,
 )
 from ingestion_app.services.headers import chunks_describe
-from ingestion_app.services.imports.store import embed_items, memory_items_copy
+from ingestion_app.services.memory_store import (
+    MemoryScope,
+    memory_item_build,
+    memory_items_copy,
+    memory_items_embed,
+)
 from memory_site.providers import get_embedder, get_llm
-from memory_site.tokens import count_tokens
 
 
 @dataclass
@@ -179,7 +182,7 @@ class ChunkWriter:
             for chunk, redacted, original in planned
         ]
         if self.embedder is not None:
-            embed_items(items, embedder=self.embedder)
+            memory_items_embed(items, embedder=self.embedder)
         memory_items_copy(items)
         ImportedConversation.objects.bulk_create(
             rows,
@@ -236,11 +239,13 @@ class ChunkWriter:
         attachments = [name for p in chunk.pairs for name in p.attachments]
         if attachments:
             metadata["attachments"] = attachments
-        return MemoryItem(
-            user_id=self.job.user_id,
-            app_id=self.job.app_id,
-            project_id=self.job.project_id,
-            agent_id=frontmatter["agent_id"],
+        return memory_item_build(
+            scope=MemoryScope(
+                user_id=self.job.user_id,
+                app_id=self.job.app_id,
+                project_id=self.job.project_id,
+                agent_id=frontmatter["agent_id"],
+            ),
             source=MemoryItem.Source.CHUNK,
             content=content,
             header=chunk.header,
@@ -249,7 +254,7 @@ class ChunkWriter:
             topics=[topic[:64] for topic in chunk.topics],
             metadata=metadata,
             chunk_id=chunk.chunk_id,
-            content_hash=hashlib.sha256(content.encode("utf-8")).hexdigest(),
-            token_count=chunk.token_count or count_tokens(content),
+            # The chunker counted the pairs' tokens already; 0 when it did not.
+            token_count=chunk.token_count or None,
             occurred_at=chunk.timestamp or timezone.now(),
         )

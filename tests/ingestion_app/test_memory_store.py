@@ -1,0 +1,84 @@
+"""The one builder of rag_store rows: scope, the content-hash rule of each kind, token count."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from ingestion_app.models import MemoryItem
+from ingestion_app.services.memory_store import (
+    MemoryScope,
+    memory_content_hash_for,
+    memory_item_build,
+    memory_item_create,
+    memory_items_bulk_create,
+)
+from memory_site.tokens import count_tokens
+from tests.factories import add_message, open_session
+
+pytestmark = pytest.mark.django_db
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_a_fact_hashes_case_and_spacing_folded_every_other_kind_its_text_as_stored():
+    fact = memory_content_hash_for(source=MemoryItem.Source.FACT, text="Lives in  Berlin")
+    assert fact == memory_content_hash_for(source="fact", text="lives in berlin")
+    assert fact == sha256("lives in berlin")
+    for source in ("chunk", "summary", "document"):
+        stored = memory_content_hash_for(source=source, text="Lives in  Berlin")
+        assert stored == sha256("Lives in  Berlin")
+        assert stored != memory_content_hash_for(source=source, text="lives in berlin")
+
+
+def test_an_item_of_a_session_carries_its_scope_hash_and_token_count(user):
+    session = open_session(user, project_id="garden", agent_id="helper")
+
+    item = memory_item_create(
+        scope=MemoryScope.of_session(session),
+        source=MemoryItem.Source.SUMMARY,
+        content="The user grows tomatoes and basil on the balcony.",
+    )
+
+    stored = MemoryItem.objects.get(id=item.id)
+    assert (stored.user_id, stored.app_id, stored.project_id, stored.agent_id) == (
+        user.id,
+        session.app_id,
+        "garden",
+        "helper",
+    )
+    assert stored.chat_session_id == session.id
+    assert stored.content_hash == sha256(stored.content)
+    assert stored.token_count == count_tokens(stored.content)
+
+
+def test_a_mapped_project_and_a_counted_token_figure_override_the_defaults(user):
+    session = open_session(user, project_id="garden")
+
+    items = memory_items_bulk_create(
+        [
+            memory_item_build(
+                scope=MemoryScope.of_session(session, project_id="allotment", rag_session_id="r1"),
+                source=MemoryItem.Source.FACT,
+                content="Grows Tomatoes.",
+                token_count=42,
+            )
+        ]
+    )
+
+    stored = MemoryItem.objects.get(id=items[0].id)
+    assert (stored.project_id, stored.rag_session_id, stored.token_count) == ("allotment", "r1", 42)
+    assert stored.content_hash == sha256("grows tomatoes.")
+
+
+def test_message_items_are_stored_with_the_raw_text_hash(user, fake_embedder):
+    session = open_session(user)
+    add_message(session, "user", "I planted Tomatoes today.")
+
+    item = MemoryItem.objects.get(chat_session=session, metadata__granularity="message")
+
+    assert item.content_hash == sha256(item.content)
+    assert item.token_count == count_tokens(item.content)
