@@ -2,9 +2,10 @@
 
 Every writer (message items, inline turn-pair chunks, documents, commit facts, imports, session
 summaries, consolidation) goes through `memory_item_build` / `memory_item_create` /
-`memory_items_bulk_create`, so a new column or rule is added once. Embeddings are made by the
-caller's batching of choice (`memory_items_embed` for bulk writers, `pending_items_store` for
-the one embedder call per reply) and handed in; nothing here calls a model.
+`memory_items_bulk_create` / `memory_items_copy` (COPY for imports), so a new column or rule
+is added once. Embeddings: bulk writers embed their built rows with `memory_items_embed`
+(batches of EMBEDDING_BATCH_SIZE); the per-reply writers keep their one embedder call for both
+items of a reply (`pending_items_store`) and hand the vector in.
 """
 
 from __future__ import annotations
@@ -126,10 +127,12 @@ def memory_item_build(
     )
 
 
-def memory_item_create(**fields: Any) -> MemoryItem:
+def memory_item_create(
+    *, scope: MemoryScope, source: str, content: str, **optional: Any
+) -> MemoryItem:
     """`memory_item_build` (same keyword arguments), saved. Runs in the caller's transaction;
     raises IntegrityError on a taken chunk_id (callers that may race keep the first row)."""
-    item = memory_item_build(**fields)
+    item = memory_item_build(scope=scope, source=source, content=content, **optional)
     item.save(force_insert=True)
     return item
 
@@ -169,14 +172,13 @@ def memory_item_content_set(
     content: str,
     embedding: list[float] | None,
     embedding_text: str,
-    normalized_hash: bool = True,
 ) -> None:
     """Replace an item's text in memory (the caller saves): embedding, hash and token count
     follow it. A content change by the user or by a commit update hashes like a fact."""
     item.content = content
     item.embedding = embedding
     item.embedding_text = embedding_text
-    item.content_hash = memory_content_hash(text=content, normalized=normalized_hash)
+    item.content_hash = memory_content_hash(text=content, normalized=True)
     item.token_count = count_tokens(content)
 
 
