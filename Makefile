@@ -2,6 +2,9 @@
 SHELL := /bin/bash
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# uvicorn processes sharing the port, and django-q2 worker processes in the cluster.
+WEB_WORKERS ?= 1
+Q_WORKERS ?= 2
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -10,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install run test lint browser-deps db-stop
+.PHONY: install run test test-external lint browser-deps redis-deps db-stop
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,7 +30,7 @@ run: install
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(PY) manage.py upsert_schedules
 	$(PY) manage.py ensure_admin --url http://$(HOST):$(PORT)
-	$(PY) manage.py serve --host $(HOST) --port $(PORT)
+	$(PY) manage.py serve --host $(HOST) --port $(PORT) --web-workers $(WEB_WORKERS) --q-workers $(Q_WORKERS)
 
 # Headless Chromium for the browser tests (Debian's package; installed once, needs root or sudo).
 browser-deps:
@@ -35,8 +38,20 @@ browser-deps:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
-test: install browser-deps
+# redis-server for the Redis broker tests (Debian's package; installed once, needs root or sudo).
+redis-deps:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; }
+
+test: install browser-deps redis-deps
 	$(PY) -m pytest -q
+
+# The database-facing tests again, against a second PostgreSQL over TCP with a password and a
+# real redis-server (both started on free loopback ports and stopped by tests/deploy/external.py),
+# plus the two-web-node, two-worker-cluster test.
+test-external: install redis-deps
+	$(PY) -m tests.deploy.external -q
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

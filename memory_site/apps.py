@@ -13,7 +13,8 @@ class MemorySiteConfig(AppConfig):
     verbose_name = "Mnemo"
 
     def ready(self):
-        # Registers the start-up check of hook and task paths (see memory_site/checks.py).
+        # Registers the start-up checks: hook and task paths, and (with --database) that the
+        # database is reachable and has pgvector (see memory_site/checks.py).
         from memory_site import checks  # noqa: F401
 
         # `manage.py serve` sets this for the web server and the worker: load the local

@@ -1,4 +1,5 @@
-"""Start-up checks: every dotted path Mnemo calls by string must import.
+"""Start-up checks: every dotted path Mnemo calls by string must import; the database is
+reachable and has pgvector.
 
 A typo in `MNEMO_AFTER_MESSAGE_HOOKS` would otherwise only be logged per message (new messages
 silently stop becoming searchable), and a bad task path would fail in the worker, long after the
@@ -55,3 +56,16 @@ def dotted_paths_check(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
                 )
             )
     return errors
+
+
+@checks.register(checks.Tags.database)
+def database_ready_check(app_configs=None, databases=None, **kwargs) -> list[checks.CheckMessage]:
+    """A wrong DATABASE_URL or a server without pgvector stops `migrate` (and `check
+    --database default`) with one clear line (mnemo.E003); database checks run only there."""
+    from memory_site.database import database_preflight
+
+    return [
+        checks.Error(problem, id="mnemo.E003")
+        for alias in databases or []
+        for problem in database_preflight(alias)
+    ]

@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import sys
 from pathlib import Path
 
-import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from dotenv import load_dotenv
 
+from memory_site.database import external_database_settings, worker_database_settings
 from memory_site.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -124,8 +125,29 @@ TEMPLATES = [
 
 # --- Database: DATABASE_URL when set, else the embedded PostgreSQL + pgvector -------------------
 DATABASE_URL = env_str("DATABASE_URL")
+# psycopg 3 pool per web process (external PostgreSQL only; 0 = no pool). Size it so that
+# web processes x max size (+ one connection per task worker) stays under the server's
+# max_connections, or behind PgBouncer (docs/SCALING.md).
+DATABASE_POOL_MIN_SIZE = env_int("DATABASE_POOL_MIN_SIZE", 2)
+DATABASE_POOL_MAX_SIZE = env_int("DATABASE_POOL_MAX_SIZE", 10)
+DATABASE_POOL_TIMEOUT = env_float("DATABASE_POOL_TIMEOUT", 10.0)
+# Task workers keep one connection each for this many seconds instead of a pool.
+DATABASE_WORKER_CONN_MAX_AGE = env_int("DATABASE_WORKER_CONN_MAX_AGE", 60)
+# django-q2's cluster forks its workers: no pool may be inherited across fork.
+RUNNING_TASK_CLUSTER = sys.argv[1:2] == ["qcluster"]
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+    DATABASES = {
+        "default": external_database_settings(
+            DATABASE_URL,
+            pool_min_size=DATABASE_POOL_MIN_SIZE,
+            pool_max_size=DATABASE_POOL_MAX_SIZE,
+            pool_timeout=DATABASE_POOL_TIMEOUT,
+        )
+    }
+    if RUNNING_TASK_CLUSTER:
+        DATABASES["default"] = worker_database_settings(
+            DATABASES["default"], conn_max_age=DATABASE_WORKER_CONN_MAX_AGE
+        )
 else:
     from memory_site.embedded_db import embedded_database_settings
 
@@ -258,21 +280,41 @@ MNEMO_AFTER_MESSAGE_HOOKS = [
     "context_app.services.consolidation.consolidation_check",
 ]
 
-# --- Background tasks (django-q2, ORM broker) ---------------------------------------------------
-# django-q2 keeps cluster stats in a cache; a database cache makes them visible to the web
-# process, so /api/health can tell whether a worker is alive.
-CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    "tasks": {
-        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
-        "LOCATION": "mnemo_task_cache",
-    },
-}
+# --- Background tasks (django-q2) and caches -----------------------------------------------------
+# Without REDIS_URL: the ORM broker and a database cache for the cluster stats (so the web
+# process can tell whether a worker is alive). With REDIS_URL: django-q2 queues in Redis (its
+# stats live there too) and Django's caches (the memory-stats cache) are shared by every web
+# node, so what one node caches or invalidates the others see.
+REDIS_URL = env_str("REDIS_URL")
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "mnemo",
+        },
+        "tasks": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "mnemo-tasks",
+        },
+    }
+    _broker = {"redis": REDIS_URL}
+else:
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+        "tasks": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "mnemo_task_cache",
+        },
+    }
+    _broker = {"orm": "default"}
 Q_CLUSTER = {
     "name": "mnemo",
     "cache": "tasks",
-    "orm": "default",
-    "workers": env_int("MNEMO_WORKERS", 2),
+    **_broker,
+    # Worker processes per cluster (`make run Q_WORKERS=4`; MNEMO_WORKERS is the older name).
+    "workers": env_int("Q_WORKERS", env_int("MNEMO_WORKERS", 2)),
     "timeout": 600,
     "retry": 720,
     "max_attempts": 3,

@@ -1,4 +1,9 @@
-"""Serve the ASGI app (uvicorn) and the django-q2 worker together until Ctrl-C stops both."""
+"""Serve the ASGI app (uvicorn) and the django-q2 worker cluster together until Ctrl-C stops both.
+
+One machine runs both (the default). A multi-node layout runs web-only nodes
+(`serve --no-worker`) behind a load balancer and worker-only nodes (`serve --no-web`), all on
+one DATABASE_URL and one REDIS_URL (docs/SCALING.md).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,10 @@ import subprocess
 import sys
 import time
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+
+from memory_site.database import database_preflight
 
 
 class Command(BaseCommand):
@@ -17,29 +25,66 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument(
+            "--web-workers",
+            type=int,
+            default=int(os.environ.get("WEB_WORKERS") or 1),
+            help="uvicorn worker processes sharing the port (default: WEB_WORKERS or 1)",
+        )
+        parser.add_argument(
+            "--q-workers",
+            type=int,
+            default=None,
+            help="django-q2 worker processes in the cluster (default: Q_WORKERS or 2)",
+        )
+        parser.add_argument("--no-worker", action="store_true", help="web server only")
+        parser.add_argument("--no-web", action="store_true", help="task worker cluster only")
 
-    def handle(self, *args, host, port, **options):
+    def handle(self, *args, host, port, web_workers, q_workers, no_worker, no_web, **options):
+        if no_worker and no_web:
+            raise CommandError("--no-worker and --no-web together leave nothing to run.")
+        if web_workers < 1 or (q_workers is not None and q_workers < 1):
+            raise CommandError("--web-workers and --q-workers must be at least 1.")
+        problems = database_preflight()
+        if problems:
+            raise CommandError("Mnemo cannot start: " + "; ".join(problems))
         python = sys.executable
         env = {**os.environ, "MNEMO_WARM_EMBEDDER": "1"}
-        worker = subprocess.Popen([python, "manage.py", "qcluster"], env=env)
-        web = subprocess.Popen(
-            [
-                python,
-                "-m",
-                "uvicorn",
-                "memory_site.asgi:application",
-                "--host",
-                host,
-                "--port",
-                str(port),
-                "--timeout-graceful-shutdown",
-                "5",
-            ],
-            env=env,
-        )
-        self.stdout.write(
-            f"Mnemo: web http://{host}:{port}/ (pid {web.pid}), worker pid {worker.pid}. Ctrl-C stops both."
-        )
+        if q_workers is not None:
+            env["Q_WORKERS"] = str(q_workers)
+        processes: dict[str, subprocess.Popen] = {}
+        if not no_worker:
+            processes["task worker"] = subprocess.Popen([python, "manage.py", "qcluster"], env=env)
+        if not no_web:
+            processes["web server"] = subprocess.Popen(
+                [
+                    python,
+                    "-m",
+                    "uvicorn",
+                    "memory_site.asgi:application",
+                    "--host",
+                    host,
+                    "--port",
+                    str(port),
+                    "--workers",
+                    str(web_workers),
+                    "--timeout-graceful-shutdown",
+                    "5",
+                ],
+                env=env,
+            )
+        parts = []
+        if "web server" in processes:
+            parts.append(
+                f"web http://{host}:{port}/ ({web_workers} process(es), "
+                f"pid {processes['web server'].pid})"
+            )
+        if "task worker" in processes:
+            workers = q_workers or settings.Q_CLUSTER["workers"]
+            parts.append(
+                f"task worker cluster ({workers} worker(s), pid {processes['task worker'].pid})"
+            )
+        self.stdout.write("Mnemo: " + ", ".join(parts) + ". Ctrl-C stops everything.")
         stopping = False
 
         def stop(*_):
@@ -48,21 +93,23 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
-        while not stopping and web.poll() is None and worker.poll() is None:
+        while not stopping and all(process.poll() is None for process in processes.values()):
             time.sleep(0.5)
-        first_dead = (
-            None if stopping else ("web server" if web.poll() is not None else "task worker")
-        )
-        for process in (web, worker):
+        first_dead = None
+        if not stopping:
+            first_dead = next(
+                name for name, process in processes.items() if process.poll() is not None
+            )
+        for process in processes.values():
             if process.poll() is None:
                 process.send_signal(signal.SIGINT)
-        for process in (web, worker):
+        for process in processes.values():
             try:
                 process.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 process.kill()
         if first_dead:
             raise CommandError(
-                f"The {first_dead} exited on its own (is port {port} free?); stopped both."
+                f"The {first_dead} exited on its own (is port {port} free?); stopped everything."
             )
         self.stdout.write("Mnemo stopped.")
