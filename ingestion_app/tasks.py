@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from ingestion_app.services.imports.jobs import import_job_run
+from ingestion_app.services.imports.jobs import import_job_run, import_jobs_requeue_abandoned
 from ingestion_app.services.inline import chunk_header_backfill
 
 logger = logging.getLogger(__name__)
@@ -14,6 +14,11 @@ def import_job_task(job_id: str) -> dict:
     """Run (or resume) a chat-export import; safe to deliver twice (the job is claimed)."""
     job = import_job_run(job_id=job_id)
     return {"import_id": str(job.id), "status": job.status}
+
+
+def import_jobs_requeue_abandoned_task() -> int:
+    """Periodic: hand imports whose worker died to another worker (see the service)."""
+    return import_jobs_requeue_abandoned()
 
 
 def chunk_header_backfill_task(memory_item_id: int) -> str:

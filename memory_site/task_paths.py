@@ -15,6 +15,7 @@ CONSOLIDATION_TASK = "context_app.tasks.consolidation_task"
 # ingestion_app: chat-export imports, the contextual-header backfill of inline chunks.
 IMPORT_TASK = "ingestion_app.tasks.import_job_task"
 BACKFILL_TASK = "ingestion_app.tasks.chunk_header_backfill_task"
+REQUEUE_ABANDONED_IMPORTS_TASK = "ingestion_app.tasks.import_jobs_requeue_abandoned_task"
 # sessions_app: the periodic schedules (`manage.py upsert_schedules`).
 CLOSE_STALE_SESSIONS_TASK = "sessions_app.tasks.close_stale_sessions_task"
 RETENTION_TASK = "sessions_app.tasks.retention_task"
@@ -26,6 +27,7 @@ TASK_PATHS = (
     CONSOLIDATION_TASK,
     IMPORT_TASK,
     BACKFILL_TASK,
+    REQUEUE_ABANDONED_IMPORTS_TASK,
     CLOSE_STALE_SESSIONS_TASK,
     RETENTION_TASK,
 )

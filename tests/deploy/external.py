@@ -47,6 +47,9 @@ def main(argv: list[str]) -> int:
             "DATABASE_URL": postgres.url,
             "REDIS_URL": redis.url,
             "MNEMO_TEST_EXTERNAL": "1",
+            # The race tests hold 20 connections from one process at once (threads waiting
+            # at a barrier); a pool smaller than that would starve them by design.
+            "DATABASE_POOL_MAX_SIZE": "25",
         }
         return subprocess.call([sys.executable, "-m", "pytest", *EXTERNAL_TESTS, *argv], env=env)
     finally:

@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 
 # A job whose worker has not reported for this long is considered abandoned and can be resumed.
-STALE_AFTER = timedelta(minutes=10)
+STALE_AFTER = timedelta(minutes=settings.MNEMO_IMPORT_STALE_MINUTES)
 # Large exports take longer than the default task timeout.
 TASK_TIMEOUT_SECONDS = 6 * 3600
 # Cyclic-GC generation thresholds while a job runs (CPython's defaults are 700, 10, 10).
@@ -207,6 +207,27 @@ def import_job_claim(*, job_id) -> bool:
     if claimed:
         ImportJob.objects.filter(id=job_id, started_at__isnull=True).update(started_at=now)
     return bool(claimed)
+
+
+def import_jobs_requeue_abandoned() -> int:
+    """Queue the import task again for every job no worker is running; returns how many.
+
+    A worker killed mid-import leaves its job `running` with a heartbeat that stops moving,
+    and with the Redis broker its task is gone (Redis has no acknowledgement to redeliver it).
+    Jobs whose heartbeat is older than STALE_AFTER, and queued jobs that old (a lost
+    message), are queued again; ``import_job_claim`` still lets exactly one worker take each.
+    """
+    cutoff = timezone.now() - STALE_AFTER
+    abandoned = list(
+        ImportJob.objects.filter(
+            Q(status=ImportJob.Status.RUNNING, heartbeat_at__lt=cutoff)
+            | Q(status=ImportJob.Status.QUEUED, created_at__lt=cutoff)
+        ).values_list("id", flat=True)
+    )
+    for job_id in abandoned:
+        logger.warning("import job %s was abandoned by its worker; queued again", job_id)
+        import_job_enqueue(job_id=job_id)
+    return len(abandoned)
 
 
 def import_job_run(

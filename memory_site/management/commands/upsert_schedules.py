@@ -5,17 +5,22 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand
 from django_q.models import Schedule
 
-from memory_site.task_paths import CLOSE_STALE_SESSIONS_TASK, RETENTION_TASK
+from memory_site.task_paths import (
+    CLOSE_STALE_SESSIONS_TASK,
+    REQUEUE_ABANDONED_IMPORTS_TASK,
+    RETENTION_TASK,
+)
 
 # name -> (dotted function path, schedule type, minutes)
 SCHEDULES = {
     "mnemo-close-stale-sessions": (CLOSE_STALE_SESSIONS_TASK, Schedule.MINUTES, 5),
+    "mnemo-requeue-abandoned-imports": (REQUEUE_ABANDONED_IMPORTS_TASK, Schedule.MINUTES, 1),
     "mnemo-retention": (RETENTION_TASK, Schedule.DAILY, None),
 }
 
 
 class Command(BaseCommand):
-    help = "Upsert the periodic tasks (stale-session close, retention)."
+    help = "Upsert the periodic tasks (stale-session close, abandoned imports, retention)."
 
     def handle(self, *args, **options):
         for name, (func, schedule_type, minutes) in SCHEDULES.items():

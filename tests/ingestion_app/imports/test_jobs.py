@@ -146,6 +146,32 @@ def test_an_abandoned_running_job_is_resumed_but_a_live_one_is_left_alone(
     assert import_chunks(user).count() == 3
 
 
+def test_the_periodic_task_hands_an_abandoned_job_to_a_worker_and_leaves_live_ones(
+    user, tmp_path, fake_embedder, upload_dir
+):
+    """With the Redis broker a killed worker's task is gone: the schedule queues it again."""
+    from ingestion_app.tasks import import_jobs_requeue_abandoned_task
+
+    live_path = write_json(tmp_path / "live.json", [chatgpt_linear("Live", EXCHANGES)])
+    live = import_job_create_from_paths(user=user, paths=[live_path])
+    ImportJob.objects.filter(id=live.id).update(status="running", heartbeat_at=timezone.now())
+    dead_path = write_json(
+        tmp_path / "dead.json", [chatgpt_linear("Dead", EXCHANGES, conversation_id="dead")]
+    )
+    dead = import_job_create_from_paths(user=user, paths=[dead_path])
+    stale = timezone.now() - jobs.STALE_AFTER - timedelta(minutes=1)
+    ImportJob.objects.filter(id=dead.id).update(status="running", heartbeat_at=stale)
+
+    assert import_jobs_requeue_abandoned_task() == 1  # tasks run inline in tests
+
+    dead.refresh_from_db()
+    live.refresh_from_db()
+    assert (dead.status, dead.attempts) == ("done", 1)
+    assert live.status == "running"
+    assert import_chunks(user).count() == 3
+    assert import_jobs_requeue_abandoned_task() == 0
+
+
 @pytest.mark.django_db(transaction=True)
 def test_two_concurrent_imports_of_the_same_export_store_it_once(
     user, tmp_path, fake_embedder, upload_dir
