@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -53,11 +54,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--duration", type=float, default=15.0, help="seconds per phase")
     parser.add_argument("--max-requests", type=int, default=2000, help="per phase")
+    parser.add_argument("--client-processes", type=int, default=2, help="load generator processes")
     parser.add_argument("--database-url", default="", help="external PostgreSQL (with pgvector)")
     parser.add_argument("--redis-url", default="", help="Redis for the broker and caches")
     parser.add_argument("--only", choices=["embedded", "external"], default="")
     parser.add_argument(
-        "--stream-delay", type=float, default=0.02, help="fake model: seconds between tokens"
+        "--stream-delay", type=float, default=0.0, help="fake model: seconds between tokens"
     )
     return parser.parse_args()
 
@@ -147,41 +149,52 @@ async def one_request(client: httpx.AsyncClient, kind: str, session_id: str, tur
 KINDS = ["stream", "search", "stream", "append"]  # half streams, a quarter each of the rest
 
 
-async def run_phase(urls: list[str], token: str, args) -> dict:
+def make_clients(urls: list[str], token: str, connections: int) -> list[httpx.AsyncClient]:
     headers = {"Authorization": f"Token {token}"}
-    limits = httpx.Limits(max_connections=args.clients * 2)
-    clients = [
+    limits = httpx.Limits(max_connections=connections)
+    return [
         httpx.AsyncClient(base_url=url, headers=headers, timeout=60, limits=limits) for url in urls
     ]
+
+
+async def prepare(urls: list[str], token: str, count: int) -> list[str]:
+    """One open session per client, then a few requests per node to warm it."""
+    clients = make_clients(urls, token, count * 2)
     sessions = []
-    for index in range(args.clients):
+    for index in range(count):
         response = await clients[index % len(clients)].post(
             "/api/v1/chat/new", json={"title": f"load {index}"}
         )
         response.raise_for_status()
         sessions.append(response.json()["session_id"])
-    # Warm every node (first requests load code paths and fill caches).
     await asyncio.gather(
         *(
             one_request(clients[n % len(clients)], KINDS[n % len(KINDS)], sessions[0], n)
             for n in range(WARMUP_PER_NODE * len(clients))
         )
     )
+    for client in clients:
+        await client.aclose()
+    return sessions
+
+
+async def client_group(job: dict) -> tuple[list[float], int, float]:
+    """Some of the clients, in one process: (ttfbs, errors, seconds) until the deadline."""
+    clients = make_clients(job["urls"], job["token"], len(job["sessions"]) * 2)
     ttfbs: list[float] = []
     errors = 0
-    done = 0
-    deadline = time.perf_counter() + args.duration
+    await asyncio.sleep(max(0.0, job["start_at"] - time.time()))
     started = time.perf_counter()
+    deadline = started + job["duration"]
 
-    async def client_loop(index: int) -> None:
-        nonlocal errors, done
+    async def client_loop(index: int, session_id: str) -> None:
+        nonlocal errors
         turn = 0
-        while time.perf_counter() < deadline and done < args.max_requests:
-            done += 1
+        while time.perf_counter() < deadline and len(ttfbs) + errors < job["max_requests"]:
             client = clients[(index + turn) % len(clients)]  # round robin, as a balancer does
             try:
                 ttfb, ok = await one_request(
-                    client, KINDS[(index + turn) % len(KINDS)], sessions[index], turn
+                    client, KINDS[(index + turn) % len(KINDS)], session_id, turn
                 )
                 ttfbs.append(ttfb)
                 errors += not ok
@@ -189,10 +202,42 @@ async def run_phase(urls: list[str], token: str, args) -> dict:
                 errors += 1
             turn += 1
 
-    await asyncio.gather(*(client_loop(index) for index in range(args.clients)))
+    await asyncio.gather(
+        *(client_loop(job["first"] + n, sid) for n, sid in enumerate(job["sessions"]))
+    )
     elapsed = time.perf_counter() - started
     for client in clients:
         await client.aclose()
+    return ttfbs, errors, elapsed
+
+
+def client_process(job: dict) -> tuple[list[float], int, float]:
+    return asyncio.run(client_group(job))
+
+
+def run_phase(urls: list[str], token: str, args) -> dict:
+    """The clients spread over --client-processes processes (one asyncio loop each), so the
+    load generator is not the bottleneck; all start at the same moment."""
+    sessions = asyncio.run(prepare(urls, token, args.clients))
+    groups = max(1, min(args.client_processes, args.clients))
+    start_at = time.time() + 3.0  # after every process has started
+    jobs = [
+        {
+            "urls": urls,
+            "token": token,
+            "sessions": sessions[g::groups],
+            "first": g,
+            "start_at": start_at,
+            "duration": args.duration,
+            "max_requests": args.max_requests // groups,
+        }
+        for g in range(groups)
+    ]
+    with multiprocessing.get_context("spawn").Pool(groups) as pool:
+        results = pool.map(client_process, jobs)
+    ttfbs = [ttfb for group_ttfbs, _, _ in results for ttfb in group_ttfbs]
+    errors = sum(group_errors for _, group_errors, _ in results)
+    elapsed = max(seconds for _, _, seconds in results)
     return {
         "web_processes": len(urls),
         "requests": len(ttfbs),
@@ -227,7 +272,7 @@ def run_database(label: str, database_url: str, args, fake: FakeModel, data_dir:
         try:
             urls = [cluster.start_web() for _ in range(processes)]
             cluster.wait_ready()
-            phase = asyncio.run(run_phase(urls, token, args)) | {"database": label}
+            phase = run_phase(urls, token, args) | {"database": label}
         finally:
             cluster.stop()
         print(json.dumps(phase), flush=True)
