@@ -89,6 +89,7 @@ INSTALLED_APPS = [
     "context_app",
     "privacy_app",
     "web_app",
+    "gateway_app",
 ]
 
 MIDDLEWARE = [
@@ -281,6 +282,11 @@ MNEMO_AFTER_MESSAGE_HOOKS = [
     "ingestion_app.services.indexing.message_items_index",
     "context_app.services.consolidation.consolidation_check",
 ]
+# The OpenAI-compatible endpoint (/v1): a pack from this user turn of a conversation on (chat
+# apps cannot open a session early), and the model list /v1/models shows when set (otherwise
+# the upstream's own list, else LLM_MODEL).
+MNEMO_GATEWAY_MIN_USER_TURNS = env_int("MNEMO_GATEWAY_MIN_USER_TURNS", 1)
+MNEMO_GATEWAY_MODELS = env_list("MNEMO_GATEWAY_MODELS")
 
 # --- Background tasks (django-q2) and caches -----------------------------------------------------
 # Without REDIS_URL: the ORM broker and a database cache for the cluster stats (so the web

@@ -24,5 +24,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include(api_v1)),
+    # OpenAI-compatible endpoint at the site root, where the `openai` SDK expects `/v1`.
+    path("v1/", include("gateway_app.openai_compat.urls")),
     path("", include("web_app.urls")),
 ]

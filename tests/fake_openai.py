@@ -38,6 +38,10 @@ class FakeOpenAIServer:
         self.reply_text = "Hello from the fake model."
         # Called with the request body when response_format asks for JSON; returns a dict.
         self.json_responder: Callable[[dict], dict] | None = None
+        # Called with the request body for a plain chat call; returns the assistant message
+        # ({"content": ..., "tool_calls": [...]}) instead of `reply_text`.
+        self.message_responder: Callable[[dict], dict] | None = None
+        self.models = ["fake-model", "fake-model-large"]
         self.fail_count = 0
         self.fail_status = 500
         self.delay_seconds = 0.0
@@ -59,6 +63,17 @@ class FakeOpenAIServer:
 
             def log_message(self, *args):  # keep test output clean
                 pass
+
+            def do_GET(self):
+                with server._lock:
+                    server.requests.append({"path": self.path, "body": None})
+                if self.path.endswith("/models"):
+                    data = [
+                        {"id": name, "object": "model", "created": 0, "owned_by": "fake"}
+                        for name in server.models
+                    ]
+                    return self._json(200, {"object": "list", "data": data})
+                return self._json(404, {"error": {"message": "unknown path"}})
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
@@ -122,8 +137,14 @@ class FakeOpenAIServer:
                     return json.dumps(payload)
                 return server.reply_text
 
+            def _message_for(self, body) -> dict:
+                if server.message_responder is not None and not body.get("response_format"):
+                    return {"role": "assistant", **server.message_responder(body)}
+                return {"role": "assistant", "content": self._content_for(body)}
+
             def _chat(self, body):
-                content = self._content_for(body)
+                message = self._message_for(body)
+                content = message.get("content") or ""
                 prompt_tokens = sum(
                     len(str(m.get("content", "")).split()) for m in body.get("messages", [])
                 )
@@ -137,8 +158,10 @@ class FakeOpenAIServer:
                         "choices": [
                             {
                                 "index": 0,
-                                "message": {"role": "assistant", "content": content},
-                                "finish_reason": "stop",
+                                "message": message,
+                                "finish_reason": "tool_calls"
+                                if message.get("tool_calls")
+                                else "stop",
                             }
                         ],
                         "usage": {
@@ -150,7 +173,8 @@ class FakeOpenAIServer:
                 )
 
             def _stream(self, body):
-                content = self._content_for(body)
+                message = self._message_for(body)
+                content = message.get("content") or ""
                 response_id = f"chatcmpl-{uuid.uuid4().hex[:12]}"
                 model = body.get("model", "fake-model")
                 self.send_response(200)
@@ -178,6 +202,31 @@ class FakeOpenAIServer:
                         gate = server.stream_gate
                         if gate is not None and i + 1 == server.stream_gate_after_words:
                             server.stream_gate_released = gate.wait(timeout=30)
+                    last = {
+                        "id": response_id,
+                        "object": "chat.completion.chunk",
+                        "created": int(time.time()),
+                        "model": model,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "delta": (
+                                    {
+                                        "tool_calls": [
+                                            {"index": i, **call}
+                                            for i, call in enumerate(message["tool_calls"])
+                                        ]
+                                    }
+                                    if message.get("tool_calls")
+                                    else {}
+                                ),
+                                "finish_reason": "tool_calls"
+                                if message.get("tool_calls")
+                                else "stop",
+                            }
+                        ],
+                    }
+                    self.wfile.write(f"data: {json.dumps(last)}\n\n".encode())
                     prompt_tokens = sum(
                         len(str(m.get("content", "")).split()) for m in body.get("messages", [])
                     )

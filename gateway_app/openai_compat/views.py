@@ -1,0 +1,309 @@
+"""`POST /v1/chat/completions` and `GET /v1/models`: OpenAI's wire protocol in front of the
+configured upstream, with Mnemo's memory added.
+
+Plain async Django views rather than DRF: the errors on these paths are OpenAI's shape, and
+the upstream's stream is relayed from the event loop without a thread per chunk. Everything
+that can fail with a 4xx (auth, input, the explicit session, the upstream's own 4xx) is
+answered before the first byte of a stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from gateway_app.auth import token_from_header, user_for_token
+from gateway_app.openai_compat.errors import OpenAIError, openai_error_body, openai_error_response
+from gateway_app.openai_compat.upstream import (
+    upstream_base_url,
+    upstream_error,
+    upstream_models,
+    upstream_open,
+)
+from gateway_app.services.turns import ProxyTurn, proxy_turn_finish, proxy_turn_hooks, proxy_turn_start
+from memory_site.errors import DomainError
+
+logger = logging.getLogger(__name__)
+
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+MAX_MESSAGES = 1000
+SESSION_HEADER = "X-Mnemo-Session-Id"
+MEMORY_HEADER = "X-Mnemo-Memory"
+_OFF = {"off", "0", "false", "no"}
+
+
+async def _authenticate(request: HttpRequest):
+    key = token_from_header(request.headers.get("Authorization", ""))
+    user = await sync_to_async(user_for_token)(key) if key else None
+    if user is None:
+        raise OpenAIError(
+            401,
+            "Missing or invalid API key: send your Mnemo API token as "
+            "`Authorization: Bearer <token>` (the openai SDK's api_key).",
+            code="invalid_api_key",
+        )
+    return user
+
+
+def chat_request_check(raw: bytes) -> dict:
+    """The parsed request body, or OpenAIError 400 naming the offending parameter.
+
+    Only what Mnemo itself relies on is checked; every other field is the upstream's to judge.
+    """
+    try:
+        body = json.loads(raw or b"")
+    except (ValueError, UnicodeDecodeError):
+        raise OpenAIError(400, "The request body is not valid JSON.", code="invalid_json") from None
+    if not isinstance(body, dict):
+        raise OpenAIError(400, "The request body must be a JSON object.", code="invalid_json")
+    model = body.get("model", "")
+    if not isinstance(model, str) or len(model) > 256:
+        raise OpenAIError(400, "`model` must be a string.", code="invalid_type", param="model")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise OpenAIError(
+            400, "`messages` must be a non-empty array.", code="invalid_type", param="messages"
+        )
+    if len(messages) > MAX_MESSAGES:
+        raise OpenAIError(
+            400, f"At most {MAX_MESSAGES} messages per request.", code="too_many", param="messages"
+        )
+    for index, message in enumerate(messages):
+        param = f"messages[{index}]"
+        if not isinstance(message, dict):
+            raise OpenAIError(400, f"`{param}` must be an object.", code="invalid_type", param=param)
+        if message.get("role") not in ROLES:
+            raise OpenAIError(
+                400,
+                f"`{param}.role` must be one of {', '.join(sorted(ROLES))}.",
+                code="invalid_value",
+                param=f"{param}.role",
+            )
+        content = message.get("content")
+        if content is not None and not isinstance(content, str | list):
+            raise OpenAIError(
+                400,
+                f"`{param}.content` must be a string, an array of parts or null.",
+                code="invalid_type",
+                param=f"{param}.content",
+            )
+    if body.get("n", 1) not in (1, None):
+        raise OpenAIError(
+            400, "Only n=1 is supported (one reply is stored per turn).", code="invalid_value", param="n"
+        )
+    if not isinstance(body.get("stream", False), bool | None):
+        raise OpenAIError(400, "`stream` must be a boolean.", code="invalid_type", param="stream")
+    options = body.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise OpenAIError(
+            400, "`stream_options` must be an object.", code="invalid_type", param="stream_options"
+        )
+    return body
+
+
+def _session_id(request: HttpRequest) -> uuid.UUID | None:
+    value = request.headers.get(SESSION_HEADER, "").strip()
+    if not value:
+        return None
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise OpenAIError(
+            400, f"{SESSION_HEADER} is not a session id.", code="invalid_value", param=SESSION_HEADER
+        ) from None
+
+
+def _with_headers(response: HttpResponse, turn: ProxyTurn) -> HttpResponse:
+    for name, value in turn.headers().items():
+        response[name] = value
+    return response
+
+
+@csrf_exempt
+async def chat_completions(request: HttpRequest) -> HttpResponse:
+    try:
+        if request.method != "POST":
+            raise OpenAIError(405, "Use POST.", code="method_not_allowed")
+        user = await _authenticate(request)
+        body = chat_request_check(request.body)
+        session_id = _session_id(request)
+        memory = request.headers.get(MEMORY_HEADER, "").strip().lower() not in _OFF
+        upstream_base_url()  # 503 before anything is stored when no upstream is configured
+        try:
+            turn = await sync_to_async(proxy_turn_start)(
+                user=user, body=body, session_id=session_id, memory=memory
+            )
+        except DomainError as exc:
+            param = SESSION_HEADER if exc.code.startswith("session_") else None
+            raise OpenAIError.from_domain(exc, param=param) from exc
+        # The new messages are indexed while the upstream works on the reply.
+        hooks = asyncio.ensure_future(sync_to_async(proxy_turn_hooks)(turn))
+        try:
+            upstream = await upstream_open(turn.upstream_body, stream=bool(body.get("stream")))
+            if upstream.status_code >= 400:
+                error = await upstream_error(upstream)
+                await upstream.aclose()
+                raise error
+        except BaseException:
+            await _settle(hooks)
+            raise
+        if body.get("stream"):
+            response = StreamingHttpResponse(
+                _relay(turn, upstream, hooks), content_type="text/event-stream"
+            )
+            response["Cache-Control"] = "no-cache"
+            response["X-Accel-Buffering"] = "no"
+            return _with_headers(response, turn)
+        return _with_headers(await _complete(turn, upstream, hooks), turn)
+    except OpenAIError as exc:
+        return openai_error_response(exc)
+
+
+async def _settle(hooks: asyncio.Future) -> None:
+    try:
+        await asyncio.shield(hooks)
+    except Exception:  # noqa: BLE001 - hooks log their own failures; never fail the reply
+        logger.exception("gateway: after-message hooks failed")
+
+
+async def _complete(turn: ProxyTurn, upstream, hooks: asyncio.Future) -> HttpResponse:
+    try:
+        payload = upstream.json()
+    except ValueError:
+        await _settle(hooks)
+        raise OpenAIError(
+            502, "The upstream model server answered with invalid JSON.", code="upstream_error"
+        ) from None
+    choice = (payload.get("choices") or [{}])[0] if isinstance(payload, dict) else {}
+    message = choice.get("message") or {}
+    usage = payload.get("usage") or {}
+    content = message.get("content") if isinstance(message.get("content"), str) else ""
+    await _settle(hooks)
+    await sync_to_async(proxy_turn_finish)(
+        turn,
+        text=content,
+        model=str(payload.get("model") or ""),
+        tokens_in=int(usage.get("prompt_tokens") or 0),
+        tokens_out=int(usage.get("completion_tokens") or 0),
+        finish_reason=str(choice.get("finish_reason") or ""),
+        response_id=str(payload.get("id") or ""),
+    )
+    await sync_to_async(proxy_turn_hooks)(turn)
+    return JsonResponse(payload, status=200, json_dumps_params={"ensure_ascii": False})
+
+
+class _StreamState:
+    def __init__(self):
+        self.parts: list[str] = []
+        self.model = ""
+        self.response_id = ""
+        self.finish_reason = ""
+        self.tokens_in = 0
+        self.tokens_out = 0
+        self.stored = False
+
+    def read(self, chunk: dict) -> bool:
+        """Take what the reply needs from one chunk; True when the chunk only carries usage."""
+        self.model = chunk.get("model") or self.model
+        self.response_id = chunk.get("id") or self.response_id
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.tokens_in = int(usage.get("prompt_tokens") or 0)
+            self.tokens_out = int(usage.get("completion_tokens") or 0)
+        choices = chunk.get("choices") or []
+        for choice in choices:
+            if not isinstance(choice, dict):
+                continue
+            delta = choice.get("delta") or {}
+            if isinstance(delta.get("content"), str):
+                self.parts.append(delta["content"])
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+        return not choices and isinstance(usage, dict)
+
+
+async def _relay(turn: ProxyTurn, upstream, hooks: asyncio.Future):
+    """The upstream's SSE lines, passed on as they arrive. The reply is stored before
+    `data: [DONE]` is relayed (so the next turn finds it), its hooks run after. A client that
+    goes away mid-reply still gets the text so far stored."""
+    state = _StreamState()
+
+    async def store(finish: str) -> None:
+        state.stored = True
+        await _settle(hooks)
+        await sync_to_async(proxy_turn_finish)(
+            turn,
+            text="".join(state.parts),
+            model=state.model,
+            tokens_in=state.tokens_in,
+            tokens_out=state.tokens_out,
+            finish_reason=finish,
+            response_id=state.response_id,
+        )
+
+    try:
+        async for line in upstream.aiter_lines():
+            if line.startswith("data:"):
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    await asyncio.shield(store(state.finish_reason))
+                    yield b"data: [DONE]\n\n"
+                    continue
+                try:
+                    chunk = json.loads(data)
+                except ValueError:
+                    chunk = None
+                if isinstance(chunk, dict) and state.read(chunk) and not turn.caller_wants_usage:
+                    continue
+            yield (line + "\n").encode()
+        if not state.stored:  # an upstream that ends without [DONE]
+            await asyncio.shield(store(state.finish_reason))
+    except Exception as exc:  # noqa: BLE001 - after the first byte an error is a stream frame
+        logger.warning("gateway: upstream stream failed for session %s: %s", turn.session_id, exc)
+        body = openai_error_body(
+            502, f"The upstream stream failed: {exc}", code="upstream_error"
+        )
+        yield f"data: {json.dumps(body)}\n\n".encode()
+    finally:
+        await upstream.aclose()
+        if not state.stored:
+            await asyncio.shield(store("disconnected"))
+        await asyncio.shield(sync_to_async(proxy_turn_hooks)(turn))
+
+
+def _configured_models() -> dict:
+    names = settings.MNEMO_GATEWAY_MODELS or [settings.LLM_MODEL]
+    created = int(time.time())
+    return {
+        "object": "list",
+        "data": [{"id": name, "object": "model", "created": created, "owned_by": "mnemo"} for name in names],
+    }
+
+
+@csrf_exempt
+async def models(request: HttpRequest) -> HttpResponse:
+    try:
+        if request.method != "GET":
+            raise OpenAIError(405, "Use GET.", code="method_not_allowed")
+        await _authenticate(request)
+        payload = None
+        if not settings.MNEMO_GATEWAY_MODELS:
+            payload = await upstream_models()
+        return JsonResponse(payload or _configured_models())
+    except OpenAIError as exc:
+        return openai_error_response(exc)
+
+
+@csrf_exempt
+async def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
+    return openai_error_response(
+        OpenAIError(404, f"Unknown endpoint /v1/{rest}.", code="unknown_url")
+    )

@@ -1,0 +1,255 @@
+"""Chat-app conversations -> Mnemo sessions: match each call to its session, append only what
+is new, store the reply once.
+
+A chat app resends the whole conversation on every turn. The conversation is identified by
+an explicit session id (X-Mnemo-Session-Id) or else by a stable key of (user, system prompt,
+first user message); its `GatewayConversation` row is locked (SELECT ... FOR UPDATE, created
+under a unique constraint) for the few milliseconds of the append, so two concurrent calls of
+one conversation never open two sessions or store a message twice.
+
+Only user and assistant text is logged (tool calls and tool results are passed to the model,
+not stored as memory). A conversation compares the hashes of its incoming messages with the
+ones already stored: the longest common prefix is skipped, the rest appended. A client that
+regenerates or edits an earlier turn simply continues from the point where it diverged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass, field
+
+from django.db import IntegrityError, transaction
+
+from gateway_app.models import GatewayConversation
+from memory_site.errors import Conflict
+from sessions_app.models import ChatSession, Message
+from sessions_app.selectors import session_get_for_user, session_messages
+from sessions_app.services.messages import MAX_MESSAGE_CHARS, message_append
+from sessions_app.services.sessions import session_open, session_require_open
+from sessions_app.services.usage import usage_record
+
+LOGGED_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
+SYSTEM_ROLES = ("system", "developer")
+AGENT_ID = "openai-compat"
+TITLE_CHARS = 80
+
+
+def message_text(message: dict) -> str:
+    """The text of an OpenAI chat message: a string, or the text parts of a content list."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            part.get("text", "")
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        ]
+        return "\n".join(part for part in parts if isinstance(part, str))
+    return ""
+
+
+def message_hash(role: str, text: str) -> str:
+    """Whitespace-insensitive: clients re-serialize what they display (trailing newlines)."""
+    normalized = " ".join(text.split())
+    return hashlib.sha256(f"{role}\n{normalized}".encode()).hexdigest()[:32]
+
+
+def logged_messages(messages: list[dict]) -> list[tuple[str, str]]:
+    """(role, text) of the messages Mnemo stores: user and assistant turns with text."""
+    logged = []
+    for message in messages:
+        role = message.get("role")
+        text = message_text(message)
+        if role in LOGGED_ROLES and text.strip():
+            logged.append((role, text[:MAX_MESSAGE_CHARS]))
+    return logged
+
+
+def conversation_key(*, messages: list[dict], session_id: uuid.UUID | None = None) -> str:
+    """The conversation's stable key: its explicit session, else (system prompt, first user
+    message). The user is the other half of the unique key."""
+    if session_id is not None:
+        basis = ["session", str(session_id)]
+    else:
+        system = next((m for m in messages if m.get("role") in SYSTEM_ROLES), None)
+        first_user = next((m for m in messages if m.get("role") == Message.Role.USER), None)
+        basis = [
+            "chat",
+            " ".join(message_text(system).split()) if system else "",
+            " ".join(message_text(first_user).split()) if first_user else "",
+        ]
+    return hashlib.sha256(json.dumps(basis).encode()).hexdigest()
+
+
+@dataclass
+class LoggedTurn:
+    """What one call stored. `stored_count` is the conversation's length after the append: the
+    reply is stored only if nothing else was stored in between."""
+
+    conversation_id: int
+    session: ChatSession
+    appended: list[Message] = field(default_factory=list)
+    stored_count: int = 0
+    new_session: bool = False
+
+    @property
+    def user_message(self) -> Message | None:
+        """The turn's new user message (the last one appended), if any."""
+        for message in reversed(self.appended):
+            if message.role == Message.Role.USER:
+                return message
+        return None
+
+
+def _locked_conversation(*, user, key: str) -> tuple[GatewayConversation, bool]:
+    """Get or create the conversation row and lock it for this transaction."""
+    queryset = GatewayConversation.objects.select_for_update()
+    conversation = queryset.filter(user=user, key=key).first()
+    if conversation is not None:
+        return conversation, False
+    try:
+        with transaction.atomic():
+            return GatewayConversation.objects.create(user=user, key=key), True
+    except IntegrityError:
+        # A concurrent call created it first: wait for its lock, then continue from its state.
+        return queryset.get(user=user, key=key), False
+
+
+def _stored_hashes(session: ChatSession) -> list[str]:
+    return [
+        message_hash(message.role, message.content)
+        for message in session_messages(session=session)
+        if message.role in LOGGED_ROLES and message.content.strip()
+    ]
+
+
+def _common_prefix(stored: list[str], incoming: list[str]) -> int:
+    length = 0
+    for old, new in zip(stored, incoming, strict=False):
+        if old != new:
+            break
+        length += 1
+    return length
+
+
+def conversation_turn_log(
+    *, user, messages: list[dict], session_id: uuid.UUID | None = None, app_id: str = ""
+) -> LoggedTurn:
+    """Store the messages of this call that the conversation has not stored yet.
+
+    With `session_id` the conversation is that session (NotFound: not the caller's; Conflict:
+    not open). Otherwise a conversation whose session closed continues in a new session; when
+    nothing in the call is new (a chat app started a new chat with the same opening), the new
+    session gets the whole conversation. Hooks are NOT run: the caller runs
+    `message_run_hooks` for `appended` (off the reply's critical path). One transaction; the
+    conversation row is locked until it commits.
+    """
+    incoming = logged_messages(messages)
+    incoming_hashes = [message_hash(role, text) for role, text in incoming]
+    key = conversation_key(messages=messages, session_id=session_id)
+    with transaction.atomic():
+        explicit = None
+        if session_id is not None:
+            explicit = session_get_for_user(user=user, session_id=session_id, lock=True)
+            session_require_open(explicit)
+        conversation, created = _locked_conversation(user=user, key=key)
+        stored = list(conversation.message_hashes or [])
+        if explicit is not None and created:
+            stored = _stored_hashes(explicit)
+        session = explicit
+        if session is None and conversation.session_id is not None:
+            session = ChatSession.objects.filter(
+                id=conversation.session_id, status=ChatSession.Status.OPEN
+            ).first()
+        common = _common_prefix(stored, incoming_hashes)
+        new_session = session is None
+        if new_session:
+            first_user = next((text for role, text in incoming if role == "user"), "")
+            session = session_open(
+                user=user,
+                app_id=app_id,
+                title=" ".join(first_user.split())[:TITLE_CHARS],
+                agent_id=AGENT_ID,
+                metadata={"source": "openai_compat", "gateway_conversation_id": conversation.id},
+            )
+            if common == len(incoming_hashes):
+                common = 0
+        appended = []
+        for role, text in incoming[common:]:
+            appended.append(
+                message_append(
+                    user=user,
+                    session_id=session.id,
+                    role=role,
+                    content=text,
+                    metadata={"source": "openai_compat"},
+                    run_hooks=False,
+                )
+            )
+        conversation.message_hashes = incoming_hashes if incoming_hashes else stored
+        conversation.session = session
+        conversation.save(update_fields=["message_hashes", "session", "updated_at"])
+    return LoggedTurn(
+        conversation_id=conversation.id,
+        session=session,
+        appended=appended,
+        stored_count=len(conversation.message_hashes),
+        new_session=new_session,
+    )
+
+
+def conversation_reply_store(
+    *,
+    user,
+    turn: LoggedTurn,
+    text: str,
+    model: str,
+    tokens_in: int,
+    tokens_out: int,
+    metadata: dict | None = None,
+) -> Message | None:
+    """Store the model's reply (and its usage row) once per turn.
+
+    The reply is appended only if the conversation is still where this call left it: a
+    concurrent call of the same conversation that stored its own reply (or moved on) first
+    wins, so a retried request never leaves two replies to one question. Usage is always
+    recorded (the tokens were spent). Returns the stored message or None; hooks not run.
+    """
+    message = None
+    if text.strip():
+        with transaction.atomic():
+            conversation = GatewayConversation.objects.select_for_update().get(
+                id=turn.conversation_id
+            )
+            hashes = list(conversation.message_hashes or [])
+            if len(hashes) == turn.stored_count and conversation.session_id == turn.session.id:
+                try:
+                    message = message_append(
+                        user=user,
+                        session_id=turn.session.id,
+                        role=Message.Role.ASSISTANT,
+                        content=text[:MAX_MESSAGE_CHARS],
+                        model=model,
+                        metadata={"source": "openai_compat", **(metadata or {})},
+                        run_hooks=False,
+                    )
+                except Conflict:
+                    message = None  # the session closed while the model was answering
+                if message is not None:
+                    conversation.message_hashes = [
+                        *hashes,
+                        message_hash(Message.Role.ASSISTANT, message.content),
+                    ]
+                    conversation.save(update_fields=["message_hashes", "updated_at"])
+    usage_record(
+        user=user,
+        model=model,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        session=turn.session,
+        kind="chat",
+    )
+    return message

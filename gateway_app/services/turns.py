@@ -1,0 +1,187 @@
+"""One proxied chat-completions call: log the conversation, prepare the context pack, build
+the upstream request; afterwards store the reply.
+
+The caller's request is forwarded as it came (model, tools, tool_choice, response_format and
+every other field untouched) with two changes: message text is redacted like everything
+Mnemo sends to a model, and the context pack is prepended as one system message. Tool calls
+and tool results pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import uuid
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from context_app.models import ContextSettings
+from context_app.services.context_pack import ContextPack, prepare_context
+from gateway_app.services.conversations import (
+    LoggedTurn,
+    conversation_reply_store,
+    conversation_turn_log,
+    message_text,
+)
+from memory_site.redaction import redact
+from memory_site.tokens import count_tokens
+from sessions_app.models import Message
+from sessions_app.services.messages import message_run_hooks
+
+logger = logging.getLogger(__name__)
+
+_REDACTED_ROLES = ("system", "developer", "user", "assistant")
+
+
+@dataclass
+class ProxyTurn:
+    """Everything the streaming phase needs, prepared before the upstream call."""
+
+    user: object
+    logged: LoggedTurn
+    upstream_body: dict
+    caller_wants_usage: bool
+    pack: ContextPack | None = None
+    prompt_tokens: int = 0
+    hooks_pending: list[Message] = field(default_factory=list)
+
+    @property
+    def session_id(self) -> str:
+        return str(self.logged.session.id)
+
+    def headers(self) -> dict[str, str]:
+        headers = {"X-Mnemo-Session-Id": self.session_id}
+        if self.pack is not None:
+            headers["X-Mnemo-Context"] = self.pack.status
+            if self.pack.hash:
+                headers["X-Mnemo-Context-Hash"] = self.pack.hash
+        return headers
+
+
+def _redacted(message: dict) -> dict:
+    if message.get("role") not in _REDACTED_ROLES:
+        return message
+    content = message.get("content")
+    if isinstance(content, str):
+        return {**message, "content": redact(content)}
+    if isinstance(content, list):
+        parts = [
+            {**part, "text": redact(part["text"])}
+            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+            else part
+            for part in content
+        ]
+        return {**message, "content": parts}
+    return message
+
+
+def _gateway_context_settings() -> ContextSettings:
+    """The staff's context settings, except that a pack may come from the first user turn on:
+    a chat app cannot open its session early, and a new chat's first message is where earlier
+    memory matters most (MNEMO_GATEWAY_MIN_USER_TURNS, default 1)."""
+    context_settings = copy.copy(ContextSettings.load())
+    context_settings.min_user_turns = min(
+        context_settings.min_user_turns, settings.MNEMO_GATEWAY_MIN_USER_TURNS
+    )
+    return context_settings
+
+
+def proxy_turn_start(
+    *,
+    user,
+    body: dict,
+    session_id: uuid.UUID | None = None,
+    memory: bool = True,
+) -> ProxyTurn:
+    """Log the call's new messages and prepare the upstream request.
+
+    Raises NotFound / Conflict for an explicit session that is not the caller's / not open.
+    The context pack (unless `memory` is False) never fails the call: a failed build sends the
+    request unaugmented. The new messages' after-message hooks are left to the caller
+    (`proxy_turn_hooks`), so indexing runs beside the upstream call instead of before it.
+    """
+    messages = body["messages"]
+    logged = conversation_turn_log(user=user, messages=messages, session_id=session_id)
+    upstream_messages = [_redacted(message) for message in messages]
+    conversation_tokens = sum(count_tokens(message_text(m)) for m in upstream_messages)
+    pack = None
+    if memory:
+        last_user = next(
+            (m for m in reversed(upstream_messages) if m.get("role") == Message.Role.USER), None
+        )
+        pack = prepare_context(
+            session=logged.session,
+            user_message=logged.user_message,
+            query=message_text(last_user) if last_user else "",
+            conversation_tokens=conversation_tokens,
+            context_settings=_gateway_context_settings(),
+        )
+        if pack.system_message:
+            upstream_messages.insert(0, pack.system_message)
+    upstream_body = {**body, "messages": upstream_messages}
+    upstream_body["model"] = body.get("model") or settings.LLM_MODEL
+    caller_wants_usage = True
+    if body.get("stream"):
+        # Usage is recorded for every call; a caller that did not ask for it does not see it.
+        options = body.get("stream_options") or {}
+        caller_wants_usage = bool(options.get("include_usage"))
+        upstream_body["stream_options"] = {**options, "include_usage": True}
+    return ProxyTurn(
+        user=user,
+        logged=logged,
+        upstream_body=upstream_body,
+        caller_wants_usage=caller_wants_usage,
+        pack=pack,
+        prompt_tokens=conversation_tokens + (pack.tokens if pack and pack.text else 0),
+        hooks_pending=list(logged.appended),
+    )
+
+
+def proxy_turn_hooks(turn: ProxyTurn) -> None:
+    """Run the after-message hooks of the call's new messages (indexing, consolidation)."""
+    pending, turn.hooks_pending = turn.hooks_pending, []
+    for message in pending:
+        message_run_hooks(message=message)
+
+
+def proxy_turn_finish(
+    turn: ProxyTurn,
+    *,
+    text: str,
+    model: str,
+    tokens_in: int = 0,
+    tokens_out: int = 0,
+    finish_reason: str = "",
+    response_id: str = "",
+) -> Message | None:
+    """Store the reply and its usage (see `conversation_reply_store`); returns the stored
+    message, whose hooks are queued in `hooks_pending`."""
+    metadata = {"finish": finish_reason or "stop"}
+    if response_id:
+        metadata["provider_response_id"] = response_id
+    if turn.pack is not None and turn.pack.injection_log_id:
+        metadata["injection_log_id"] = turn.pack.injection_log_id
+        metadata["context_hash"] = turn.pack.hash
+    reply = conversation_reply_store(
+        user=turn.user,
+        turn=turn.logged,
+        text=text,
+        model=model or turn.upstream_body.get("model", ""),
+        tokens_in=tokens_in or turn.prompt_tokens,
+        tokens_out=tokens_out or count_tokens(text),
+        metadata=metadata,
+    )
+    if reply is not None:
+        turn.hooks_pending.append(reply)
+    settings_row = ContextSettings.load()
+    if settings_row.verbose_logging:
+        logger.info(
+            "gateway session=%s appended=%d reply=%s context=%s chars=%d",
+            turn.session_id,
+            len(turn.logged.appended),
+            reply.id if reply else "-",
+            turn.pack.status if turn.pack else "off",
+            len(turn.pack.text) if turn.pack else 0,
+        )
+    return reply

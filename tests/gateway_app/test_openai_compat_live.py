@@ -1,0 +1,286 @@
+"""The OpenAI-compatible endpoint driven by the real `openai` SDK against Mnemo on loopback,
+with a fake upstream that records what it was sent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from datetime import timedelta
+
+import openai
+import pytest
+from django.utils import timezone
+
+from context_app.models import InjectionLog
+from sessions_app.models import ChatSession, Message, UsageLog
+from sessions_app.services.sessions import sessions_close_stale
+from tests.factories import open_session
+from tests.gateway_app.conftest import token_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SYSTEM = {"role": "system", "content": "You are a helpful travel assistant."}
+
+
+def client_for(live_url, user, **kwargs) -> openai.OpenAI:
+    return openai.OpenAI(
+        base_url=f"{live_url}/v1", api_key=token_for(user), max_retries=0, timeout=20, **kwargs
+    )
+
+
+def chat_like_an_app(client, turns, *, stream=False, first_system=SYSTEM):
+    """Hold a conversation the way chat apps do: the full history every turn."""
+    history = [first_system] if first_system else []
+    replies = []
+    for text in turns:
+        history.append({"role": "user", "content": text})
+        if stream:
+            chunks = client.chat.completions.create(
+                model="fake-model", messages=history, stream=True
+            )
+            reply = "".join(
+                c.choices[0].delta.content or "" for c in chunks if c.choices
+            )
+        else:
+            completion = client.chat.completions.create(model="fake-model", messages=history)
+            reply = completion.choices[0].message.content
+        history.append({"role": "assistant", "content": reply})
+        replies.append(reply)
+    return history, replies
+
+
+def chat_bodies(upstream) -> list[dict]:
+    return upstream.bodies("/chat/completions")
+
+
+def close_idle_sessions() -> None:
+    ChatSession.objects.filter(status="open").update(
+        last_activity_at=timezone.now() - timedelta(days=1)
+    )
+    sessions_close_stale()
+
+
+def test_memory_of_a_closed_conversation_reaches_the_next_one(live_url, user, upstream):
+    client = client_for(live_url, user)
+    upstream.reply_text = "Noted, happy to help with that."
+    history, _ = chat_like_an_app(
+        client,
+        [
+            "My sister Anna lives in Lisbon and I visit her every summer.",
+            "I am vegetarian, so restaurant tips should fit that.",
+            "This year I want to take the night train from Madrid to Lisbon.",
+        ],
+    )
+    sessions = ChatSession.objects.filter(user=user)
+    assert sessions.count() == 1
+    session = sessions.get()
+    stored = list(Message.objects.filter(session=session).values_list("role", "content"))
+    assert stored == [(m["role"], m["content"]) for m in history[1:]]
+
+    close_idle_sessions()  # the stale-heartbeat path closes and summarizes the session
+    session.refresh_from_db()
+    assert session.status == "closed"
+
+    upstream.requests.clear()
+    chat_like_an_app(client, ["Where should I eat when I visit my sister?"], stream=True)
+    sent = chat_bodies(upstream)[-1]
+    memory = sent["messages"][0]
+    assert memory["role"] == "system" and "Mnemo" in memory["content"]
+    assert "Lisbon" in memory["content"]
+    # The caller's own messages follow, unchanged.
+    assert sent["messages"][1:] == [
+        SYSTEM,
+        {"role": "user", "content": "Where should I eat when I visit my sister?"},
+    ]
+    new_session = ChatSession.objects.filter(user=user, status="open").get()
+    log = InjectionLog.objects.filter(session=new_session).latest("id")
+    assert log.pack_text == memory["content"]
+
+
+def test_a_conversation_resent_in_full_is_one_session_without_duplicates(
+    live_url, user, upstream
+):
+    client = client_for(live_url, user)
+    turns = [f"Question number {i} about planning my garden." for i in range(5)]
+    history, _ = chat_like_an_app(client, turns[:3], stream=True)
+    # The same chat continues, non-streaming this time.
+    history.append({"role": "user", "content": turns[3]})
+    client.chat.completions.create(model="fake-model", messages=history)
+
+    session = ChatSession.objects.get(user=user)
+    roles = list(Message.objects.filter(session=session).values_list("role", flat=True))
+    assert roles == ["user", "assistant"] * 4
+    contents = list(Message.objects.filter(session=session, role="user").values_list("content", flat=True))
+    assert contents == turns[:4]
+    assert UsageLog.objects.filter(user=user, session=session, kind="chat").count() == 4
+
+
+def test_concurrent_calls_of_one_conversation_store_it_once(live_url, user, upstream):
+    upstream.delay_seconds = 0.2
+    client = client_for(live_url, user)
+    messages = [SYSTEM, {"role": "user", "content": "Plan a weekend in Porto for me."}]
+    errors = []
+
+    def call():
+        try:
+            client.chat.completions.create(model="fake-model", messages=messages)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert ChatSession.objects.filter(user=user).count() == 1
+    roles = list(Message.objects.filter(user=user).values_list("role", flat=True))
+    assert roles == ["user", "assistant"]
+
+
+def test_tool_call_round_trip_passes_tools_and_calls_through(live_url, user, upstream):
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Weather for a city.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}},
+                    "required": ["city"],
+                },
+            },
+        }
+    ]
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": json.dumps({"city": "Oslo"})},
+    }
+
+    def respond(body):
+        if body["messages"][-1]["role"] == "tool":
+            return {"content": "It is 4 degrees in Oslo."}
+        return {"content": None, "tool_calls": [call]}
+
+    upstream.message_responder = respond
+    client = client_for(live_url, user)
+    messages = [{"role": "user", "content": "What is the weather in Oslo?"}]
+    first = client.chat.completions.create(
+        model="fake-model", messages=messages, tools=tools, tool_choice="auto"
+    )
+    assert first.choices[0].finish_reason == "tool_calls"
+    tool_call = first.choices[0].message.tool_calls[0]
+    assert tool_call.function.name == "get_weather"
+    messages += [
+        first.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": tool_call.id, "content": "4 degrees, cloudy"},
+    ]
+    chunks = client.chat.completions.create(
+        model="fake-model", messages=messages, tools=tools, stream=True
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == (
+        "It is 4 degrees in Oslo."
+    )
+
+    bodies = chat_bodies(upstream)
+    assert bodies[0]["tools"] == tools and bodies[0]["tool_choice"] == "auto"
+    assert bodies[1]["tools"] == tools
+    assert bodies[1]["messages"][-2]["tool_calls"] == [call]
+    assert bodies[1]["messages"][-1] == messages[-1]
+    stored = list(Message.objects.filter(user=user).values_list("role", "content"))
+    assert stored == [("user", "What is the weather in Oslo?"), ("assistant", "It is 4 degrees in Oslo.")]
+
+
+def test_async_client_streams_with_usage_and_passes_response_format(live_url, user, upstream):
+    upstream.json_responder = lambda body: {"answer": 42}
+    api_key = token_for(user)
+
+    async def run():
+        client = openai.AsyncOpenAI(
+            base_url=f"{live_url}/v1", api_key=api_key, max_retries=0, timeout=20
+        )
+        stream = await client.chat.completions.create(
+            model="fake-model",
+            messages=[{"role": "user", "content": "Tell me a story about a lighthouse."}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        chunks = [chunk async for chunk in stream]
+        plain = await client.chat.completions.create(
+            model="fake-model",
+            messages=[{"role": "user", "content": "Another story about a fox."}],
+            stream=True,
+        )
+        plain_chunks = [chunk async for chunk in plain]
+        structured = await client.chat.completions.create(
+            model="fake-model",
+            messages=[{"role": "user", "content": "The answer as JSON."}],
+            response_format={"type": "json_object"},
+        )
+        await client.close()
+        return chunks, plain_chunks, structured
+
+    chunks, plain_chunks, structured = asyncio.run(run())
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == upstream.reply_text
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+    assert all(chunk.usage is None for chunk in plain_chunks)
+    assert json.loads(structured.choices[0].message.content) == {"answer": 42}
+    assert chat_bodies(upstream)[-1]["response_format"] == {"type": "json_object"}
+    assert structured.usage.total_tokens > 0
+
+
+def test_memory_off_header_and_explicit_session(live_url, user, other_user, upstream):
+    client = client_for(live_url, user)
+    session = open_session(user)
+    client.chat.completions.create(
+        model="fake-model",
+        messages=[{"role": "user", "content": "Remember that I like green tea."}],
+        extra_headers={"X-Mnemo-Session-Id": str(session.id), "X-Mnemo-Memory": "off"},
+    )
+    assert chat_bodies(upstream)[-1]["messages"] == [
+        {"role": "user", "content": "Remember that I like green tea."}
+    ]
+    assert Message.objects.filter(session=session).count() == 2
+
+    other_session = open_session(other_user)
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.chat.completions.create(
+            model="fake-model",
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"X-Mnemo-Session-Id": str(other_session.id)},
+        )
+    assert caught.value.body["code"] == "session_not_found"
+    assert Message.objects.filter(session=other_session).count() == 0
+
+
+def test_errors_have_openai_shape(live_url, user, upstream):
+    bad = openai.OpenAI(base_url=f"{live_url}/v1", api_key="not-a-token", max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as caught:
+        bad.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert caught.value.body["code"] == "invalid_api_key"
+    assert set(caught.value.body) == {"message", "type", "param", "code"}
+
+    client = client_for(live_url, user)
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], n=2
+        )
+    assert caught.value.body["param"] == "n"
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="m", messages=[{"role": "robot", "content": "x"}])
+    assert caught.value.body["param"] == "messages[0].role"
+
+    upstream.fail_count, upstream.fail_status = 1, 400
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"X-Mnemo-Memory": "off"},  # no embedding call before the upstream
+        )
+    assert "injected failure" in caught.value.body["message"]
+
+    assert [m.id for m in client.models.list()] == upstream.models
