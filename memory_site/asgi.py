@@ -1,4 +1,4 @@
-"""ASGI entry point (uvicorn): streaming responses need it."""
+"""ASGI entry point (uvicorn): streaming responses need it; the MCP server is mounted at /mcp."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_site.settings")
 django_application = get_asgi_application()
 
-from memory_site.middleware import body_limit_for  # noqa: E402  (needs Django set up)
+from gateway_app.mcp.http import mcp_asgi_mount  # noqa: E402  (needs Django set up)
+from memory_site.middleware import body_limit_for  # noqa: E402
 
 
 async def _send_413(send, limit: int) -> None:
@@ -94,4 +95,5 @@ class BodyLimitASGI:
         return await self.app({**scope, "headers": new_headers}, replay, send)
 
 
-application = BodyLimitASGI(django_application)
+# /mcp is the MCP server (Streamable HTTP); everything else is Django.
+application = BodyLimitASGI(mcp_asgi_mount(django_application, path="/mcp"))

@@ -89,7 +89,11 @@ async def upstream_error(response: httpx.Response) -> OpenAIError:
         code = str(error.get("code") or "upstream_error")
         param = error.get("param") if isinstance(error.get("param"), str) else None
     else:
-        message, code, param = (response.text[:300] if response.text else ""), "upstream_error", None
+        message, code, param = (
+            (response.text[:300] if response.text else ""),
+            "upstream_error",
+            None,
+        )
     status = response.status_code if 400 <= response.status_code < 500 else 502
     return OpenAIError(
         status,

@@ -28,7 +28,12 @@ from gateway_app.openai_compat.upstream import (
     upstream_models,
     upstream_open,
 )
-from gateway_app.services.turns import ProxyTurn, proxy_turn_finish, proxy_turn_hooks, proxy_turn_start
+from gateway_app.services.turns import (
+    ProxyTurn,
+    proxy_turn_finish,
+    proxy_turn_hooks,
+    proxy_turn_start,
+)
 from memory_site.errors import DomainError
 
 logger = logging.getLogger(__name__)
@@ -79,7 +84,9 @@ def chat_request_check(raw: bytes) -> dict:
     for index, message in enumerate(messages):
         param = f"messages[{index}]"
         if not isinstance(message, dict):
-            raise OpenAIError(400, f"`{param}` must be an object.", code="invalid_type", param=param)
+            raise OpenAIError(
+                400, f"`{param}` must be an object.", code="invalid_type", param=param
+            )
         if message.get("role") not in ROLES:
             raise OpenAIError(
                 400,
@@ -97,7 +104,10 @@ def chat_request_check(raw: bytes) -> dict:
             )
     if body.get("n", 1) not in (1, None):
         raise OpenAIError(
-            400, "Only n=1 is supported (one reply is stored per turn).", code="invalid_value", param="n"
+            400,
+            "Only n=1 is supported (one reply is stored per turn).",
+            code="invalid_value",
+            param="n",
         )
     if not isinstance(body.get("stream", False), bool | None):
         raise OpenAIError(400, "`stream` must be a boolean.", code="invalid_type", param="stream")
@@ -117,7 +127,10 @@ def _session_id(request: HttpRequest) -> uuid.UUID | None:
         return uuid.UUID(value)
     except ValueError:
         raise OpenAIError(
-            400, f"{SESSION_HEADER} is not a session id.", code="invalid_value", param=SESSION_HEADER
+            400,
+            f"{SESSION_HEADER} is not a session id.",
+            code="invalid_value",
+            param=SESSION_HEADER,
         ) from None
 
 
@@ -268,9 +281,7 @@ async def _relay(turn: ProxyTurn, upstream, hooks: asyncio.Future):
             await asyncio.shield(store(state.finish_reason))
     except Exception as exc:  # noqa: BLE001 - after the first byte an error is a stream frame
         logger.warning("gateway: upstream stream failed for session %s: %s", turn.session_id, exc)
-        body = openai_error_body(
-            502, f"The upstream stream failed: {exc}", code="upstream_error"
-        )
+        body = openai_error_body(502, f"The upstream stream failed: {exc}", code="upstream_error")
         yield f"data: {json.dumps(body)}\n\n".encode()
     finally:
         await upstream.aclose()
@@ -284,7 +295,10 @@ def _configured_models() -> dict:
     created = int(time.time())
     return {
         "object": "list",
-        "data": [{"id": name, "object": "model", "created": created, "owned_by": "mnemo"} for name in names],
+        "data": [
+            {"id": name, "object": "model", "created": created, "owned_by": "mnemo"}
+            for name in names
+        ],
     }
 
 

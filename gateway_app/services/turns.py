@@ -68,7 +68,9 @@ def _redacted(message: dict) -> dict:
     if isinstance(content, list):
         parts = [
             {**part, "text": redact(part["text"])}
-            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+            if isinstance(part, dict)
+            and part.get("type") == "text"
+            and isinstance(part.get("text"), str)
             else part
             for part in content
         ]

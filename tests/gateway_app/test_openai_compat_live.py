@@ -39,9 +39,7 @@ def chat_like_an_app(client, turns, *, stream=False, first_system=SYSTEM):
             chunks = client.chat.completions.create(
                 model="fake-model", messages=history, stream=True
             )
-            reply = "".join(
-                c.choices[0].delta.content or "" for c in chunks if c.choices
-            )
+            reply = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
         else:
             completion = client.chat.completions.create(model="fake-model", messages=history)
             reply = completion.choices[0].message.content
@@ -98,9 +96,7 @@ def test_memory_of_a_closed_conversation_reaches_the_next_one(live_url, user, up
     assert log.pack_text == memory["content"]
 
 
-def test_a_conversation_resent_in_full_is_one_session_without_duplicates(
-    live_url, user, upstream
-):
+def test_a_conversation_resent_in_full_is_one_session_without_duplicates(live_url, user, upstream):
     client = client_for(live_url, user)
     turns = [f"Question number {i} about planning my garden." for i in range(5)]
     history, _ = chat_like_an_app(client, turns[:3], stream=True)
@@ -111,7 +107,9 @@ def test_a_conversation_resent_in_full_is_one_session_without_duplicates(
     session = ChatSession.objects.get(user=user)
     roles = list(Message.objects.filter(session=session).values_list("role", flat=True))
     assert roles == ["user", "assistant"] * 4
-    contents = list(Message.objects.filter(session=session, role="user").values_list("content", flat=True))
+    contents = list(
+        Message.objects.filter(session=session, role="user").values_list("content", flat=True)
+    )
     assert contents == turns[:4]
     assert UsageLog.objects.filter(user=user, session=session, kind="chat").count() == 4
 
@@ -191,7 +189,10 @@ def test_tool_call_round_trip_passes_tools_and_calls_through(live_url, user, ups
     assert bodies[1]["messages"][-2]["tool_calls"] == [call]
     assert bodies[1]["messages"][-1] == messages[-1]
     stored = list(Message.objects.filter(user=user).values_list("role", "content"))
-    assert stored == [("user", "What is the weather in Oslo?"), ("assistant", "It is 4 degrees in Oslo.")]
+    assert stored == [
+        ("user", "What is the weather in Oslo?"),
+        ("assistant", "It is 4 degrees in Oslo."),
+    ]
 
 
 def test_async_client_streams_with_usage_and_passes_response_format(live_url, user, upstream):
@@ -266,9 +267,7 @@ def test_errors_have_openai_shape(live_url, user, upstream):
 
     client = client_for(live_url, user)
     with pytest.raises(openai.BadRequestError) as caught:
-        client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "hi"}], n=2
-        )
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], n=2)
     assert caught.value.body["param"] == "n"
     with pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(model="m", messages=[{"role": "robot", "content": "x"}])

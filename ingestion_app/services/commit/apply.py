@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.utils import timezone
 
 from ingestion_app.models import FactHistory, MemoryItem
@@ -48,7 +49,7 @@ def _occurred_at(fact: Fact, occurred: dict, *, default):
 def decisions_apply(
     *,
     user,
-    session: ChatSession,
+    session: ChatSession | None,
     project_id: str,
     rag_session_id: str,
     facts: list[Fact],
@@ -85,7 +86,8 @@ def decisions_apply(
                 item, content=fact.text, embedding=fact.embedding, embedding_text=""
             )
             item.topics = _topics(fact.text)
-            item.chat_session = session
+            if session is not None:
+                item.chat_session = session
             item.rag_session_id = rag_session_id
             item.source_message_ids = sorted(fact.source_message_ids)
             item.occurred_at = _occurred_at(fact, occurred, default=now)
@@ -115,7 +117,17 @@ def decisions_apply(
                 )
             )
 
-    scope = MemoryScope.of_session(session, project_id=project_id, rag_session_id=rag_session_id)
+    if session is not None:
+        scope = MemoryScope.of_session(
+            session, project_id=project_id, rag_session_id=rag_session_id
+        )
+    else:  # a fact added directly (memory_fact_add): the default app, no session
+        scope = MemoryScope(
+            user_id=user.pk,
+            app_id=settings.MNEMO_DEFAULT_APP_ID,
+            project_id=project_id,
+            rag_session_id=rag_session_id,
+        )
     rows = []
     for entry in pending:
         fact = entry.fact

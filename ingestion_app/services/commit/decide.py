@@ -140,7 +140,9 @@ def facts_decide_offline(facts: list[Fact]) -> list[Decision]:
     return decisions
 
 
-def facts_decide_with_llm(llm, *, user, session: ChatSession, facts: list[Fact]) -> list[Decision]:
+def facts_decide_with_llm(
+    llm, *, user, session: ChatSession | None, facts: list[Fact]
+) -> list[Decision]:
     """The model decides ADD / UPDATE / NOOP for facts that have similar stored memories; a fact
     with none is an ADD without asking. Invalid answers fall back to ADD (never lose a fact)."""
     decisions = [

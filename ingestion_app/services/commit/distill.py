@@ -70,7 +70,7 @@ class Fact:
     neighbours: list = field(default_factory=list)  # FactNeighbour, most similar first
 
 
-def _clean_fact(text: str) -> str:
+def fact_clean(text: str) -> str:
     # Model output is derived from redacted text, but a model can still echo or invent PII.
     text = redact(" ".join(str(text).split()))
     return text[:MAX_FACT_CHARS].strip()
@@ -95,7 +95,7 @@ def facts_distill_offline(messages: list[Message]) -> list[Fact]:
         if message.role != Message.Role.USER:
             continue
         for text in extract_facts([("user", message.content_sanitized)]):
-            cleaned = _clean_fact(text)
+            cleaned = fact_clean(text)
             if cleaned:
                 facts.append(Fact(text=cleaned, source_message_ids=[message.id]))
     return _merge_same_text(facts)
@@ -164,7 +164,7 @@ def facts_distill_with_llm(
                 continue
             if not isinstance(text, str):
                 continue
-            cleaned = _clean_fact(text)
+            cleaned = fact_clean(text)
             if not cleaned:
                 continue
             source_ids = [i for i in sources if isinstance(i, int) and i in window_ids]
