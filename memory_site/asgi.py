@@ -14,15 +14,12 @@ from gateway_app.mcp.http import mcp_asgi_mount  # noqa: E402  (needs Django set
 from memory_site.middleware import body_limit_for  # noqa: E402
 
 
-async def _send_413(send, limit: int) -> None:
-    body = json.dumps(
-        {
-            "error": {
-                "code": "payload_too_large",
-                "message": f"Request body is over the {limit}-byte limit.",
-            }
-        }
-    ).encode()
+async def _send_413(send, limit: int, path: str = "") -> None:
+    message = f"Request body is over the {limit}-byte limit."
+    error = {"code": "payload_too_large", "message": message}
+    if path.startswith("/v1/"):  # the OpenAI-compatible paths answer in OpenAI's error shape
+        error = {**error, "type": "invalid_request_error", "param": None}
+    body = json.dumps({"error": error}).encode()
     await send(
         {
             "type": "http.response.start",
@@ -60,7 +57,7 @@ class BodyLimitASGI:
             except ValueError:
                 length = limit + 1
             if length > limit:
-                return await _send_413(send, limit)
+                return await _send_413(send, limit, scope.get("path", ""))
             return await self.app(scope, receive, send)
         if headers.get(b"transfer-encoding", b"").lower() != b"chunked":
             return await self.app(scope, receive, send)
@@ -72,7 +69,7 @@ class BodyLimitASGI:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
-                return await _send_413(send, limit)
+                return await _send_413(send, limit, scope.get("path", ""))
             chunks.append(chunk)
             if not message.get("more_body"):
                 break

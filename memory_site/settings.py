@@ -195,7 +195,11 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Mnemo API",
-    "DESCRIPTION": "Long-term memory for chat applications: sessions, context packs, memories, imports.",
+    "DESCRIPTION": (
+        "Long-term memory for chat applications: sessions, context packs, memories, imports. "
+        "`/v1/chat/completions` and `/v1/models` follow OpenAI's API (and its error shape); "
+        "the MCP server (Streamable HTTP) is at `/mcp`."
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # Swagger UI assets served locally (no CDN), so /api/docs/ works offline.
@@ -212,6 +216,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "memory_site.schema.add_error_responses",
+        "gateway_app.openai_compat.schema.add_openai_paths",
     ],
 }
 

@@ -1,0 +1,122 @@
+"""The /v1 paths' edges through the test client: OpenAI's error shape, the schema, limits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from django.test import Client
+
+from memory_site.asgi import application
+from sessions_app.models import ChatSession, Message
+from tests.gateway_app.conftest import token_for
+
+pytestmark = pytest.mark.django_db
+
+URL = "/v1/chat/completions"
+OPENAI_ERROR_KEYS = {"message", "type", "param", "code"}
+
+
+def post(client, body, key=None, **headers):
+    if key:
+        headers["HTTP_AUTHORIZATION"] = f"Bearer {key}"
+    data = body if isinstance(body, str | bytes) else json.dumps(body)
+    return client.post(URL, data=data, content_type="application/json", **headers)
+
+
+def test_input_errors_name_the_parameter_in_openai_shape(user, settings):
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
+    client, key = Client(), token_for(user)
+    cases = [
+        ("{not json", None),
+        ({"model": "m"}, "messages"),
+        ({"model": "m", "messages": []}, "messages"),
+        ({"model": 5, "messages": [{"role": "user", "content": "hi"}]}, "model"),
+        ({"model": "m", "messages": ["hi"]}, "messages[0]"),
+        ({"model": "m", "messages": [{"role": "user", "content": 3}]}, "messages[0].content"),
+        (
+            {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": "yes"},
+            "stream",
+        ),
+    ]
+    for body, param in cases:
+        response = post(client, body, key)
+        assert response.status_code == 400, body
+        error = response.json()["error"]
+        assert set(error) == OPENAI_ERROR_KEYS
+        assert error["type"] == "invalid_request_error"
+        assert error["param"] == param
+    assert not ChatSession.objects.exists()
+
+
+def test_a_bad_session_header_or_no_upstream_stores_nothing(user, other_user, settings):
+    client, key = Client(), token_for(user)
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    settings.OPENAI_BASE_URL = ""
+    settings.OPENAI_API_KEY = ""
+    response = post(client, body, key)
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "upstream_not_configured"
+
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
+    response = post(client, body, key, HTTP_X_MNEMO_SESSION_ID="not-a-uuid")
+    assert response.status_code == 400 and response.json()["error"]["param"] == "X-Mnemo-Session-Id"
+    foreign = ChatSession.objects.create(user=other_user)
+    response = post(client, body, key, HTTP_X_MNEMO_SESSION_ID=str(foreign.id))
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "session_not_found"
+    assert not Message.objects.exists()
+
+
+def test_an_unreachable_upstream_is_a_502(user, settings):
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"  # nothing listens on the discard port
+    response = post(
+        Client(),
+        {"model": "m", "messages": [{"role": "user", "content": "hello there"}]},
+        token_for(user),
+        HTTP_X_MNEMO_MEMORY="off",
+    )
+    assert response.status_code == 502
+    assert response.json()["error"]["type"] == "api_error"
+    # The user's turn is kept (as the chat stream keeps it when the model fails).
+    assert list(Message.objects.values_list("role", flat=True)) == ["user"]
+
+
+def test_other_paths_and_methods_answer_in_openai_shape(user):
+    client = Client()
+    response = client.get(URL, HTTP_AUTHORIZATION=f"Bearer {token_for(user)}")
+    assert response.status_code == 405
+    response = client.get("/v1/embeddings")
+    assert response.status_code == 404 and set(response.json()["error"]) == OPENAI_ERROR_KEYS
+    response = client.get("/v1/models")
+    assert response.status_code == 401 and response.json()["error"]["code"] == "invalid_api_key"
+
+
+def test_oversized_bodies_get_openai_shape_on_v1_only():
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": URL,
+        "headers": [(b"content-length", b"999999999")],
+    }
+    asyncio.run(application(scope, receive, send))
+    assert sent[0]["status"] == 413
+    assert set(json.loads(sent[1]["body"])["error"]) == OPENAI_ERROR_KEYS | {"code"}
+
+
+def test_schema_documents_the_v1_endpoints(api):
+    schema = api.get("/api/schema/?format=json").json()
+    operation = schema["paths"]["/v1/chat/completions"]["post"]
+    assert "text/event-stream" in operation["responses"]["200"]["content"]
+    assert {p["name"] for p in operation["parameters"]} == {"X-Mnemo-Session-Id", "X-Mnemo-Memory"}
+    assert "/v1/models" in schema["paths"]
+    assert "/mcp" in schema["info"]["description"]
