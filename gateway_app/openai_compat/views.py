@@ -45,17 +45,40 @@ MEMORY_HEADER = "X-Mnemo-Memory"
 _OFF = {"off", "0", "false", "no"}
 
 
-async def _authenticate(request: HttpRequest):
+_INVALID_KEY = OpenAIError(
+    401,
+    "Missing or invalid API key: send your Mnemo API token as `Authorization: Bearer <token>` "
+    "(the openai SDK's api_key).",
+    code="invalid_api_key",
+)
+
+
+def _api_key(request: HttpRequest) -> str:
     key = token_from_header(request.headers.get("Authorization", ""))
-    user = await sync_to_async(user_for_token)(key) if key else None
+    if not key:
+        raise _INVALID_KEY
+    return key
+
+
+def _user(key: str):
+    user = user_for_token(key)
     if user is None:
-        raise OpenAIError(
-            401,
-            "Missing or invalid API key: send your Mnemo API token as "
-            "`Authorization: Bearer <token>` (the openai SDK's api_key).",
-            code="invalid_api_key",
-        )
+        raise _INVALID_KEY
     return user
+
+
+async def _authenticate(request: HttpRequest):
+    return await sync_to_async(_user)(_api_key(request))
+
+
+def _turn_start(*, key: str, body: dict, session_id, memory: bool) -> ProxyTurn:
+    """Authenticate and start the turn in one trip to the worker thread (one DB connection)."""
+    user = _user(key)
+    try:
+        return proxy_turn_start(user=user, body=body, session_id=session_id, memory=memory)
+    except DomainError as exc:
+        param = SESSION_HEADER if exc.code.startswith("session_") else None
+        raise OpenAIError.from_domain(exc, param=param) from exc
 
 
 def chat_request_check(raw: bytes) -> dict:
@@ -145,20 +168,18 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     try:
         if request.method != "POST":
             raise OpenAIError(405, "Use POST.", code="method_not_allowed")
-        user = await _authenticate(request)
+        key = _api_key(request)
         body = chat_request_check(request.body)
         session_id = _session_id(request)
         memory = request.headers.get(MEMORY_HEADER, "").strip().lower() not in _OFF
         upstream_base_url()  # 503 before anything is stored when no upstream is configured
-        try:
-            turn = await sync_to_async(proxy_turn_start)(
-                user=user, body=body, session_id=session_id, memory=memory
-            )
-        except DomainError as exc:
-            param = SESSION_HEADER if exc.code.startswith("session_") else None
-            raise OpenAIError.from_domain(exc, param=param) from exc
-        # The new messages are indexed while the upstream works on the reply.
-        hooks = asyncio.ensure_future(sync_to_async(proxy_turn_hooks)(turn))
+        turn = await sync_to_async(_turn_start)(
+            key=key, body=body, session_id=session_id, memory=memory
+        )
+        # A non-streamed reply: the new messages are indexed while the upstream works on it. A
+        # stream: after it (indexing competes for the CPU with relaying the first tokens).
+        stream = bool(body.get("stream"))
+        hooks = _done() if stream else asyncio.ensure_future(sync_to_async(proxy_turn_hooks)(turn))
         try:
             upstream = await upstream_open(turn.upstream_body, stream=bool(body.get("stream")))
             if upstream.status_code >= 400:
@@ -178,6 +199,12 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
         return _with_headers(await _complete(turn, upstream, hooks), turn)
     except OpenAIError as exc:
         return openai_error_response(exc)
+
+
+def _done() -> asyncio.Future:
+    future = asyncio.get_running_loop().create_future()
+    future.set_result(None)
+    return future
 
 
 async def _settle(hooks: asyncio.Future) -> None:

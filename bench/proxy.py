@@ -1,0 +1,217 @@
+"""The OpenAI-compatible endpoint's overhead: Mnemo in front of an upstream vs the upstream alone.
+
+A fake OpenAI-compatible upstream (tests/fake_openai.py) streams a 40-word reply on loopback.
+Mnemo runs as it does in production (uvicorn serving memory_site.asgi, in a subprocess) with
+the local all-MiniLM-L6-v2 embedder and the offline summarizer, against a throwaway database
+holding a user with closed, summarized sessions (so every call builds a real context pack:
+rollups plus a semantic search over the user's memory items).
+
+Each measured call is one turn of a chat-app conversation (the full history resent, up to 10
+turns per conversation, streaming): Mnemo matches the conversation, appends the new message,
+builds the pack, forwards, relays the stream and stores the reply. The same request is also
+sent to the upstream directly. Reported: time to first token (first content delta) and whole
+call, p50/p95, for both, and the difference. The client is `httpx` in this process.
+
+Run: ``.venv/bin/python bench/proxy.py [--calls 200] [--history-sessions 20]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_site.settings")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ["LLM_PROVIDER"] = "local"
+os.environ["EMBEDDING_PROVIDER"] = "local"
+
+import django  # noqa: E402
+
+django.setup()
+
+import httpx  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.db import connection  # noqa: E402
+from rest_framework.authtoken.models import Token  # noqa: E402
+
+from context_app.services.summaries import session_close_run  # noqa: E402
+from memory_site.providers import get_embedder  # noqa: E402
+from sessions_app.models import ChatSession  # noqa: E402
+from sessions_app.services.messages import message_create, message_run_hooks  # noqa: E402
+from sessions_app.services.sessions import session_open  # noqa: E402
+from tests.fake_openai import FakeOpenAIServer  # noqa: E402
+
+TOPICS = [
+    ("my sister Anna", "lives in Lisbon and teaches piano"),
+    ("the garden", "needs tomatoes planted in May"),
+    ("my marathon plan", "peaks at 32 km three weeks before the race"),
+    ("our Postgres indexes", "use HNSW with cosine distance"),
+    ("the Kyoto trip", "is booked for the second week of April"),
+    ("my sourdough starter", "is fed twice a day with rye flour"),
+]
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def line(label: str, values: list[float]) -> str:
+    return (
+        f"{label:<34} p50 {percentile(values, 0.5):7.1f}  p95 {percentile(values, 0.95):7.1f}"
+        f"  mean {statistics.fmean(values):7.1f} ms"
+    )
+
+
+def seed_history(user, sessions: int, rng: random.Random) -> None:
+    """Closed, summarized sessions with indexed messages: what the packs draw on."""
+    for index in range(sessions):
+        session = session_open(user=user, title=f"chat {index}")
+        for _ in range(3):
+            subject, fact = rng.choice(TOPICS)
+            for role, text in (
+                ("user", f"About {subject}: it {fact}. What do you think?"),
+                ("assistant", f"Good to know that {subject} {fact}; I will keep it in mind."),
+            ):
+                message_run_hooks(message=message_create(session=session, role=role, content=text))
+        ChatSession.objects.filter(id=session.id).update(status=ChatSession.Status.CLOSING)
+        assert session_close_run(session_id=session.id) == "closed"
+
+
+def serve_mnemo(upstream_url: str, database: str) -> tuple[subprocess.Popen, str]:
+    settings = connection.settings_dict
+    host = quote(settings["HOST"], safe="") if settings["HOST"] else "localhost"
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{settings['USER']}@{host}/{database}",
+        "OPENAI_BASE_URL": upstream_url,
+        "OPENAI_API_KEY": "bench-key",
+        "LLM_PROVIDER": "local",
+        "EMBEDDING_PROVIDER": "local",
+        "MNEMO_WARM_EMBEDDER": "1",
+    }
+    port = 18000 + os.getpid() % 1000
+    process = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "memory_site.asgi:application", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/api/health", timeout=2).status_code < 500:
+                return process, url
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    process.kill()
+    raise SystemExit("uvicorn did not start")
+
+
+def timed_stream(
+    client: httpx.Client, url: str, body: dict, headers: dict
+) -> tuple[float, float, str]:
+    """(time to first content delta, whole call) in ms, and the reply text."""
+    started = time.perf_counter()
+    first = None
+    parts: list[str] = []
+    with client.stream("POST", url, json=body, headers=headers) as response:
+        assert response.status_code == 200, response.read()
+        for raw in response.iter_lines():
+            if not raw.startswith("data:") or raw.endswith("[DONE]"):
+                continue
+            chunk = json.loads(raw[5:])
+            for choice in chunk.get("choices") or []:
+                text = (choice.get("delta") or {}).get("content")
+                if text:
+                    if first is None:
+                        first = time.perf_counter()
+                    parts.append(text)
+    ended = time.perf_counter()
+    return (first - started) * 1000, (ended - started) * 1000, "".join(parts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--history-sessions", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=5)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+
+    upstream = FakeOpenAIServer(dimensions=384).start()
+    upstream.reply_text = " ".join(f"word{i}" for i in range(40))
+    database = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    process = None
+    try:
+        get_embedder().embed(["warm up the model"])
+        user = get_user_model().objects.create_user(username="bench-proxy")
+        key = Token.objects.create(user=user).key
+        seed_history(user, args.history_sessions, rng)
+        process, mnemo_url = serve_mnemo(upstream.base_url, database)
+        headers = {"Authorization": f"Bearer {key}"}
+        direct, proxied, direct_total, proxied_total = [], [], [], []
+        with httpx.Client(timeout=60) as client:
+            history: list[dict] = []
+            for call in range(args.calls + 10):
+                if call % 10 == 0:
+                    history = [{"role": "system", "content": f"You are assistant #{call}."}]
+                subject, _ = rng.choice(TOPICS)
+                history.append({"role": "user", "content": f"Remind me about {subject} ({call})."})
+                body = {"model": "fake-model", "messages": history, "stream": True}
+                ttft_direct, total_direct, _ = timed_stream(
+                    client, f"{upstream.base_url}/chat/completions", body, {}
+                )
+                ttft_proxied, total_proxied, reply = timed_stream(
+                    client, f"{mnemo_url}/v1/chat/completions", body, headers
+                )
+                history.append({"role": "assistant", "content": reply})
+                if call < 10:  # warm-up: first pack builds, connection pools
+                    continue
+                direct.append(ttft_direct)
+                proxied.append(ttft_proxied)
+                direct_total.append(total_direct)
+                proxied_total.append(total_proxied)
+        overhead = [p - d for p, d in zip(proxied, direct, strict=True)]
+        overhead_total = [p - d for p, d in zip(proxied_total, direct_total, strict=True)]
+        packs = sum(
+            1
+            for body in upstream.bodies("/chat/completions")
+            if body["messages"][0]["content"].startswith("Background from Mnemo")
+        )
+        print(
+            f"{args.calls} streamed calls (10-turn conversations, {args.history_sessions} closed "
+            f"sessions of history; {packs} upstream requests carried a pack); CPUs "
+            f"{os.cpu_count()}, load average {os.getloadavg()}"
+        )
+        print(line("TTFT upstream directly", direct))
+        print(line("TTFT through Mnemo", proxied))
+        print(line("TTFT overhead (paired)", overhead))
+        print(line("whole call upstream directly", direct_total))
+        print(line("whole call through Mnemo", proxied_total))
+        print(line("whole-call overhead (paired)", overhead_total))
+    finally:
+        if process is not None:
+            process.terminate()
+            process.wait(timeout=20)
+        upstream.stop()
+        connection.close()
+        connection.creation.destroy_test_db(database, verbosity=0)
+
+
+if __name__ == "__main__":
+    main()
