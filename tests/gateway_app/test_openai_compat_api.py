@@ -69,8 +69,8 @@ def test_a_bad_session_header_or_no_upstream_stores_nothing(user, other_user, se
     assert not Message.objects.exists()
 
 
-def test_an_unreachable_upstream_is_a_502(user, settings):
-    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"  # nothing listens on the discard port
+def test_an_unreachable_upstream_is_a_502(user, fake_embedder):
+    fake_embedder.stop()  # the configured upstream is gone (embeddings fail too, and are logged)
     response = post(
         Client(),
         {"model": "m", "messages": [{"role": "user", "content": "hello there"}]},
