@@ -35,7 +35,9 @@ def _local_secret(filename: str, make) -> str:
         path.write_text(make())
         path.chmod(0o600)
         print(
-            f"mnemo: generated a local {filename} under {DATA_DIR} (set it in the environment for production)"
+            f"mnemo: generated a local {filename} under {DATA_DIR} (set it in the environment for production)",
+            # stderr: stdout is the protocol channel of `manage.py mcp` (stdio).
+            file=sys.stderr,
         )
     return path.read_text().strip()
 
