@@ -1,0 +1,115 @@
+"""Conversation matching without HTTP: what a chat app's resends, regenerations, idle closes
+and explicit sessions do to the stored messages."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway_app.services.conversations import conversation_reply_store, conversation_turn_log
+from memory_site.errors import Conflict
+from sessions_app.models import ChatSession, Message
+from tests.factories import add_message, open_session
+
+pytestmark = pytest.mark.django_db
+
+SYSTEM = {"role": "system", "content": "Be brief."}
+
+
+def turn(user, history, reply=None, **kwargs):
+    logged = conversation_turn_log(user=user, messages=history, **kwargs)
+    if reply is not None:
+        conversation_reply_store(
+            user=user, turn=logged, text=reply, model="m", tokens_in=1, tokens_out=1
+        )
+        history.append({"role": "assistant", "content": reply})
+    return logged
+
+
+def stored(session) -> list[tuple[str, str]]:
+    return list(Message.objects.filter(session=session).values_list("role", "content"))
+
+
+def test_a_closed_conversation_continues_in_a_new_session_with_only_new_messages(user):
+    history = [SYSTEM, {"role": "user", "content": "Plan my week."}]
+    first = turn(user, history, reply="Monday: gym.")
+    ChatSession.objects.filter(id=first.session.id).update(status="closed")
+
+    history.append({"role": "user", "content": "Add yoga on Tuesday."})
+    second = turn(user, history, reply="Tuesday: yoga.")
+    assert second.session.id != first.session.id and second.new_session
+    assert stored(second.session) == [
+        ("user", "Add yoga on Tuesday."),
+        ("assistant", "Tuesday: yoga."),
+    ]
+
+
+def test_regenerating_a_reply_stores_the_new_reply_without_repeating_the_question(user):
+    history = [{"role": "user", "content": "Name a colour."}]
+    first = turn(user, history, reply="Blue.")
+    # The app's "regenerate": the same question again, without the old reply.
+    again = [{"role": "user", "content": "Name a colour."}]
+    logged = turn(user, again, reply="Green.")
+    assert logged.session.id == first.session.id and logged.appended == []
+    assert stored(first.session) == [
+        ("user", "Name a colour."),
+        ("assistant", "Blue."),
+        ("assistant", "Green."),
+    ]
+    # The conversation carries on from the regenerated branch.
+    again.append({"role": "user", "content": "Another one."})
+    turn(user, again, reply="Red.")
+    assert [text for _, text in stored(first.session)][-2:] == ["Another one.", "Red."]
+
+
+def test_a_reply_is_stored_once_when_two_calls_answer_the_same_turn(user):
+    history = [{"role": "user", "content": "Hello?"}]
+    one = conversation_turn_log(user=user, messages=history)
+    two = conversation_turn_log(user=user, messages=history)
+    assert two.appended == []
+    first = conversation_reply_store(
+        user=user, turn=one, text="Hi!", model="m", tokens_in=1, tokens_out=1
+    )
+    second = conversation_reply_store(
+        user=user, turn=two, text="Hey!", model="m", tokens_in=1, tokens_out=1
+    )
+    assert first is not None and second is None
+    assert stored(one.session) == [("user", "Hello?"), ("assistant", "Hi!")]
+
+
+def test_a_new_chat_with_the_same_opening_after_a_close_gets_the_whole_chat(user):
+    history = [{"role": "user", "content": "Hi"}]
+    first = turn(user, history, reply="Hello!")
+    ChatSession.objects.filter(id=first.session.id).update(status="closed")
+    fresh = turn(user, [{"role": "user", "content": "Hi"}])
+    assert fresh.session.id != first.session.id
+    assert stored(fresh.session) == [("user", "Hi")]
+
+
+def test_an_explicit_session_is_not_refilled_with_what_it_already_holds(user, other_user):
+    session = open_session(user)
+    add_message(session, "user", "I keep bees.")
+    add_message(session, "assistant", "Lovely.")
+    history = [
+        {"role": "user", "content": "I keep bees."},
+        {"role": "assistant", "content": "Lovely."},
+        {"role": "user", "content": "How many hives do I need?"},
+    ]
+    turn(user, history, session_id=session.id)
+    assert [text for _, text in stored(session)] == [
+        "I keep bees.",
+        "Lovely.",
+        "How many hives do I need?",
+    ]
+    ChatSession.objects.filter(id=session.id).update(status="closed")
+    with pytest.raises(Conflict):
+        turn(user, history, session_id=session.id)
+
+
+def test_tool_messages_and_empty_turns_are_not_stored(user):
+    history = [
+        {"role": "user", "content": [{"type": "text", "text": "Weather in Oslo?"}]},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "4 degrees"},
+    ]
+    logged = turn(user, history)
+    assert stored(logged.session) == [("user", "Weather in Oslo?")]
