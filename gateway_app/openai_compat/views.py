@@ -181,15 +181,17 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
         stream = bool(body.get("stream"))
         hooks = _done() if stream else asyncio.ensure_future(sync_to_async(proxy_turn_hooks)(turn))
         try:
-            upstream = await upstream_open(turn.upstream_body, stream=bool(body.get("stream")))
+            upstream = await upstream_open(turn.upstream_body, stream=stream)
             if upstream.status_code >= 400:
                 error = await upstream_error(upstream)
                 await upstream.aclose()
                 raise error
         except BaseException:
+            # The user's turn stays stored (a retry does not store it twice) and indexed.
             await _settle(hooks)
+            await asyncio.shield(sync_to_async(proxy_turn_hooks)(turn))
             raise
-        if body.get("stream"):
+        if stream:
             response = StreamingHttpResponse(
                 _relay(turn, upstream, hooks), content_type="text/event-stream"
             )

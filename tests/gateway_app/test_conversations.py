@@ -113,3 +113,12 @@ def test_tool_messages_and_empty_turns_are_not_stored(user):
     ]
     logged = turn(user, history)
     assert stored(logged.session) == [("user", "Weather in Oslo?")]
+
+
+def test_the_same_conversation_from_two_users_is_two_sessions(user, other_user):
+    history = [SYSTEM, {"role": "user", "content": "What did I plan for Friday?"}]
+    mine = turn(user, list(history), reply="Dinner with Sam.")
+    theirs = turn(other_user, list(history))
+    assert theirs.session.id != mine.session.id
+    assert theirs.session.user_id == other_user.id
+    assert stored(theirs.session) == [("user", "What did I plan for Friday?")]
