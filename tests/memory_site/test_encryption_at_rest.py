@@ -119,4 +119,5 @@ def test_local_mode_generates_a_key_under_the_data_dir_and_says_so(tmp_path):
     assert key_file.exists()
     Fernet(key_file.read_text().strip().encode())  # a valid Fernet key
     assert oct(key_file.stat().st_mode & 0o777) == "0o600"
-    assert "generated a local encryption_key" in result.stdout
+    # On stderr: stdout is the protocol channel of `manage.py mcp` (stdio).
+    assert "generated a local encryption_key" in result.stderr
