@@ -14,14 +14,18 @@ call, p50/p95, for both, and the difference. The client is `httpx` in this proce
 
 Run: ``.venv/bin/python bench/proxy.py [--calls 200] [--history-sessions 20]``.
 
-Measured (2 cores shared with other jobs, load average 11.8 / 11.2 / 10.3 at the end, i.e. ~6
-runnable processes per core; 200 calls, every upstream request carried a pack): TTFT upstream
-directly p50 6.2 / p95 18.0 ms, through Mnemo p50 65.4 / p95 166.5 ms, paired overhead p50 59.0 /
-p95 151.0 ms; whole call overhead p50 482 / p95 1175 ms (it includes storing the reply and
-indexing both messages with the local embedder, which happen after the last token). The p95 is
-the first turn of each conversation, where the pack is built (query embedding + search); later
-turns reuse it per the refresh cadence. Not yet measured on an idle machine: the < 30 ms p95
-target is unverified.
+Measured (2 cores shared with other jobs; commit of this text):
+- 200 calls, 20 sessions of history, load average 11.8 / 11.2 / 10.3 (~6 runnable processes per
+  core): TTFT upstream directly p50 6.2 / p95 18.0 ms, through Mnemo p50 65.4 / p95 166.5 ms,
+  paired overhead p50 59.0 / p95 151.0 ms; whole-call overhead p50 482 / p95 1175 ms (it
+  includes storing the reply and indexing both messages with the local embedder, after the
+  last token).
+- 40 calls, load 15.7: overhead p50 78 / p95 140 ms; server + PostgreSQL CPU until the first
+  token p50 30 / p95 50 ms (Linux counts CPU in 10 ms ticks). The p95 is the first turn of each
+  conversation, where the pack is built (query embedding + search); later turns reuse it per
+  the refresh cadence. A turn costs ~16 SQL statements and two commits (conversation log,
+  pack record). The < 30 ms p95 target is not shown on this machine; the CPU figures suggest
+  reuse turns meet it on an idle one and build turns do not.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ import django  # noqa: E402
 django.setup()
 
 import httpx  # noqa: E402
+import psutil  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.db import connection  # noqa: E402
 from rest_framework.authtoken.models import Token  # noqa: E402
@@ -131,10 +136,54 @@ def serve_mnemo(upstream_url: str, database: str) -> tuple[subprocess.Popen, str
     raise SystemExit("uvicorn did not start")
 
 
+class CpuMeter:
+    """CPU seconds used by Mnemo's server process and the PostgreSQL server's processes.
+
+    Wall-clock latency on a shared machine measures the queue for the CPU as much as the
+    work; the CPU time Mnemo and its database spend on a call until its first token does not
+    depend on the load, and approximates the overhead on an idle machine (the path is
+    sequential; waiting on the loopback sockets is not counted).
+    """
+
+    def __init__(self, server_pid: int):
+        self.server = psutil.Process(server_pid)
+        data_dir = str(Path(connection.settings_dict["HOST"] or "").resolve())
+        self.postgres = next(
+            (
+                process
+                for process in psutil.process_iter(["name", "cmdline"])
+                if (process.info["name"] or "").startswith("postgres")
+                and data_dir in " ".join(process.info["cmdline"] or [])
+            ),
+            None,
+        )
+
+    @staticmethod
+    def _cpu(process) -> float:
+        try:
+            times = process.cpu_times()
+        except psutil.Error:
+            return 0.0
+        return times.user + times.system
+
+    def snapshot(self) -> dict[int, float]:
+        processes = [self.server, *self.server.children(recursive=True)]
+        if self.postgres is not None:
+            processes += [self.postgres, *self.postgres.children()]
+        return {process.pid: self._cpu(process) for process in processes}
+
+    @staticmethod
+    def spent_ms(before: dict[int, float], after: dict[int, float]) -> float:
+        return sum(value - before.get(pid, 0.0) for pid, value in after.items()) * 1000
+
+
 def timed_stream(
-    client: httpx.Client, url: str, body: dict, headers: dict
-) -> tuple[float, float, str]:
-    """(time to first content delta, whole call) in ms, and the reply text."""
+    client: httpx.Client, url: str, body: dict, headers: dict, meter: CpuMeter | None = None
+) -> tuple[float, float, str, float]:
+    """(time to first content delta, whole call) in ms, the reply text, and with `meter` the
+    server-side CPU ms spent until the first content delta."""
+    cpu_before = meter.snapshot() if meter else {}
+    cpu_ms = 0.0
     started = time.perf_counter()
     first = None
     parts: list[str] = []
@@ -149,9 +198,11 @@ def timed_stream(
                 if text:
                     if first is None:
                         first = time.perf_counter()
+                        if meter:
+                            cpu_ms = CpuMeter.spent_ms(cpu_before, meter.snapshot())
                     parts.append(text)
     ended = time.perf_counter()
-    return (first - started) * 1000, (ended - started) * 1000, "".join(parts)
+    return (first - started) * 1000, (ended - started) * 1000, "".join(parts), cpu_ms
 
 
 def main() -> None:
@@ -173,7 +224,8 @@ def main() -> None:
         seed_history(user, args.history_sessions, rng)
         process, mnemo_url = serve_mnemo(upstream.base_url, database)
         headers = {"Authorization": f"Bearer {key}"}
-        direct, proxied, direct_total, proxied_total = [], [], [], []
+        meter = CpuMeter(process.pid)
+        direct, proxied, direct_total, proxied_total, cpu = [], [], [], [], []
         with httpx.Client(timeout=60) as client:
             history: list[dict] = []
             for call in range(args.calls + 10):
@@ -182,11 +234,11 @@ def main() -> None:
                 subject, _ = rng.choice(TOPICS)
                 history.append({"role": "user", "content": f"Remind me about {subject} ({call})."})
                 body = {"model": "fake-model", "messages": history, "stream": True}
-                ttft_direct, total_direct, _ = timed_stream(
+                ttft_direct, total_direct, _, _ = timed_stream(
                     client, f"{upstream.base_url}/chat/completions", body, {}
                 )
-                ttft_proxied, total_proxied, reply = timed_stream(
-                    client, f"{mnemo_url}/v1/chat/completions", body, headers
+                ttft_proxied, total_proxied, reply, cpu_ms = timed_stream(
+                    client, f"{mnemo_url}/v1/chat/completions", body, headers, meter
                 )
                 history.append({"role": "assistant", "content": reply})
                 if call < 10:  # warm-up: first pack builds, connection pools
@@ -195,6 +247,7 @@ def main() -> None:
                 proxied.append(ttft_proxied)
                 direct_total.append(total_direct)
                 proxied_total.append(total_proxied)
+                cpu.append(cpu_ms)
         overhead = [p - d for p, d in zip(proxied, direct, strict=True)]
         overhead_total = [p - d for p, d in zip(proxied_total, direct_total, strict=True)]
         packs = sum(
@@ -210,6 +263,7 @@ def main() -> None:
         print(line("TTFT upstream directly", direct))
         print(line("TTFT through Mnemo", proxied))
         print(line("TTFT overhead (paired)", overhead))
+        print(line("server CPU until first token", cpu))
         print(line("whole call upstream directly", direct_total))
         print(line("whole call through Mnemo", proxied_total))
         print(line("whole-call overhead (paired)", overhead_total))
