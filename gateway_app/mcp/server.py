@@ -27,10 +27,11 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from context_app.models import ContextSettings
-from context_app.selectors import SearchFilters, format_for_prompt, memory_search
-from context_app.services.context_pack import Segment, clip_text, render_pack
-from context_app.services.context_pack import user_context_snapshot as context_snapshot
+from context_app.selectors import format_for_prompt, memory_search
+from context_app.services.context_pack.segments import Segment, clip_text, render_pack
+from context_app.services.context_pack.snapshots import user_context_snapshot
 from ingestion_app.selectors import memories_for_user
+from ingestion_app.selectors.scope import SearchFilters
 from ingestion_app.services.commit.add import memory_fact_add
 from ingestion_app.services.memories import memory_delete, memory_update
 from memory_site.errors import DomainError
@@ -147,7 +148,7 @@ def _context(user, *, query: str) -> dict:
     """The budgeted pack for `query`: the user's recent and long-term rollups and the stored
     memories most similar to it, each under its cap and all under the total cap."""
     caps = ContextSettings.load()
-    snapshot = context_snapshot(user=user, app_id=settings.MNEMO_DEFAULT_APP_ID)
+    snapshot = user_context_snapshot(user=user, app_id=settings.MNEMO_DEFAULT_APP_ID)
     hits = memory_search(
         user=user,
         query=query,

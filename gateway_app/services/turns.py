@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from context_app.models import ContextSettings
-from context_app.services.context_pack import ContextPack, prepare_context
+from context_app.services.context_pack.build import prepare_context
+from context_app.services.context_pack.segments import ContextPack
 from gateway_app.services.conversations import (
     LoggedTurn,
     conversation_reply_store,
