@@ -129,6 +129,7 @@ def add_openai_paths(result, generator, request, public):
                         "401": "Missing or invalid API key.",
                         "404": "X-Mnemo-Session-Id is not one of the caller's sessions.",
                         "409": "X-Mnemo-Session-Id names a closed session.",
+                        "413": "Request body over MNEMO_MAX_BODY_BYTES.",
                         "502": "The upstream failed or could not be reached.",
                         "503": "No upstream is configured.",
                     }
@@ -150,7 +151,12 @@ def add_openai_paths(result, generator, request, public):
                     "description": '`{"object": "list", "data": [{"id", "object", ...}]}`',
                     "content": {"application/json": {"schema": {"type": "object"}}},
                 },
-                **_errors({"401": "Missing or invalid API key."}),
+                **_errors(
+                    {
+                        "401": "Missing or invalid API key.",
+                        "503": "No upstream is configured (and MNEMO_GATEWAY_MODELS is unset).",
+                    }
+                ),
             },
         }
     }

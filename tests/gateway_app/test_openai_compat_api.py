@@ -119,4 +119,10 @@ def test_schema_documents_the_v1_endpoints(api):
     assert "text/event-stream" in operation["responses"]["200"]["content"]
     assert {p["name"] for p in operation["parameters"]} == {"X-Mnemo-Session-Id", "X-Mnemo-Memory"}
     assert "/v1/models" in schema["paths"]
+    for operations in (schema["paths"]["/v1/chat/completions"], schema["paths"]["/v1/models"]):
+        for operation in operations.values():
+            for status, response in operation["responses"].items():
+                if status != "200":
+                    reference = response["content"]["application/json"]["schema"]["$ref"]
+                    assert reference.endswith("/OpenAIError")
     assert "/mcp" in schema["info"]["description"]
