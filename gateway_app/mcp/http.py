@@ -2,8 +2,9 @@
 
 Requests to /mcp never reach Django's URL routing: `McpMount` checks the Bearer (or Token)
 API key, refuses a Host outside ALLOWED_HOSTS, and hands the request to the SDK's session
-manager with the user attached to the ASGI scope. The SDK binds each MCP session to the
-principal that opened it, so one user's session id is "not found" for another user's token.
+manager with the user attached to the ASGI scope. The server is stateless (no MCP session
+ids): every request carries its key and stands alone, so any of several web processes
+(WEB_WORKERS) can answer it and nothing one user opened can be reused by another.
 
 The session manager needs a running task group for its lifetime. Django answers no ASGI
 lifespan events, so the mount starts the manager on the first request of each event loop
@@ -77,7 +78,8 @@ class _Running:
         self.server = mcp_server_build(resolve_user=http_user_resolver)
         # Host checks are done by the mount against ALLOWED_HOSTS; every request needs a key.
         self.server.streamable_http_app(
-            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)
+            stateless_http=True,
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
         self.manager = self.server.session_manager
         self.ready = asyncio.Event()
