@@ -534,38 +534,47 @@ def _title_word(word: str) -> str:
 
 
 def title(texts: list[str]) -> str:
-    """A 3-5 word Title Case title built from the most salient phrases of the (user) texts.
+    """A readable 2-5 word Title Case title: the conversation's main phrase, or two of them
+    joined by "and" ("Japan Rail Pass and Kyoto"), never a run of unrelated keywords.
 
-    Phrases keep the casing the user wrote ("API", "iPhone") and appear in conversation order.
-    With fewer than three salient words the title becomes "Notes on X"; with none it is
-    "Untitled Conversation".
+    The opening message counts 1.5x (it usually states what the conversation is for). A second
+    phrase is added only when it is nearly as salient as the first (3/4 of its confidence) and
+    shares no word with it. Phrases keep the casing the user wrote ("API", "iPhone") and appear
+    in conversation order. One or two words become "Notes on X"; with no salient phrase the title
+    is "Untitled Conversation". Markup and code tokens never qualify (see ``words``).
     """
     if isinstance(texts, str):
         texts = [texts]
-    picked: list[_Candidate] = []
-    words: list[str] = []
-    seen: set[str] = set()
-    # The opening message usually states what the conversation is for, so it counts 1.5x.
-    for candidate, _confidence in _ranked(list(texts or []), 8, first_text_weight=1.5):
-        display = _display(candidate, lowercase=False).split()
-        fresh = [word for word in display if word.lower() not in seen]
-        if not fresh or len(words) + len(fresh) > 5:
+    ranked = _ranked(list(texts or []), 8, first_text_weight=1.5)
+    if not ranked:
+        return "Untitled Conversation"
+    first, first_confidence = ranked[0]
+    if len(first.keys) == 1:
+        # "Japan" with "Japan Rail Pass" close behind: the phrase says more.
+        for candidate, confidence in ranked[1:]:
+            if first.keys[0] in candidate.keys and confidence >= 0.5 * first_confidence:
+                first, first_confidence = candidate, confidence
+                break
+    picked = [first]
+    first_words = {word.lower() for word in _display(first, lowercase=False).split()}
+    for candidate, confidence in ranked[1:]:
+        if confidence < 0.75 * first_confidence:
+            break
+        words = _display(candidate, lowercase=False).split()
+        if (
+            candidate.count < 2  # a second topic must recur, not be one passing phrase
+            or {word.lower() for word in words} & first_words
+            or len(first_words) + len(words) > 4
+        ):
             continue
         picked.append(candidate)
-        words.extend(fresh)
-        seen.update(word.lower() for word in fresh)
-        if len(words) >= 4:
-            break
-    if not picked:
-        return "Untitled Conversation"
+        break
     picked.sort(key=lambda c: c.first)
-    ordered: list[str] = []
-    seen = set()
-    for candidate in picked:
-        for word in _display(candidate, lowercase=False).split():
-            if word.lower() not in seen:
-                ordered.append(_title_word(word))
-                seen.add(word.lower())
-    if len(ordered) < 3:
-        ordered = ["Notes", "on", *ordered]
-    return " ".join(ordered[:5])
+    phrases = [
+        " ".join(_title_word(word) for word in _display(candidate, lowercase=False).split())
+        for candidate in picked
+    ]
+    result = " and ".join(phrases)
+    if len(result.split()) < 3:
+        result = f"Notes on {result}"
+    return result

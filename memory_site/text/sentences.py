@@ -6,7 +6,13 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from memory_site.text.words import _CODE_FENCE_RE, _MD_LINK_RE, _SCHEME_URL_RE, MAX_TEXT_CHARS
+from memory_site.text.words import (
+    _CODE_FENCE_RE,
+    _MD_LINK_RE,
+    _SCHEME_URL_RE,
+    MAX_TEXT_CHARS,
+    strip_markup,
+)
 
 _USER_ROLES = frozenset({"user", "human", "me", "customer", "client", "you"})
 _ASSISTANT_ROLES = frozenset(
@@ -31,7 +37,7 @@ def _role_kind(role: str, user_name: str = "") -> str:
 
 
 def _sentences(text: str) -> list[str]:
-    """Sentences of a message, with markdown markers, code blocks and URLs removed."""
+    """Sentences of a message, with markdown markers, HTML tags, code blocks and URLs removed."""
     if not isinstance(text, str) or not text:
         return []
     if len(text) > MAX_TEXT_CHARS:
@@ -40,6 +46,8 @@ def _sentences(text: str) -> list[str]:
     # Each pattern runs only when the text holds what every match of it contains.
     if "```" in text:
         text = _CODE_FENCE_RE.sub("\n", text)
+    if "<" in text or "&" in text:
+        text = strip_markup(text)
     if "](" in text:
         text = _MD_LINK_RE.sub(r"\1", text)
     if "://" in text or "www." in text.lower():

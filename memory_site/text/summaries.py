@@ -6,9 +6,15 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from memory_site.text.facts import _FIRST_PERSON_RE, _OTHER_PERSON_RE
+from memory_site.text.facts import (
+    _FIRST_PERSON_RE,
+    _OTHER_PERSON_RE,
+    _clause_to_fact,
+    _clauses,
+)
+from memory_site.text.keywords import keywords
 from memory_site.text.sentences import (
     _FILLER_OPENER_RE,
     _FILLER_SENTENCE_RE,
@@ -18,7 +24,6 @@ from memory_site.text.sentences import (
     _role_kind,
     _sentences,
 )
-from memory_site.text.third_person import _third_person
 from memory_site.text.words import MAX_TEXT_CHARS, _content_keys
 
 
@@ -31,20 +36,75 @@ class _Unit:
     keys: list[str]
     relevance: float = 0.0
     vector: dict[str, float] | None = None
+    # The user's stated facts in this sentence, already in the third person (digest lines).
+    facts: list[str] = field(default_factory=list)
 
 
-def _digest_line(unit: _Unit) -> str:
+# "we"/"our" statements are retold as "The user said they ..." (who "we" are is not known).
+_WE_WORDS = {
+    "we": "they",
+    "we're": "they're",
+    "we've": "they've",
+    "we'll": "they'll",
+    "we'd": "they'd",
+    "our": "their",
+    "ours": "theirs",
+    "us": "them",
+    "ourselves": "themselves",
+}
+_WE_RE = re.compile(r"\b(?:we|we're|we've|we'll|we'd|our|ours|ourselves)\b|\bus\b", re.IGNORECASE)
+_YOU_RE = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
+_LEADING_FUNCTION_WORD_RE = re.compile(r"^(?:the|a|an|this|that|these|those|it|there)\b", re.I)
+
+
+def _reported(sentence: str) -> str:
+    """ "The Bürgeramt website is confusing" -> "The user noted that the Bürgeramt website is
+    confusing" (a leading function word is lower-cased, a name is left as written)."""
+    body = sentence.rstrip(" .!…")
+    if _LEADING_FUNCTION_WORD_RE.match(body):
+        body = body[:1].lower() + body[1:]
+    return f"The user noted that {body}."
+
+
+def _we_statement(sentence: str) -> str | None:
+    """ "We are planning a trip to Japan" -> "The user said they are planning a trip to Japan."
+    None when the sentence is not a plain "we" statement."""
+    if not _WE_RE.search(sentence) or _YOU_RE.search(sentence) or _FIRST_PERSON_RE.search(sentence):
+        return None
+    body = _WE_RE.sub(lambda match: _we_word(match.group(0)), sentence.rstrip(" .!…"))
+    if _LEADING_FUNCTION_WORD_RE.match(body) or body[:4].lower() in {"they", "thei"}:
+        body = body[:1].lower() + body[1:]
+    return f"The user said {body}."
+
+
+def _we_word(word: str) -> str:
+    return _WE_WORDS.get(word.lower(), word)
+
+
+def _unit_facts(sentence: str) -> list[str]:
+    """The stated facts of one user sentence as digest lines: first-person clauses retold in the
+    third person (the same rule as ``extract_facts``), or a "we" statement."""
+    facts = [fact for clause in _clauses(sentence) if (fact := _clause_to_fact(clause, "The user"))]
+    if facts:
+        return [f"- {fact}" for fact in facts]
+    if _is_question(sentence) or _is_request(sentence):
+        return []
+    we_line = _we_statement(_FILLER_OPENER_RE.sub("", sentence).strip() or sentence)
+    return [f"- {_clip(we_line, 220)}"] if we_line else []
+
+
+def _digest_line(unit: _Unit) -> str | None:
+    """The digest line of a sentence that holds no stated fact; None for the user's questions
+    and requests (what the user asked is not something they said about themselves)."""
     sentence = _FILLER_OPENER_RE.sub("", unit.text).strip() or unit.text
     sentence = sentence[:1].upper() + sentence[1:]
     sentence = _clip(sentence, 200)
     if unit.kind == "user":
-        if _is_question(sentence):
-            return f"- User asked: {sentence}"
-        if _is_request(sentence):
-            return f"- User requested: {sentence}"
-        if _FIRST_PERSON_RE.search(sentence) and not _OTHER_PERSON_RE.search(sentence):
-            return f"- {_third_person(sentence)}"
-        return f"- User: {sentence}"
+        if _is_question(sentence) or _is_request(sentence):
+            return None
+        if _FIRST_PERSON_RE.search(sentence) or _OTHER_PERSON_RE.search(sentence):
+            return None  # first or second person that the fact rule would not retell safely
+        return f"- {_reported(sentence)}"
     if unit.kind == "assistant":
         return f"- Assistant: {sentence}"
     return f"- {unit.speaker}: {sentence}"
@@ -77,20 +137,26 @@ def summarize(
     max_chars: int = 800,
     embed: Callable[[list[str]], Sequence[Sequence[float]]] | None = None,
 ) -> str:
-    """A bullet digest ("- ..." lines, in conversation order) of the most informative sentences.
+    """A bullet digest ("- ..." lines, in conversation order) of what the user stated, then
+    the most informative rest of the conversation.
 
-    Extractive and deterministic: sentences are scored by TF-IDF centrality (or, if ``embed`` is
-    given, by cosine similarity of its vectors to their mean; it must be deterministic), with a
-    small bonus for the user's own sentences, and picked with maximal marginal relevance so
-    lines do not repeat each other. The user's statements are put in the third person, questions
-    and requests are labelled. The result never exceeds ``max_chars`` nor, past 160 characters,
-    half of the transcript (so it is never a replay), and it is cut at a line boundary.
-    Greetings, thanks and other filler are never picked; empty input gives "".
+    Every fact the user stated about themselves ("I moved to Berlin" -> "The user moved to
+    Berlin.", "We are planning a trip" -> "The user said they are planning a trip.") is kept
+    while they fit ``max_chars`` (past it, the most central ones). The user's questions and
+    requests are never lines: they are not memories, and the answer that follows carries the
+    content. The remaining room, up to half of the transcript (at least 160 characters), goes
+    to other sentences scored by TF-IDF centrality (or, if ``embed`` is given, by cosine
+    similarity of its vectors to their mean; it must be deterministic) and picked with maximal
+    marginal relevance so lines do not repeat each other or a fact. Deterministic; never
+    exceeds ``max_chars``; cut at a line boundary. Greetings, thanks and other filler are never
+    picked; empty input gives "". A chat of questions alone gives one line naming what was
+    asked about.
     """
     if max_chars <= 0 or not turns:
         return ""
     units: list[_Unit] = []
     transcript_chars = 0
+    question_texts: list[str] = []
     for turn_index, turn in enumerate(turns):
         if not turn or len(turn) < 2:
             continue
@@ -108,11 +174,14 @@ def summarize(
             keys = _content_keys(sentence)
             if len(keys) < (1 if kind == "user" else 2):
                 continue
-            units.append(_Unit((turn_index, sentence_index), kind, speaker, sentence, keys))
+            unit = _Unit((turn_index, sentence_index), kind, speaker, sentence, keys)
+            if kind == "user":
+                unit.facts = _unit_facts(sentence)
+                if not unit.facts and _is_question(sentence):
+                    question_texts.append(sentence)
+            units.append(unit)
     if not units:
         return ""
-    budget = min(max_chars, max(160, transcript_chars // 2))
-    first_user_turn = next((unit.order[0] for unit in units if unit.kind == "user"), -1)
     _tfidf(units)
 
     centroid: Counter = Counter()
@@ -121,53 +190,77 @@ def summarize(
     centroid_norm = math.sqrt(sum(value * value for value in centroid.values())) or 1.0
     for unit in units:
         relevance = _cosine(unit.vector, centroid) / centroid_norm
-        if unit.kind == "user":
-            relevance *= 1.2
-            if unit.order[0] == first_user_turn:
-                relevance *= 1.15  # the opening message usually states the purpose
         if len(unit.text.split()) > 45:
             relevance *= 0.8
         unit.relevance = relevance
 
+    fact_units = [unit for unit in units if unit.facts]
+    lines_of: dict[int, list[str]] = {}
+    others = []
+    for unit in units:
+        if unit.facts:
+            continue
+        line = _digest_line(unit)
+        if line is not None:
+            lines_of[id(unit)] = [line]
+            others.append(unit)
+    for unit in fact_units:
+        lines_of[id(unit)] = unit.facts
+    fact_chars = sum(len(line) + 1 for unit in fact_units for line in unit.facts)
+    budget = min(max_chars, max(160, transcript_chars // 2, fact_chars))
+
     # Long conversations: MMR over the most central sentences only keeps this fast.
-    pool = sorted(units, key=lambda u: (-u.relevance, u.order))[:80]
+    pool = fact_units + sorted(others, key=lambda u: (-u.relevance, u.order))[:80]
     similarity = _similarity_function(pool, embed)
-    top_relevance = max(unit.relevance for unit in pool) or 1.0
+    top_relevance = max(unit.relevance for unit in pool) if pool else 1.0
+    top_relevance = top_relevance or 1.0
 
     selected: list[int] = []
-    lines: dict[int, str] = {}
     used = 0
-    first_user = next((i for i, unit in enumerate(pool) if unit.kind == "user"), None)
-    remaining = list(range(len(pool)))
-    while remaining and (not selected or budget - used > 24) and len(selected) < 12:
-        if not selected and first_user is not None:
-            best = first_user  # the user's own words anchor every digest
-        else:
-            best = max(
-                remaining,
-                key=lambda i: (
-                    0.7 * pool[i].relevance / top_relevance
-                    - 0.3 * max((similarity(i, j) for j in selected), default=0.0),
-                    -pool[i].order[0],
-                    -pool[i].order[1],
-                ),
-            )
+    # Facts first, most central first, while they fit.
+    for index in sorted(range(len(fact_units)), key=lambda i: (-pool[i].relevance, pool[i].order)):
+        cost = sum(len(line) + 1 for line in lines_of[id(pool[index])]) - (0 if used else 1)
+        if used + cost > budget:
+            continue
+        selected.append(index)
+        used += cost
+    remaining = list(range(len(fact_units), len(pool)))
+    while remaining and (not selected or budget - used > 24) and len(selected) < 16:
+        best = max(
+            remaining,
+            key=lambda i: (
+                0.7 * pool[i].relevance / top_relevance
+                - 0.3 * max((similarity(i, j) for j in selected), default=0.0),
+                -pool[i].order[0],
+                -pool[i].order[1],
+            ),
+        )
         remaining.remove(best)
         if any(similarity(best, j) >= 0.85 for j in selected):
             continue
-        line = _digest_line(pool[best])
+        (line,) = lines_of[id(pool[best])]
         cost = len(line) + (1 if used else 0)
         if used + cost > budget:
-            if not selected and used == 0:
-                line = _clip(line, budget)
-                cost = len(line)
-            else:
-                continue
+            continue
         selected.append(best)
-        lines[best] = line
         used += cost
+    if not selected:
+        first = pool[0] if pool else None
+        if first is not None:
+            line = _clip(lines_of[id(first)][0], budget)
+            return line if len(line) > 2 else ""
+        return _asked_about(question_texts, budget)
     ordered = sorted(selected, key=lambda i: pool[i].order)
-    return "\n".join(lines[i] for i in ordered)
+    return "\n".join(line for i in ordered for line in lines_of[id(pool[i])])
+
+
+def _asked_about(questions: list[str], budget: int) -> str:
+    """One line for a chat of questions alone: "- The user asked about X and Y." """
+    phrases = [phrase for phrase, _confidence in keywords(questions, k=2)]
+    if not phrases:
+        return ""
+    line = f"- The user asked about {' and '.join(phrases)}."
+    return _clip(line, budget) if budget > 2 else ""
 
 
 _PLACEHOLDER_ONLY_RE = re.compile(r"^[\s\W]*(?:\[[A-Z_ ]+\][\s\W]*)+$")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from functools import lru_cache
@@ -108,6 +109,19 @@ def _word_set(*blobs: str) -> frozenset[str]:
 
 STOP_WORDS: frozenset[str] = _word_set(_ENGLISH_STOP, _CHAT_STOP, _MULTILINGUAL_STOP)
 
+# Markup and code tokens: pasted HTML, CSS and source left outside a code fence would otherwise
+# make "div", "class" and "span" a conversation's topics. Never a topic, tag or title word
+# ("yoga class" still gives "yoga"); summaries keep the sentences they occur in.
+CODE_TOKENS: frozenset[str] = _word_set(
+    """
+    div span class classname href src img alt nbsp amp quot apos xmlns doctype ul ol li tr td
+    th tbody thead tfoot br hr iframe onclick onload px rem vh vw rgba rgb stylesheet tabindex
+    aria attr attrs const var func fn def void null undefined nil true false elif endif println
+    printf stdout stderr stdin init self args kwargs str int bool dict len async await lambda
+    typeof instanceof struct enum impl pub usr sudo
+    """
+)
+
 # Words whose trailing "s" is not a plural.
 _NO_FOLD = frozenset(
     """news series species physics mathematics maths economics politics ethics statistics
@@ -133,12 +147,23 @@ _URL_HINT_RE = re.compile(r"www\.|\." + _URL_TLDS + r"\b", re.IGNORECASE)
 _SCHEME_URL_RE = re.compile(r"(?:https?://|www\.)([\w.-]+)\S*", re.IGNORECASE)
 _EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
 _CODE_FENCE_RE = re.compile(r"```[\s\S]*?(?:```|\Z)")
+# An HTML/XML tag (with its attributes), a comment, or an entity such as "&nbsp;" / "&#8217;".
+_MARKUP_RE = re.compile(
+    r"<!--[\s\S]*?(?:-->|\Z)|<![^<>]{0,200}>|</?[A-Za-z][\w:-]*(?:\s[^<>]{0,500})?/?>"
+    r"|&(?:[A-Za-z]{2,8}|#\d{1,6});"
+)
+_BLOCK_TAG_RE = re.compile(
+    r"</?(?:p|div|br|li|ul|ol|h[1-6]|tr|table|section|article|blockquote|pre|hr)\b", re.I
+)
 _FRAGMENT_SPLIT_RE = re.compile(r"[.,;:!?()\[\]{}\"“”„«»…|/\\<>=+*#@&%$^~`\n\r\t]+|\s[-–—]+\s")
 _WORD_RE = re.compile(r"\w+(?:['’-]\w+)*")
 _HAS_LETTER_RE = re.compile(r"[^\W\d_]")
 _JUNK_WORD_RE = re.compile(r"(.)\1\1|^(?:ha|he|hi|lo|ja|xa)+h?l?$|^x+d+$|^_|_$")
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _SPACE_RE = re.compile(r"\s+")
+# "useState", "onClick", "getElementById": two lower-case letters, then a capitalised hump
+# ("iPhone", "eBay" and "macOS" are not code).
+_CAMEL_CODE_RE = re.compile(r"^[a-z]{2,}[A-Z][a-z]")
 
 
 def _strip_noise(text: str) -> str:
@@ -151,6 +176,8 @@ def _strip_noise(text: str) -> str:
         text = unicodedata.normalize("NFKC", text)
     if "```" in text:
         text = _CODE_FENCE_RE.sub("\n", text)
+    if "<" in text or "&" in text:
+        text = strip_markup(text)
     if "](" in text:
         text = _MD_LINK_RE.sub(r"\1", text)
     if "://" in text or ("." in text and _URL_HINT_RE.search(text)):
@@ -160,6 +187,25 @@ def _strip_noise(text: str) -> str:
     if "[" in text or "<" in text:
         text = _PLACEHOLDER_RE.sub(" ", text)
     return text
+
+
+def strip_markup(text: str) -> str:
+    """``text`` without HTML/XML tags, comments and entities (the words between tags stay).
+
+    Runs before any keyword is taken, so attribute names and tag names never become topics.
+    A placeholder such as ``<EMAIL>`` (upper case, no attributes) is left for the caller.
+    """
+    return _MARKUP_RE.sub(_markup_replacement, text)
+
+
+def _markup_replacement(match: re.Match) -> str:
+    token = match.group(0)
+    if _PLACEHOLDER_RE.fullmatch(token):
+        return token
+    if token.startswith("&"):
+        return html.unescape(token).replace("\xa0", " ")
+    # A block tag ends a sentence; an inline one ("<b>", "<span>") sits inside one.
+    return "\n" if _BLOCK_TAG_RE.match(token) else " "
 
 
 def _fold(word: str) -> str:
@@ -179,6 +225,8 @@ def _is_content(lower: str, surface: str) -> bool:
     if len(lower) > 30 or not _HAS_LETTER_RE.search(lower):
         return False
     if "'" in lower or _JUNK_WORD_RE.search(lower):
+        return False
+    if lower in CODE_TOKENS or "_" in lower or _CAMEL_CODE_RE.match(surface):
         return False
     digits = sum(ch.isdigit() for ch in lower)
     if digits * 2 > len(lower):
