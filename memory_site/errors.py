@@ -34,6 +34,11 @@ class InvalidInput(DomainError):
     code = "invalid_input"
 
 
+class Forbidden(DomainError):
+    status_code = 403
+    code = "forbidden"
+
+
 class NotFound(DomainError):
     status_code = 404
     code = "not_found"

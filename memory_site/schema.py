@@ -31,6 +31,8 @@ DESCRIPTIONS = {
     "400": "Malformed JSON, invalid input or characters, or an unknown query parameter "
     "(the field is named).",
     "401": "Missing or invalid credentials.",
+    "403": "`?user=` names someone other than the caller (`other_user_forbidden`): the API "
+    "serves only the caller's own data.",
     "404": "Unknown id, or an object of another user.",
     "409": "The object is in a state that does not allow this (e.g. a closed session).",
     "413": "Request body over the configured limit.",

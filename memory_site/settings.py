@@ -185,7 +185,10 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        "memory_site.permissions.OwnDataOnly",
+    ],
     # JSON only: a form or a body without Content-Type is a 415 (upload views add multipart).
     "DEFAULT_PARSER_CLASSES": ["memory_site.parsers.GuardedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -76,3 +76,42 @@ def test_health_needs_no_auth_and_reports_components(anon_api):
     response = anon_api.get("/api/health")
     assert response.status_code == 200
     assert response.json() == {"database": "ok", "vector": "ok", "worker": "sync"}
+
+
+@pytest.mark.parametrize(
+    "method,path",
+    [
+        ("get", "/api/v1/chat/sessions"),
+        ("get", "/api/v1/memories"),
+        ("get", "/api/v1/memory/stats"),
+        ("get", "/api/v1/memory/search?q=tea"),
+        ("get", "/api/v1/usage"),
+        ("get", "/api/v1/imports"),
+        ("post", "/api/v1/chat/new"),
+        ("post", "/api/v1/memory/commit"),
+    ],
+)
+@pytest.mark.parametrize("username", ["bob", "nobody"])
+def test_naming_another_user_is_403_not_your_own_data(api, other_user, method, path, username):
+    joiner = "&" if "?" in path else "?"
+    url = f"{path}{joiner}user={username}"
+
+    response = api.post(url, {}, format="json") if method == "post" else api.get(url)
+
+    assert response.status_code == 403
+    error = response.json()["error"]
+    assert error["code"] == "other_user_forbidden"
+    assert error["field"] == "user"
+    assert "only serves your own data" in error["message"]
+
+
+def test_naming_yourself_in_user_is_allowed(api, user):
+    response = api.get(f"/api/v1/chat/sessions?user={user.username}")
+
+    assert response.status_code == 200
+
+
+def test_anonymous_naming_a_user_is_still_401(anon_api, other_user):
+    response = anon_api.get("/api/v1/memories?user=bob")
+
+    assert response.status_code == 401

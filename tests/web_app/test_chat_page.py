@@ -112,6 +112,39 @@ def test_closed_chat_is_read_only(client, user):
     assert chat_config(response)["session_status"] == "closing"  # the task runs on commit
 
 
+def test_closed_chat_disables_commit_and_says_why(client, user):
+    session = open_session(user)
+    add_message(session, "user", "I keep bees in my garden.")
+    session_close(user=user, session_id=session.id)
+    client.force_login(user)
+
+    html = client.get(f"/chat/{session.id}/").content.decode()
+
+    assert re.search(r'<button[^>]*id="commit-button"[^>]*disabled', html)
+    assert re.search(
+        r'<p class="hint commit-reason" id="commit-reason">Commit is off: this chat '
+        r"has ended",
+        html,
+    )
+    assert re.search(r'<button[^>]*id="end-chat-button"[^>]*hidden', html)
+
+
+def test_open_chat_offers_end_chat_and_commit(client, user):
+    session = open_session(user)
+    add_message(session, "user", "I keep bees in my garden.")
+    client.force_login(user)
+
+    response = client.get(f"/chat/{session.id}/")
+
+    html = response.content.decode()
+    end_button = re.search(r'<button[^>]*id="end-chat-button"[^>]*>End chat</button>', html)
+    assert end_button and "hidden" not in end_button.group(0)
+    commit_button = re.search(r'<button[^>]*id="commit-button"[^>]*>', html).group(0)
+    assert "disabled" not in commit_button
+    assert re.search(r'id="commit-reason" hidden', html)
+    assert chat_config(response)["urls"]["close"] == "/api/v1/chat/close"
+
+
 def test_verbose_logging_turns_the_debug_view_on_by_default(client, user):
     from context_app.models import ContextSettings
 

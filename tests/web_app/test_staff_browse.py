@@ -41,9 +41,36 @@ def bob_data(other_user):
     return {"session": session, "fact": fact, "job": job}
 
 
-def test_plain_user_cannot_pick_another_user(client, user, bob_data):
+@pytest.mark.parametrize("path", ["/memories/", "/memories/sessions/", "/memories/imports/", "/"])
+@pytest.mark.parametrize("username", ["bob", "nobody"])
+def test_plain_user_naming_another_user_gets_a_403_page_not_their_own_data(
+    client, user, bob_data, path, username
+):
+    store_memory(user, "Alice grows basil.", embed=False)
     client.force_login(user)
-    assert client.get("/memories/", {"user": "bob"}).status_code == 404
+
+    response = client.get(path, {"user": username})
+
+    html = response.content.decode()
+    assert response.status_code == 403
+    assert "You can’t open this page" in html
+    assert "Only staff with the browse permission" in html
+    assert "basil" not in html and "bees" not in html.lower()
+    assert not AccessLog.objects.exists()
+
+
+def test_naming_yourself_in_user_is_your_own_page(client, user):
+    store_memory(user, "Alice grows basil.", embed=False)
+    client.force_login(user)
+
+    response = client.get("/memories/", {"user": user.username})
+
+    assert response.status_code == 200
+    assert "basil" in response.content.decode()
+
+
+def test_plain_user_cannot_open_another_users_objects(client, user, bob_data):
+    client.force_login(user)
     assert client.get(f"/memories/sessions/{bob_data['session'].id}/").status_code == 404
     assert client.get(f"/memories/imports/{bob_data['job'].id}/").status_code == 404
     assert not AccessLog.objects.exists()
@@ -51,7 +78,7 @@ def test_plain_user_cannot_pick_another_user(client, user, bob_data):
 
 def test_staff_without_the_permission_sees_only_their_own(client, bob_data):
     client.force_login(make_user("helpdesk", staff=True))
-    assert client.get("/memories/", {"user": "bob"}).status_code == 404
+    assert client.get("/memories/", {"user": "bob"}).status_code == 403
     assert client.get(f"/memories/{bob_data['fact'].id}/").status_code == 404
 
 

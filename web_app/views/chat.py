@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from context_app.models import ContextSettings
 from context_app.services.context_pack import session_context_last
+from privacy_app.selectors import refuse_other_user
 from sessions_app.models import ChatSession
 from web_app.display import session_label
 from web_app.selectors import (
@@ -18,6 +19,10 @@ from web_app.selectors import (
 )
 
 HEARTBEAT_SECONDS = 30
+# Why Commit to Memory is off on a chat that is no longer open (the page and chat.js show it).
+COMMIT_CLOSED_REASON = (
+    "Commit is off: this chat has ended, and its summary is saved to memory when it closes."
+)
 
 
 def _api(name: str, **kwargs) -> str:
@@ -27,7 +32,9 @@ def _api(name: str, **kwargs) -> str:
 @login_required
 def chat(request, session_id=None):
     """`/` starts a new chat (the session is opened on the first message); `/chat/<id>/`
-    continues one of the caller's chats, or shows it read-only once it is closed."""
+    continues one of the caller's chats, or shows it read-only once it is closed. The chat is
+    always the caller's own: `?user=<someone else>` is a 403 page."""
+    refuse_other_user(request)
     session = None
     messages = []
     last_context = None
@@ -38,6 +45,7 @@ def chat(request, session_id=None):
         session.first_message = next(
             (m.content_sanitized for m in messages if m.role == "user"), ""
         )
+    is_open = session is None or session.status == ChatSession.Status.OPEN
     context_settings = ContextSettings.load()
     sidebar = chat_sidebar_sessions(user=request.user)
     for item in sidebar:
@@ -52,6 +60,7 @@ def chat(request, session_id=None):
         "context": last_context,
         "verbose_logging": context_settings.verbose_logging,
         "min_user_turns": context_settings.min_user_turns,
+        "commit_closed_reason": COMMIT_CLOSED_REASON,
         "heartbeat_seconds": HEARTBEAT_SECONDS,
         "history_limit": CHAT_HISTORY_MESSAGES,
         "urls": {
@@ -79,7 +88,8 @@ def chat(request, session_id=None):
             "nav": "chat",
             "session": session,
             "session_title": session_label(session, width=80) if session else "New chat",
-            "is_open": session is None or session.status == ChatSession.Status.OPEN,
+            "is_open": is_open,
+            "commit_disabled_reason": "" if is_open else COMMIT_CLOSED_REASON,
             "messages_list": messages,
             "sidebar": sidebar,
             "chat_config": config,

@@ -1,5 +1,5 @@
-// The chat page: streamed replies (SSE over fetch), the topic chip, Commit to Memory, the
-// context debug panel, and the session lifecycle (heartbeat, visibility, close on leaving).
+// The chat page: streamed replies (SSE over fetch), the topic chip, Commit to Memory, End chat,
+// the context debug panel, and the session lifecycle (heartbeat, visibility, close on leaving).
 (function () {
   "use strict";
 
@@ -16,6 +16,8 @@
   const chip = document.getElementById("topic-chip");
   const chipTitle = document.getElementById("topic-chip-title");
   const commitButton = document.getElementById("commit-button");
+  const commitReason = document.getElementById("commit-reason");
+  const endButton = document.getElementById("end-chat-button");
   const debugSwitch = document.getElementById("debug-switch");
   const debugPanel = document.getElementById("debug-panel");
   const debugBody = document.getElementById("debug-body");
@@ -112,6 +114,14 @@
     sendButton.disabled = true;
     banner.hidden = false;
     banner.querySelector(".banner-text").textContent = message;
+    endButton.hidden = true;
+    // Commit is off on a closed chat, and the page says why next to the button.
+    commitButton.disabled = true;
+    commitButton.setAttribute("aria-describedby", "commit-reason");
+    commitReason.textContent = config.commit_closed_reason;
+    commitReason.hidden = false;
+    const current = sessionList.querySelector('[aria-current="page"] .session-meta');
+    if (current) current.textContent = current.textContent.replace(/open$/, "closed");
   }
 
   // ---- Topic chip ---------------------------------------------------------------------------
@@ -326,6 +336,7 @@
       el("span", { className: "session-title", text: label }),
       el("span", { className: "session-meta", text: "Just now · open" }));
     sessionList.prepend(el("li", {}, link));
+    endButton.hidden = false;
     startLifecycle();
     return true;
   }
@@ -461,6 +472,7 @@
 
   // ---- Commit to Memory ---------------------------------------------------------------------
   commitButton.addEventListener("click", async () => {
+    if (state.sessionId && state.status !== "open") return;
     if (!state.sessionId) {
       toast("info", "Nothing to commit yet: send a message first.");
       return;
@@ -478,8 +490,29 @@
     } catch (err) {
       toast("error", "Could not reach Mnemo. Try again.");
     } finally {
-      commitButton.disabled = false;
+      commitButton.disabled = Boolean(state.sessionId) && state.status !== "open";
       commitButton.textContent = label;
+    }
+  });
+
+  // ---- End chat -----------------------------------------------------------------------------
+  // Closes the session through the API (which queues its summary) and shows the chat closed.
+  endButton.addEventListener("click", async () => {
+    if (!state.sessionId || state.status !== "open" || state.busy) return;
+    endButton.disabled = true;
+    try {
+      const result = await postJSON(urls.close, { session_id: state.sessionId });
+      if (result.ok || result.status === 409) {
+        state.closeSent = true;
+        showClosed("You ended this chat. Mnemo is saving its summary to memory; start a new chat to continue.");
+        announce("Chat ended.");
+      } else {
+        toast("error", errorMessage(result, "Could not end the chat. Try again."));
+      }
+    } catch (err) {
+      toast("error", "Could not reach Mnemo. Try again.");
+    } finally {
+      endButton.disabled = false;
     }
   });
 
