@@ -121,6 +121,10 @@ class SessionSummary(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
+    class Meta:
+        verbose_name = "session summary"
+        verbose_name_plural = "session summaries"
+
 
 class SessionTag(models.Model):
     session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="tags")

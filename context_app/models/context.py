@@ -175,6 +175,8 @@ class TopicSummary(models.Model):
     expires_at = models.DateTimeField()
 
     class Meta:
+        verbose_name = "topic summary"
+        verbose_name_plural = "topic summaries"
         ordering = ["-built_at"]
         constraints = [
             models.UniqueConstraint(fields=["user", "app_id", "key"], name="topic_summary_unique")
