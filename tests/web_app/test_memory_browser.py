@@ -236,3 +236,65 @@ def test_search_shows_a_fact_and_the_chunk_it_came_from(client, alice):
     response = client.get("/memories/", {"q": "favourite tea genmaicha"})
 
     assert {fact.id, chunk.id} <= set(result_ids(response))
+
+
+def _search_with_why(monkeypatch, why_of):
+    """The browser's search, with each hit's `why` set by `why_of(hit)` (the search API's
+    contract: a list of {"signal", "rank", "score"}; None stands for a hit without one)."""
+    from web_app import selectors as web_selectors
+
+    real_search = web_selectors.memory_search
+
+    def search(**kwargs):
+        result = real_search(**kwargs)
+        for hit in result.items:
+            hit.why = why_of(hit)
+        return result
+
+    monkeypatch.setattr(web_selectors, "memory_search", search)
+
+
+def test_search_results_show_why_each_one_matched(client, alice, monkeypatch):
+    tea = store_memory(alice, "The user's favourite tea is genmaicha from Kyoto.")
+    _search_with_why(
+        monkeypatch,
+        lambda hit: [
+            {"signal": "keyword", "rank": 2, "score": 0.0312},
+            {"signal": "vector", "rank": 1, "score": 0.71},
+        ],
+    )
+
+    html = client.get("/memories/", {"q": "which tea do I like"}).content.decode()
+
+    why = html.split(f'id="why-{tea.id}"', 1)[1].split("</p>", 1)[0]
+    assert "Why it matched:" in why
+    assert '<span class="why-signal why-keyword" title="matched the words of the query; ' in why
+    assert "rank 2 by keyword; score 0.031" in why
+    assert ">keyword #2</span>" in why and ">vector #1</span>" in why
+    assert why.index("keyword #2") < why.index("vector #1")
+
+
+def test_a_result_without_why_or_with_a_malformed_one_shows_no_half_explanation(
+    client, alice, monkeypatch
+):
+    tea = store_memory(alice, "The user's favourite tea is genmaicha from Kyoto.")
+    bike = store_memory(alice, "The user's favourite bike is a blue road bike.")
+    _search_with_why(
+        monkeypatch,
+        lambda hit: (
+            None
+            if hit.id == tea.id
+            else [
+                {"signal": "telepathy", "rank": 1, "score": 1.0},
+                {"signal": "recency", "rank": None, "score": "high"},
+                "keyword #1",
+            ]
+        ),
+    )
+
+    html = client.get("/memories/", {"q": "my favourite things"}).content.decode()
+
+    assert f'id="why-{tea.id}"' not in html
+    bike_why = html.split(f'id="why-{bike.id}"', 1)[1].split("</p>", 1)[0]
+    assert ">recency</span>" in bike_why
+    assert "telepathy" not in html and "high" not in bike_why

@@ -16,7 +16,7 @@ from ingestion_app.services.memories import memory_delete, memory_update
 from memory_site.errors import InvalidInput, NotFound, UpstreamError
 from privacy_app.selectors import browse_target, can_browse_all
 from privacy_app.services.access_log import access_log_record
-from web_app.display import snippet_html
+from web_app.display import match_reasons, snippet_html
 from web_app.forms import MemoryEditForm, MemorySearchForm
 from web_app.selectors import (
     MemoryFilters,
@@ -56,7 +56,16 @@ def _result_row(item, query: str) -> dict:
         "score": getattr(item, "score", None),
         "similarity": getattr(item, "similarity", None),
         "keyword_rank": getattr(item, "keyword_rank", None),
+        "relevance": _number_or_none(getattr(item, "relevance", None)),
+        # Why a search hit matched ("keyword #2 · vector #1"); nothing for a browsed row.
+        "reasons": match_reasons(getattr(item, "why", None)),
     }
+
+
+def _number_or_none(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
 
 
 @login_required
