@@ -21,7 +21,13 @@ from django.utils import timezone
 
 from context_app.selectors import SOURCES, SearchFilters, SearchHit, memory_search
 from ingestion_app.models import Document, ImportFile, ImportJob, MemoryItem
-from ingestion_app.selectors import memories_for_user, memory_get_for_user
+from ingestion_app.selectors import (
+    countable_memories,
+    memories_for_user,
+    memory_count_by_session,
+    memory_count_by_source,
+    memory_get_for_user,
+)
 from ingestion_app.services.imports.jobs import import_job_get_for_user
 from memory_site.errors import NotFound
 from memory_site.providers import ProviderError, get_embedder
@@ -312,11 +318,32 @@ def session_for_viewer(*, viewer, session_id) -> ChatSession:
 
 
 def session_memories(*, session: ChatSession) -> QuerySet[MemoryItem]:
+    """The memories from one chat, as the browser and the stats count them."""
     return (
-        MemoryItem.objects.filter(chat_session=session, user_id=session.user_id)
-        .defer("embedding", "raw_content")
+        countable_memories(user=session.user)
+        .filter(chat_session=session)
         .order_by("source", "created_at", "id")
     )
+
+
+@dataclass
+class MemoryCounts:
+    """The user's memories by source, for the browser's header line."""
+
+    by_source: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_source.values())
+
+
+def memory_counts(*, user) -> MemoryCounts:
+    return MemoryCounts(by_source=memory_count_by_source(user=user))
+
+
+def session_memory_counts(*, user, sessions) -> dict:
+    """{session id: memories from that chat} for a page of sessions (absent: none)."""
+    return memory_count_by_session(user=user, session_ids=[session.id for session in sessions])
 
 
 def import_jobs_for_user(*, user) -> QuerySet[ImportJob]:

@@ -175,7 +175,9 @@ class MemoryStatsApi(APIView):
         summary="Totals of the caller's memories",
         description=(
             "`{total, by_source: {fact, chunk, summary, document}, by_project: {project_id: n}, "
-            "by_topic: {topic: n}}` (the 50 most used topics); one app's with `app_id`."
+            "by_topic: {topic: n}}` (the 50 most used topics); one app's with `app_id`. Counts "
+            "what the memory browser lists and the sessions pages count (per-message retrieval "
+            "items, which repeat their turn-pair chunk, are not memories of their own)."
         ),
         parameters=[OpenApiParameter("app_id", OpenApiTypes.STR, OpenApiParameter.QUERY)],
         responses={200: OpenApiTypes.OBJECT},

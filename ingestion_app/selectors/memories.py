@@ -148,34 +148,63 @@ def commit_log_for_session(*, session: ChatSession) -> MemoryCommitLog | None:
     return MemoryCommitLog.objects.filter(chat_session=session).first()
 
 
+# --------------------------------------------------------------------------------------------
+# Counts: one definition of "a memory", used by the stats API, the memory browser and the
+# sessions pages so that they never disagree.
+# --------------------------------------------------------------------------------------------
+
+
+def countable_memories(*, user, app_id: str | None = None) -> QuerySet[MemoryItem]:
+    """What every page and the API count as the user's memories: the rows the memory browser
+    lists (``memories_for_user``), so per-message retrieval items, which repeat their turn-pair
+    chunk, are never counted."""
+    return memories_for_user(user=user, app_id=app_id).order_by()
+
+
+def memory_count_by_source(*, user, app_id: str | None = None) -> dict[str, int]:
+    """{source: count} of the user's memories, every source present (0 when none), in
+    SOURCES order; one query."""
+    counts = dict.fromkeys(SOURCES, 0)
+    counts.update(
+        countable_memories(user=user, app_id=app_id)
+        .values_list("source")
+        .annotate(n=Count("id"))
+        .values_list("source", "n")
+    )
+    return counts
+
+
+def memory_count_by_session(*, user, session_ids) -> dict[uuid.UUID, int]:
+    """{session id: number of the user's memories from that chat} for the given sessions
+    (sessions without memories are absent); one query."""
+    return dict(
+        countable_memories(user=user)
+        .filter(chat_session_id__in=list(session_ids))
+        .values_list("chat_session_id")
+        .annotate(n=Count("id"))
+        .values_list("chat_session_id", "n")
+    )
+
+
 def memory_stats(*, user, app_id: str | None = None, top_topics: int = 50) -> dict:
     """Totals of the caller's memories by source, project and topic (the `top_topics` most
-    used topics); one app's when app_id is given."""
-    items = MemoryItem.objects.filter(user=user)
-    if app_id:
-        items = items.filter(app_id=app_id)
-    by_source = {source: 0 for source in SOURCES}
-    by_source.update(
-        dict(
-            items.order_by()
-            .values_list("source")
-            .annotate(n=Count("id"))
-            .values_list("source", "n")
-        )
-    )
+    used topics); one app's when app_id is given.
+
+    Counts what the memory browser and the sessions pages count (``countable_memories``), so
+    the three never disagree.
+    """
+    items = countable_memories(user=user, app_id=app_id)
+    by_source = memory_count_by_source(user=user, app_id=app_id)
     by_project = dict(
-        items.order_by()
-        .values_list("project_id")
-        .annotate(n=Count("id"))
-        .values_list("project_id", "n")
+        items.values_list("project_id").annotate(n=Count("id")).values_list("project_id", "n")
     )
+    ids_sql, ids_params = items.values("id").query.sql_with_params()
     with connection.cursor() as cursor:
-        app_clause = "AND app_id = %s" if app_id else ""
         cursor.execute(
-            f"""SELECT topic, count(*) FROM rag_store, unnest(topics) AS topic
-                WHERE user_id = %s {app_clause}
+            f"""SELECT topic, count(*) FROM {MemoryItem._meta.db_table}, unnest(topics) AS topic
+                WHERE id IN ({ids_sql})
                 GROUP BY topic ORDER BY count(*) DESC, topic LIMIT %s""",
-            [user.pk, *([app_id] if app_id else []), top_topics],
+            [*ids_params, top_topics],
         )
         by_topic = dict(cursor.fetchall())
     return {

@@ -22,6 +22,7 @@ from web_app.selectors import (
     MemoryFilters,
     memories_browse,
     memories_search,
+    memory_counts,
     memory_filter_choices,
     memory_for_viewer,
     memory_provenance,
@@ -40,6 +41,8 @@ def viewing_context(request, target) -> dict:
         "user_query": f"?user={target.get_username()}" if others else "",
         "can_browse_all": can_browse_all(request.user),
         "usernames": usernames() if can_browse_all(request.user) else [],
+        # Counted as the stats API and the sessions pages count (one selector for all three).
+        "memory_counts": memory_counts(user=target),
     }
 
 

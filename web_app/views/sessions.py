@@ -13,6 +13,7 @@ from web_app.selectors import (
     chat_history,
     session_for_viewer,
     session_memories,
+    session_memory_counts,
     sessions_overview,
 )
 from web_app.views.memories import viewing_context
@@ -26,8 +27,10 @@ def session_list(request):
     page_obj = Paginator(sessions_overview(user=target), PAGE_SIZE).get_page(
         request.GET.get("page")
     )
+    memory_count = session_memory_counts(user=target, sessions=page_obj.object_list)
     for session in page_obj.object_list:
         session.label = session_label(session, width=80)
+        session.memory_count = memory_count.get(session.id, 0)
     access_log_record(request=request, target_user=target, object_type="session_list")
     return render(
         request,
