@@ -45,6 +45,13 @@ DESCRIPTIONS = {
 GENERIC = {
     "400": [("invalid_input", "title: Not a valid string.", "title")],
     "401": [("not_authenticated", "Authentication credentials were not provided.", None)],
+    "403": [
+        (
+            "other_user_forbidden",
+            "The API only serves your own data: `user` may name no one but you. ...",
+            "user",
+        )
+    ],
     "413": [("payload_too_large", "Request body of 2097152 bytes is over the limit.", None)],
     "415": [("unsupported_media_type", 'Unsupported media type "text/plain" in request.', None)],
     "502": [("upstream_error", "The model provider failed; nothing was stored.", None)],
@@ -229,6 +236,7 @@ def _statuses(method: str, path: str, operation: dict) -> dict[str, list[tuple]]
     statuses: dict[str, list[tuple]] = {"400": list(extra.get("400", default_400))}
     if path != "/api/health":
         statuses["401"] = GENERIC["401"]
+        statuses["403"] = GENERIC["403"]  # memory_site.permissions.OwnDataOnly
     if "requestBody" in operation or method in ("post", "put", "patch"):
         statuses["413"] = GENERIC["413"]
         statuses["415"] = GENERIC["415"]

@@ -84,7 +84,7 @@ def test_health_needs_no_auth_and_reports_components(anon_api):
         ("get", "/api/v1/chat/sessions"),
         ("get", "/api/v1/memories"),
         ("get", "/api/v1/memory/stats"),
-        ("get", "/api/v1/memory/search?q=tea"),
+        ("post", "/api/v1/memory/search"),
         ("get", "/api/v1/usage"),
         ("get", "/api/v1/imports"),
         ("post", "/api/v1/chat/new"),
