@@ -157,6 +157,7 @@ def summarize(
     units: list[_Unit] = []
     transcript_chars = 0
     question_texts: list[str] = []
+    seen_facts: set[str] = set()
     for turn_index, turn in enumerate(turns):
         if not turn or len(turn) < 2:
             continue
@@ -176,7 +177,11 @@ def summarize(
                 continue
             unit = _Unit((turn_index, sentence_index), kind, speaker, sentence, keys)
             if kind == "user":
-                unit.facts = _unit_facts(sentence)
+                if _FIRST_PERSON_RE.search(sentence) or _WE_RE.search(sentence):
+                    # A fact stated twice is one fact (its first wording is kept).
+                    facts = [fact for fact in _unit_facts(sentence) if fact not in seen_facts]
+                    seen_facts.update(facts)
+                    unit.facts = facts
                 if not unit.facts and _is_question(sentence):
                     question_texts.append(sentence)
             units.append(unit)
@@ -194,7 +199,11 @@ def summarize(
             relevance *= 0.8
         unit.relevance = relevance
 
-    fact_units = [unit for unit in units if unit.facts]
+    # Long conversations: only the most central fact sentences compete (the budget holds a
+    # dozen lines at most), which keeps this fast.
+    fact_units = sorted(
+        (unit for unit in units if unit.facts), key=lambda u: (-u.relevance, u.order)
+    )[:MAX_FACT_SENTENCES]
     lines_of: dict[int, list[str]] = {}
     others = []
     for unit in units:
@@ -218,32 +227,38 @@ def summarize(
     selected: list[int] = []
     used = 0
     # Facts first, most central first, while they fit.
-    for index in sorted(range(len(fact_units)), key=lambda i: (-pool[i].relevance, pool[i].order)):
+    for index in range(len(fact_units)):  # most central first
         cost = sum(len(line) + 1 for line in lines_of[id(pool[index])]) - (0 if used else 1)
-        if used + cost > budget:
+        if used + cost > budget or any(similarity(index, j) >= 0.85 for j in selected):
             continue
         selected.append(index)
         used += cost
     remaining = list(range(len(fact_units), len(pool)))
-    while remaining and (not selected or budget - used > 24) and len(selected) < 16:
+    # Maximal marginal relevance; each candidate's closeness to the picked lines is kept up
+    # to date as lines are picked, instead of being recomputed for every candidate each round.
+    closeness = {i: max((similarity(i, j) for j in selected), default=0.0) for i in remaining}
+    others_taken = 0
+    while remaining and (not selected or budget - used > 24) and others_taken < 12:
+        room = budget - used - (1 if used else 0)
+        remaining = [i for i in remaining if len(lines_of[id(pool[i])][0]) <= room]
+        if not remaining:
+            break
         best = max(
             remaining,
             key=lambda i: (
-                0.7 * pool[i].relevance / top_relevance
-                - 0.3 * max((similarity(i, j) for j in selected), default=0.0),
+                0.7 * pool[i].relevance / top_relevance - 0.3 * closeness[i],
                 -pool[i].order[0],
                 -pool[i].order[1],
             ),
         )
         remaining.remove(best)
-        if any(similarity(best, j) >= 0.85 for j in selected):
-            continue
-        (line,) = lines_of[id(pool[best])]
-        cost = len(line) + (1 if used else 0)
-        if used + cost > budget:
+        if closeness[best] >= 0.85:
             continue
         selected.append(best)
-        used += cost
+        used += len(lines_of[id(pool[best])][0]) + (1 if used else 0)
+        others_taken += 1
+        for i in remaining:
+            closeness[i] = max(closeness[i], similarity(i, best))
     if not selected:
         first = pool[0] if pool else None
         if first is not None:
@@ -263,6 +278,7 @@ def _asked_about(questions: list[str], budget: int) -> str:
     return _clip(line, budget) if budget > 2 else ""
 
 
+MAX_FACT_SENTENCES = 40
 _PLACEHOLDER_ONLY_RE = re.compile(r"^[\s\W]*(?:\[[A-Z_ ]+\][\s\W]*)+$")
 
 

@@ -94,3 +94,15 @@ def test_fold_summaries_keeps_one_copy_of_a_repeated_line():
     assert folded.count("nurse") == 1
     assert fold_summaries([], max_chars=100) == ""
     assert len(fold_summaries(["- " + "word " * 100], max_chars=40)) <= 40
+
+
+def test_a_fact_said_twice_is_one_line_and_long_chats_stay_within_budget():
+    turns = [
+        ("user", "I live in Utrecht. How do I get to Schiphol?"),
+        ("assistant", "Take the direct train from Utrecht Centraal to Schiphol Airport."),
+    ] * 30
+
+    summary = summarize(turns, max_chars=400)
+
+    assert summary.count("The user lives in Utrecht.") == 1
+    assert "Schiphol" in summary and len(summary) <= 400
