@@ -59,6 +59,23 @@ def test_plain_user_naming_another_user_gets_a_403_page_not_their_own_data(
     assert not AccessLog.objects.exists()
 
 
+def test_plain_user_naming_another_user_on_a_detail_page_gets_a_403(client, user, bob_data):
+    mine = store_memory(user, "Alice grows basil.", embed=False)
+    session = open_session(user, title="Herbs")
+    job = ImportJob.objects.create(user=user, status=ImportJob.Status.DONE)
+    client.force_login(user)
+
+    for path in (
+        f"/memories/{mine.id}/",
+        f"/memories/sessions/{session.id}/",
+        f"/memories/imports/{job.id}/",
+    ):
+        assert client.get(path).status_code == 200
+        response = client.get(path, {"user": "bob"})
+        assert response.status_code == 403, path
+        assert "basil" not in response.content.decode()
+
+
 def test_naming_yourself_in_user_is_your_own_page(client, user):
     store_memory(user, "Alice grows basil.", embed=False)
     client.force_login(user)

@@ -70,6 +70,7 @@ def import_list(request):
 def import_detail(request, import_id):
     """One import: per-file progress while it runs (htmx polls the status partial), then the
     processing summary."""
+    browse_target(request)  # `?user=` naming someone else: 403 unless browsing staff
     job = import_job_for_viewer(viewer=request.user, import_id=import_id)
     access_log_record(request=request, target_user=job.user, object_type="import", object_id=job.id)
     files = import_job_files(job=job)

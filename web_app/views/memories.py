@@ -138,6 +138,7 @@ def _detail_context(request, memory, *, form=None) -> dict:
 
 @login_required
 def memory_detail(request, memory_id: int):
+    browse_target(request)  # `?user=` naming someone else: 403 unless browsing staff
     memory = memory_for_viewer(viewer=request.user, memory_id=memory_id)
     access_log_record(
         request=request, target_user=memory.user, object_type="memory", object_id=memory.id

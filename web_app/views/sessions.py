@@ -48,6 +48,7 @@ def session_list(request):
 def session_detail(request, session_id):
     """A session's summary, tags, transcript and memories. The owner reads the original text;
     staff browsing another user's session read the redacted copy."""
+    browse_target(request)  # `?user=` naming someone else: 403 unless browsing staff
     session = session_for_viewer(viewer=request.user, session_id=session_id)
     is_owner = session.user_id == request.user.pk
     access_log_record(
