@@ -3,11 +3,11 @@
 Starts a PostgreSQL over TCP (the embedded binaries, password auth) and a redis-server on
 loopback, one web node and two worker clusters (Redis broker), uploads a multi-file export,
 SIGKILLs the whole cluster that is running the import while files remain, then waits for
-the other cluster to take the job over. The takeover waits for the stale-import window
-(MNEMO_IMPORT_STALE_MINUTES, set to 1 here; default 10) plus the one-minute schedule that
-queues abandoned imports again, so expect 1-2.5 minutes.
+the other cluster to take the job over. The takeover waits for the job's lease to run out
+(MNEMO_JOB_LEASE_SECONDS, default 30) plus the one-minute schedule that queues abandoned jobs
+again, so expect 0.5-2 minutes.
 
-    .venv/bin/python bench/multinode.py [--files 6] [--conversations 150] [--stale-minutes 1]
+    .venv/bin/python bench/multinode.py [--files 6] [--conversations 150] [--lease-seconds 30]
 
 Last line: JSON with recovery_seconds, attempts, chunks, duplicate_chunks, pairs_expected.
 """
@@ -41,7 +41,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--files", type=int, default=6)
     parser.add_argument("--conversations", type=int, default=150, help="per file")
     parser.add_argument("--pairs", type=int, default=4, help="per conversation")
-    parser.add_argument("--stale-minutes", type=int, default=1)
+    parser.add_argument("--lease-seconds", type=int, default=30)
     parser.add_argument("--timeout", type=float, default=600)
     return parser.parse_args()
 
@@ -75,7 +75,7 @@ def main() -> None:
         redis_url=redis.url,
         fake_openai_url=fake.base_url,
         MNEMO_DATA_DIR=str(data_dir),
-        MNEMO_IMPORT_STALE_MINUTES=str(args.stale_minutes),
+        MNEMO_JOB_LEASE_SECONDS=str(args.lease_seconds),
     )
     cluster = Cluster(env, data_dir)
     try:
@@ -141,7 +141,7 @@ def main() -> None:
         result = {
             "status": state["status"],
             "recovery_seconds": round(recovery, 1),
-            "stale_minutes": args.stale_minutes,
+            "lease_seconds": args.lease_seconds,
             "attempts": attempts,
             "chunks": chunks,
             "duplicate_chunks": chunks - distinct,

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import logging
 
-from ingestion_app.services.imports.jobs import import_job_run, import_jobs_requeue_abandoned
+from ingestion_app.services.document_jobs import (
+    document_ingest_job_run,
+    document_ingest_jobs_resume_abandoned,
+)
+from ingestion_app.services.imports.jobs import import_job_run, import_jobs_resume_abandoned
 from ingestion_app.services.inline import chunk_header_backfill
+from sessions_app.services.sessions import sessions_close_resume_abandoned
 
 logger = logging.getLogger(__name__)
 
@@ -16,9 +21,19 @@ def import_job_task(job_id: str) -> dict:
     return {"import_id": str(job.id), "status": job.status}
 
 
-def import_jobs_requeue_abandoned_task() -> int:
-    """Periodic: hand imports whose worker died to another worker (see the service)."""
-    return import_jobs_requeue_abandoned()
+def document_ingest_job_task(job_id: str) -> dict:
+    """Run (or resume) a document ingest; safe to deliver twice (the job is claimed)."""
+    job = document_ingest_job_run(job_id=job_id)
+    return {"job_id": str(job.id), "status": job.status}
+
+
+def jobs_resume_abandoned_task() -> dict:
+    """Every minute: queue again the imports, ingests and session closes whose worker died."""
+    return {
+        "imports": import_jobs_resume_abandoned(),
+        "ingests": document_ingest_jobs_resume_abandoned(),
+        "closes": sessions_close_resume_abandoned(),
+    }
 
 
 def chunk_header_backfill_task(memory_item_id: int) -> str:

@@ -232,6 +232,19 @@ MNEMO_UPLOAD_PATHS = ["/api/v1/imports", "/api/v1/knowledge/ingest", "/memories/
 DATA_UPLOAD_MAX_MEMORY_SIZE = MNEMO_MAX_BODY_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 MNEMO_UPLOAD_DIR = DATA_DIR / "uploads"
+# Zip archives in an import (checked on the upload before anything is written, and again while
+# members are extracted, since the sizes an archive declares can lie): total uncompressed
+# bytes, members, and the largest uncompressed/compressed ratio of one member.
+MNEMO_ARCHIVE_MAX_BYTES = env_int("MNEMO_ARCHIVE_MAX_BYTES", 2 * 1024 * 1024 * 1024)
+MNEMO_ARCHIVE_MAX_ENTRIES = env_int("MNEMO_ARCHIVE_MAX_ENTRIES", 10_000)
+MNEMO_ARCHIVE_MAX_RATIO = env_int("MNEMO_ARCHIVE_MAX_RATIO", 100)
+# Uploaded import files are deleted once their job has run; set to keep them (debugging).
+MNEMO_KEEP_UPLOADS = env_bool("MNEMO_KEEP_UPLOADS", False)
+# Documents sent to /knowledge/ingest (text or file) larger than this get 413.
+MNEMO_MAX_DOCUMENT_BYTES = env_int("MNEMO_MAX_DOCUMENT_BYTES", 10 * 1024 * 1024)
+# Import and ingest jobs hold a lease renewed every quarter of this while a worker runs them;
+# a killed worker's job is queued again by the one-minute resume schedule once it runs out.
+MNEMO_JOB_LEASE_SECONDS = env_int("MNEMO_JOB_LEASE_SECONDS", 30)
 
 # --- Models (provider layer, memory_site/providers) -----------------------------------------
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")
@@ -272,8 +285,6 @@ MNEMO_PRICE_TABLE = {
 MNEMO_DEFAULT_APP_ID = "default"
 MNEMO_STALE_SESSION_MINUTES = env_int("MNEMO_STALE_SESSION_MINUTES", 30)
 MNEMO_RETENTION_DAYS = env_int("MNEMO_RETENTION_DAYS", 30)
-# An import whose worker has not reported for this long is queued again for another worker.
-MNEMO_IMPORT_STALE_MINUTES = env_int("MNEMO_IMPORT_STALE_MINUTES", 10)
 MNEMO_CONSOLIDATION_TOKENS = env_int("MNEMO_CONSOLIDATION_TOKENS", 4000)
 MNEMO_OPT_OUT_USERNAMES = env_list("MNEMO_OPT_OUT_USERNAMES")
 MNEMO_FACT_DUPLICATE_SIMILARITY = env_float("MNEMO_FACT_DUPLICATE_SIMILARITY", 0.92)

@@ -12,10 +12,12 @@ SESSION_CLOSE_TASK = "context_app.tasks.session_close_task"
 SESSION_RESUMMARIZE_TASK = "context_app.tasks.session_resummarize_task"
 USER_ROLLUPS_REBUILD_TASK = "context_app.tasks.user_rollups_rebuild_task"
 CONSOLIDATION_TASK = "context_app.tasks.consolidation_task"
-# ingestion_app: chat-export imports, the contextual-header backfill of inline chunks.
+# ingestion_app: chat-export imports, document ingest, the contextual-header backfill of inline
+# chunks, and the resumption of jobs whose worker died (memory_site.leases).
 IMPORT_TASK = "ingestion_app.tasks.import_job_task"
+DOCUMENT_INGEST_TASK = "ingestion_app.tasks.document_ingest_job_task"
+JOBS_RESUME_TASK = "ingestion_app.tasks.jobs_resume_abandoned_task"
 BACKFILL_TASK = "ingestion_app.tasks.chunk_header_backfill_task"
-REQUEUE_ABANDONED_IMPORTS_TASK = "ingestion_app.tasks.import_jobs_requeue_abandoned_task"
 # sessions_app: the periodic schedules (`manage.py upsert_schedules`).
 CLOSE_STALE_SESSIONS_TASK = "sessions_app.tasks.close_stale_sessions_task"
 RETENTION_TASK = "sessions_app.tasks.retention_task"
@@ -26,8 +28,9 @@ TASK_PATHS = (
     USER_ROLLUPS_REBUILD_TASK,
     CONSOLIDATION_TASK,
     IMPORT_TASK,
+    DOCUMENT_INGEST_TASK,
+    JOBS_RESUME_TASK,
     BACKFILL_TASK,
-    REQUEUE_ABANDONED_IMPORTS_TASK,
     CLOSE_STALE_SESSIONS_TASK,
     RETENTION_TASK,
 )

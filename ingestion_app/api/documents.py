@@ -1,4 +1,5 @@
-"""Document ingestion endpoint (rag-pipeline.txt): text or a file in, chunks out."""
+"""Document ingestion endpoints (rag-pipeline.txt): text or a file in, a job out; the job
+ends with the document and its chunks."""
 
 from __future__ import annotations
 
@@ -10,8 +11,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ingestion_app.chunking.documents import STRATEGIES
-from ingestion_app.models import MemoryItem
-from ingestion_app.services.documents import document_chunks, document_ingest
+from ingestion_app.models import DocumentIngestJob, MemoryItem
+from ingestion_app.services.document_jobs import (
+    document_ingest_job_cancel,
+    document_ingest_job_create,
+    document_ingest_job_get_for_user,
+)
+from ingestion_app.services.documents import document_chunks
 from memory_site.api_fields import JSONObjectField, StrictCharField
 from memory_site.errors import InvalidInput
 from memory_site.parsers import GuardedFormParser, GuardedJSONParser, GuardedMultiPartParser
@@ -50,25 +56,46 @@ class DocumentChunkOutput(serializers.ModelSerializer):
         return item.metadata.get("strategy", "")
 
 
-INGEST_OUTPUT = inline_serializer(
-    "DocumentIngestOutput",
+IngestJobOutput = inline_serializer(
+    "DocumentIngestJobOutput",
     {
-        "document_id": serializers.UUIDField(),
-        "created": serializers.BooleanField(),
-        "title": serializers.CharField(),
-        "filename": serializers.CharField(),
-        "mime_type": serializers.CharField(),
-        "strategy": serializers.CharField(),
-        "options": serializers.DictField(),
-        "chunk_count": serializers.IntegerField(),
-        "chunks": DocumentChunkOutput(many=True),
+        "job_id": serializers.UUIDField(),
+        "status": serializers.ChoiceField(choices=DocumentIngestJob.Status.choices),
+        "progress": inline_serializer(
+            "DocumentIngestProgress",
+            {"chunks_done": serializers.IntegerField(), "chunks_total": serializers.IntegerField()},
+        ),
+        "error": inline_serializer(
+            "DocumentIngestJobError",
+            {"code": serializers.CharField(), "message": serializers.CharField()},
+            allow_null=True,
+        ),
+        "status_url": serializers.CharField(),
+        "created_at": serializers.DateTimeField(),
+        "finished_at": serializers.DateTimeField(allow_null=True),
+        "result": inline_serializer(
+            "DocumentIngestResult",
+            {
+                "document_id": serializers.UUIDField(),
+                "created": serializers.BooleanField(),
+                "title": serializers.CharField(),
+                "filename": serializers.CharField(),
+                "mime_type": serializers.CharField(),
+                "strategy": serializers.CharField(),
+                "options": serializers.DictField(),
+                "chunk_count": serializers.IntegerField(),
+                "chunks": DocumentChunkOutput(many=True, required=False),
+            },
+            allow_null=True,
+        ),
     },
 )
 
 
 class DocumentIngestApi(APIView):
     """POST /api/v1/knowledge/ingest: JSON ``{text, filename?, mime_type?, options?}`` or
-    multipart with ``file`` (txt, md, json, html, pdf) and optional ``options`` (JSON)."""
+    multipart with ``file`` (txt, md, json, html, pdf) and optional ``options`` (JSON); 202 with
+    the job (the work runs in a task worker)."""
 
     parser_classes = [GuardedJSONParser, GuardedMultiPartParser, GuardedFormParser]
 
@@ -96,45 +123,77 @@ class DocumentIngestApi(APIView):
     @extend_schema(
         tags=["knowledge"],
         request=DocumentIngestInput,
-        responses={201: INGEST_OUTPUT, 200: INGEST_OUTPUT},
-        description="201 with the new document; 200 when the same text with the same options was "
-        "ingested before (re-ingest: the stored document is answered, nothing is added).",
+        responses={202: IngestJobOutput},
+        description=(
+            "Validates the document (type, options, size: 413 over MNEMO_MAX_DOCUMENT_BYTES) "
+            "and answers 202 with a job at once; a task worker extracts, redacts, chunks and "
+            "embeds it. Poll `GET /knowledge/ingest/{job_id}` for progress and the result "
+            "(the document and its chunks); `DELETE` cancels it."
+        ),
     )
     def post(self, request):
         data = _plain_data(request)
         serializer = self.DocumentIngestInput(data=data)
         serializer.is_valid(raise_exception=True)
         values = serializer.validated_data
-        upload = values.pop("file", None)
-        payload = None
-        filename = values.pop("filename", "")
-        if upload is not None:
-            payload = b"".join(upload.chunks())
-            filename = filename or upload.name or ""
-            values.setdefault("mime_type", upload.content_type or "")
-        document, created = document_ingest(
+        job = document_ingest_job_create(
             user=request.user,
             text=values.pop("text", None),
-            data=payload,
-            filename=filename,
+            upload=values.pop("file", None),
+            filename=values.pop("filename", ""),
             mime_type=values.pop("mime_type", ""),
             title=values.pop("title", ""),
             options=values.pop("options", None),
             **values,
         )
-        chunks = document_chunks(document=document)
-        body = {
+        job.refresh_from_db()  # with synchronous tasks it has already run
+        return Response(ingest_job_body(job), status=status.HTTP_202_ACCEPTED)
+
+
+class DocumentIngestJobApi(APIView):
+    """GET (progress and result) or DELETE (cancel) one document ingest job."""
+
+    @extend_schema(tags=["knowledge"], responses={200: IngestJobOutput})
+    def get(self, request, job_id):
+        job = document_ingest_job_get_for_user(user=request.user, job_id=job_id)
+        return Response(ingest_job_body(job, with_chunks=True))
+
+    @extend_schema(tags=["knowledge"], responses={200: IngestJobOutput})
+    def delete(self, request, job_id):
+        job = document_ingest_job_cancel(user=request.user, job_id=job_id)
+        return Response(ingest_job_body(job))
+
+
+def ingest_job_body(job: DocumentIngestJob, *, with_chunks: bool = False) -> dict:
+    """The job as clients see it; ``result`` is the stored document once the job is done."""
+    body = {
+        "job_id": str(job.id),
+        "status": job.status,
+        "progress": {"chunks_done": job.chunks_done, "chunks_total": job.chunks_total},
+        "error": {"code": job.error_code, "message": job.error} if job.error else None,
+        "status_url": f"/api/v1/knowledge/ingest/{job.id}",
+        "created_at": job.created_at,
+        "finished_at": job.finished_at,
+        "result": None,
+    }
+    document = job.document if job.status == DocumentIngestJob.Status.DONE else None
+    if document is not None:
+        result = {
             "document_id": str(document.id),
-            "created": created,
+            "created": job.created_document,
             "title": document.title,
             "filename": document.filename,
             "mime_type": document.mime_type,
             "strategy": document.strategy,
             "options": document.options,
-            "chunk_count": len(chunks),
-            "chunks": DocumentChunkOutput(chunks, many=True).data,
+            "chunk_count": document.chunk_count,
         }
-        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        if with_chunks:
+            result["chunks"] = DocumentChunkOutput(
+                document_chunks(document=document), many=True
+            ).data
+        body["result"] = result
+    return body
 
 
 def _plain_data(request) -> dict:

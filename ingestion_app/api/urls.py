@@ -6,6 +6,11 @@ urlpatterns = [
     path("imports", imports.ImportCreateApi.as_view(), name="imports"),
     path("imports/<uuid:import_id>", imports.ImportDetailApi.as_view(), name="import-detail"),
     path("knowledge/ingest", documents.DocumentIngestApi.as_view(), name="knowledge-ingest"),
+    path(
+        "knowledge/ingest/<uuid:job_id>",
+        documents.DocumentIngestJobApi.as_view(),
+        name="knowledge-ingest-job",
+    ),
     path("memory/commit", commit.MemoryCommitApi.as_view(), name="memory-commit"),
     path("memories", memories.MemoryListApi.as_view(), name="memories"),
     path("memories/<int:memory_id>", memories.MemoryDetailApi.as_view(), name="memory-detail"),

@@ -21,6 +21,8 @@ class ImportJob(models.Model):
         QUEUED = "queued"
         RUNNING = "running"
         DONE = "done"
+        # Some files failed (each file row says why), the others were imported or skipped.
+        PARTIAL = "partial"
         FAILED = "failed"
 
     class Origin(models.TextChoices):
@@ -45,7 +47,8 @@ class ImportJob(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
-    # Refreshed while a worker processes the job; a stale value lets a retry take over.
+    # The worker's lease, renewed while it runs the job; once it runs out another worker may
+    # take over (memory_site.leases).
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 
 from django.conf import settings
@@ -86,12 +87,38 @@ def document_ingest(
     document (created=False). Raises InvalidInput (no content, unsupported type, bad options,
     empty text) and UpstreamError (embedder failed; nothing stored).
     """
+    kind, body = document_text_extract(
+        text=text, data=data, filename=filename, mime_type=mime_type, options=options
+    )
+    return document_ingest_text(
+        user=user,
+        body=body,
+        kind=kind,
+        filename=filename,
+        title=title,
+        options=options,
+        app_id=app_id,
+        project_id=project_id,
+        agent_id=agent_id,
+    )
+
+
+def document_text_extract(
+    *,
+    text: str | None = None,
+    data: bytes | None = None,
+    filename: str = "",
+    mime_type: str = "",
+    options: dict | None = None,
+) -> tuple[str, str]:
+    """The document's canonical type and text: the checks a request can answer at once.
+
+    Raises InvalidInput when neither or both of text and data are given, the options are bad,
+    the type is unsupported, the file cannot be read (a broken PDF) or there is no text.
+    """
     if (text is None) == (data is None):
         raise InvalidInput("Send either 'text' or a 'file'.", field="text")
-    try:
-        chunking = ChunkingOptions(**_option_kwargs(options or {}))
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(str(exc), field="options") from exc
+    _chunking_options(options)
     if data is not None:
         try:
             kind = document_type(filename=filename, mime_type=mime_type, data=data)
@@ -107,7 +134,37 @@ def document_ingest(
         body = body.replace("\r\n", "\n").replace("\r", "\n")
     if not body.strip():
         raise InvalidInput("The document has no text to ingest.", field="text")
+    return kind, body
 
+
+def _chunking_options(options: dict | None) -> ChunkingOptions:
+    try:
+        return ChunkingOptions(**_option_kwargs(options or {}))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(str(exc), field="options") from exc
+
+
+def document_ingest_text(
+    *,
+    user,
+    body: str,
+    kind: str,
+    filename: str = "",
+    title: str = "",
+    options: dict | None = None,
+    app_id: str | None = None,
+    project_id: str = "",
+    agent_id: str = "",
+    checkpoint: Callable[[int, int], None] | None = None,
+) -> tuple[Document, bool]:
+    """Redact, chunk, embed and store extracted text (``document_text_extract``).
+
+    Idempotent by content hash (text + options), like ``document_ingest``. ``checkpoint(done,
+    total)`` is called with the chunks embedded so far before each batch and once at the end;
+    whatever it raises (a cancelled job) stops the work before anything is stored. Raises
+    UpstreamError when the embedder fails (nothing stored).
+    """
+    chunking = _chunking_options(options)
     option_values = asdict(chunking)
     content_hash = hashlib.sha256(
         (body + "\x00" + json.dumps(option_values, sort_keys=True)).encode("utf-8")
@@ -150,8 +207,14 @@ def document_ingest(
                 },
             )
         )
+    batch_size = max(int(settings.EMBEDDING_BATCH_SIZE), 1)
     try:
-        memory_items_embed(items)
+        for start in range(0, len(items), batch_size):
+            if checkpoint is not None:
+                checkpoint(start, len(items))
+            memory_items_embed(items[start : start + batch_size])
+        if checkpoint is not None:
+            checkpoint(len(items), len(items))
     except ProviderError as exc:
         raise UpstreamError(
             f"The embedding model failed; the document was not stored. ({exc})",

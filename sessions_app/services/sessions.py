@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
+from memory_site.db_locks import advisory_try_lock
 from memory_site.errors import Conflict
 from memory_site.redaction import redact
 from memory_site.task_paths import SESSION_CLOSE_TASK
@@ -122,3 +123,29 @@ def sessions_close_stale(*, now=None) -> int:
     if closed:
         logger.info("Closed %d stale sessions", closed)
     return closed
+
+
+def sessions_close_resume_abandoned() -> int:
+    """Queue the close task again for `closing` sessions no worker is closing; returns how many.
+
+    The close task holds the connection-level lock ``session-close:<id>`` while it works, so a
+    worker killed mid-close loses it with its connection and leaves the session `closing`
+    with nothing written (the summary is stored in one transaction). A session whose lock is
+    free and that has no recorded failure (those have their own retry) is queued again; an
+    extra delivery is harmless: the task takes the lock or finds the session closed.
+    """
+    closing = list(
+        ChatSession.objects.filter(status=ChatSession.Status.CLOSING, close_error="").values_list(
+            "id", flat=True
+        )[:500]
+    )
+    queued = 0
+    for session_id in closing:
+        with advisory_try_lock(f"session-close:{session_id}") as free:
+            if not free:
+                continue
+        session_close_enqueue(session_id=session_id)
+        queued += 1
+    if queued:
+        logger.info("queued the close of %d session(s) again", queued)
+    return queued

@@ -1,4 +1,5 @@
-"""POST /api/v1/knowledge/ingest: text or files in, offset-tracked embedded chunks out."""
+"""POST /api/v1/knowledge/ingest: text or files in, a job out that ends with offset-tracked,
+embedded chunks (GET /api/v1/knowledge/ingest/<job_id>)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from ingestion_app.models import Document, MemoryItem
+from ingestion_app.models import Document, DocumentIngestJob, MemoryItem
 
 pytestmark = pytest.mark.django_db
 
@@ -21,13 +22,24 @@ ARTICLE = (
 )
 
 
-def _ingest(api, **payload):
-    return api.post("/api/v1/knowledge/ingest", payload, format="json")
+@pytest.fixture
+def ingest(api, django_capture_on_commit_callbacks, upload_dir):
+    """POST a document, let the queued task run, and return the POST response with the job's
+    final state (``response.job``)."""
+
+    def post(format="json", **payload):
+        with django_capture_on_commit_callbacks(execute=True):
+            response = api.post("/api/v1/knowledge/ingest", payload, format=format)
+        response.job = None
+        if response.status_code == 202:
+            response.job = api.get(response.json()["status_url"]).json()
+        return response
+
+    return post
 
 
-def test_text_is_chunked_with_offsets_metadata_and_embeddings(api, user, fake_embedder):
-    response = _ingest(
-        api,
+def test_text_is_chunked_with_offsets_metadata_and_embeddings(ingest, user, fake_embedder):
+    response = ingest(
         text=ARTICLE,
         filename="bread.md",
         options={
@@ -38,8 +50,10 @@ def test_text_is_chunked_with_offsets_metadata_and_embeddings(api, user, fake_em
         },
     )
 
-    assert response.status_code == 201
-    body = response.json()
+    assert response.status_code == 202
+    assert response.job["status"] == "done"
+    assert response.job["progress"] == {"chunks_done": 3, "chunks_total": 3}
+    body = response.job["result"]
     assert body["created"] is True and body["chunk_count"] == 3
     assert [c["index"] for c in body["chunks"]] == [0, 1, 2]
     for chunk in body["chunks"]:
@@ -54,30 +68,30 @@ def test_text_is_chunked_with_offsets_metadata_and_embeddings(api, user, fake_em
 
 
 @pytest.mark.parametrize("strategy", ["sentence", "fixed", "semantic"])
-def test_every_strategy_is_available(api, strategy, fake_embedder):
-    response = _ingest(
-        api, text=ARTICLE, options={"strategy": strategy, "max_chunk_size": 150, "overlap": 20}
+def test_every_strategy_is_available(ingest, strategy, fake_embedder):
+    response = ingest(
+        text=ARTICLE, options={"strategy": strategy, "max_chunk_size": 150, "overlap": 20}
     )
 
-    assert response.status_code == 201
-    chunks = response.json()["chunks"]
+    assert response.status_code == 202
+    chunks = response.job["result"]["chunks"]
     assert len(chunks) >= 2 and {c["strategy"] for c in chunks} == {strategy}
     assert all(len(c["content"]) <= 150 + 20 for c in chunks)
 
 
-def test_same_document_twice_returns_the_existing_one(api, user, fake_embedder):
-    first = _ingest(api, text=ARTICLE)
-    second = _ingest(api, text=ARTICLE)
+def test_same_document_twice_returns_the_existing_one(ingest, user, fake_embedder):
+    first = ingest(text=ARTICLE)
+    second = ingest(text=ARTICLE)
 
-    assert second.status_code == 200 and second.json()["created"] is False
-    assert second.json()["document_id"] == first.json()["document_id"]
+    assert second.job["status"] == "done" and second.job["result"]["created"] is False
+    assert second.job["result"]["document_id"] == first.job["result"]["document_id"]
     assert Document.objects.filter(user=user).count() == 1
 
 
-def test_secrets_are_redacted_but_offsets_point_at_the_original(api, user, fake_embedder):
+def test_secrets_are_redacted_but_offsets_point_at_the_original(ingest, user, fake_embedder):
     text = "Contact me at jane.doe@example.com for the report.\n\nThe report covers Q3 revenue."
 
-    body = _ingest(api, text=text, options={"max_chunk_size": 60, "min_chunk_size": 10}).json()
+    body = ingest(text=text, options={"max_chunk_size": 60, "min_chunk_size": 10}).job["result"]
 
     first = body["chunks"][0]
     assert "[EMAIL]" in first["content"] and "jane.doe" not in first["content"]
@@ -142,37 +156,111 @@ def _pdf(text: str) -> bytes:
         ),
     ],
 )
-def test_files_are_extracted_by_type(api, fake_embedder, name, data, expected_type, expected_text):
+def test_files_are_extracted_by_type(
+    ingest, fake_embedder, name, data, expected_type, expected_text
+):
     upload = SimpleUploadedFile(name, data, content_type="application/octet-stream")
 
-    response = api.post(
-        "/api/v1/knowledge/ingest",
-        {"file": upload, "options": json.dumps({"strategy": "paragraph"})},
-        format="multipart",
+    response = ingest(
+        format="multipart", file=upload, options=json.dumps({"strategy": "paragraph"})
     )
 
-    assert response.status_code == 201, response.json()
-    body = response.json()
+    assert response.status_code == 202, response.json()
+    body = response.job["result"]
     assert body["mime_type"] == expected_type
     assert body["chunks"][0]["content"] == expected_text
     assert body["filename"] == name
 
 
-def test_bad_requests_are_refused_with_the_field(api, fake_embedder):
-    assert _ingest(api).json()["error"]["field"] == "text"
-    bad_strategy = _ingest(api, text="x" * 200, options={"strategy": "random"})
+def test_bad_requests_are_refused_with_the_field(ingest, user, fake_embedder):
+    assert ingest().json()["error"]["field"] == "text"
+    bad_strategy = ingest(text="x" * 200, options={"strategy": "random"})
     assert bad_strategy.status_code == 400 and bad_strategy.json()["error"]["field"] == "options"
-    bad_size = _ingest(api, text="x" * 200, options={"max_chunk_size": "big"})
+    bad_size = ingest(text="x" * 200, options={"max_chunk_size": "big"})
     assert bad_size.status_code == 400 and bad_size.json()["error"]["field"] == "options"
-    blank = _ingest(api, text="   ")
+    blank = ingest(text="   ")
     assert blank.status_code == 400
+    assert not DocumentIngestJob.objects.filter(user=user).exists()
 
 
-def test_embedding_failure_stores_nothing(api, user, fake_embedder):
+def test_embedding_failure_fails_the_job_and_stores_nothing(ingest, user, fake_embedder):
     fake_embedder.fail_count = 10
 
-    response = _ingest(api, text=ARTICLE)
+    response = ingest(text=ARTICLE)
 
-    assert response.status_code == 502
+    assert response.status_code == 202
+    assert response.job["status"] == "failed"
+    assert response.job["error"]["code"] == "embedding_failed"
     assert not Document.objects.filter(user=user).exists()
     assert not MemoryItem.objects.filter(user=user).exists()
+
+
+def test_the_answer_comes_before_the_work(api, user, fake_embedder, upload_dir):
+    """202 with a queued job while nothing has been chunked or embedded; the task does it."""
+    from ingestion_app.tasks import document_ingest_job_task
+
+    response = api.post("/api/v1/knowledge/ingest", {"text": ARTICLE}, format="json")
+
+    assert response.status_code == 202
+    job = response.json()
+    assert job["status"] == "queued" and job["result"] is None
+    assert not fake_embedder.bodies("/embeddings")
+    assert not MemoryItem.objects.filter(user=user).exists()
+    document_ingest_job_task(job["job_id"])
+    done = api.get(job["status_url"]).json()
+    assert done["status"] == "done" and done["result"]["chunk_count"] >= 1
+    assert not list((upload_dir / "ingest").iterdir())  # the payload is gone once done
+
+
+def test_too_large_a_document_is_413_and_writes_nothing(api, user, settings, upload_dir):
+    settings.MNEMO_MAX_DOCUMENT_BYTES = 1000
+
+    as_text = api.post("/api/v1/knowledge/ingest", {"text": "x" * 1001}, format="json")
+    upload = SimpleUploadedFile("big.txt", b"y" * 1001, content_type="text/plain")
+    as_file = api.post("/api/v1/knowledge/ingest", {"file": upload}, format="multipart")
+
+    assert as_text.status_code == 413 and as_text.json()["error"]["field"] == "text"
+    assert as_file.status_code == 413 and as_file.json()["error"]["field"] == "file"
+    assert not DocumentIngestJob.objects.exists()
+    assert not (upload_dir / "ingest").exists() or not list((upload_dir / "ingest").iterdir())
+
+
+def test_cancel_stops_the_work_between_batches(api, user, fake_embedder, settings, upload_dir):
+    """A DELETE while the worker embeds: no further batch is sent and nothing is stored."""
+    from ingestion_app.services import documents as documents_service
+    from ingestion_app.tasks import document_ingest_job_task
+
+    settings.EMBEDDING_BATCH_SIZE = 1
+    three_chunks = {"max_chunk_size": 200, "min_chunk_size": 50}
+    job = api.post(
+        "/api/v1/knowledge/ingest", {"text": ARTICLE, "options": three_chunks}, format="json"
+    ).json()
+    real_embed = documents_service.memory_items_embed
+    batches = []
+
+    def embed_then_cancel(items):
+        batches.append(len(items))
+        real_embed(items)
+        if len(batches) == 1:  # the user cancels while the first batch is being embedded
+            assert api.delete(job["status_url"]).json()["status"] == "cancelled"
+
+    documents_service.memory_items_embed = embed_then_cancel
+    try:
+        document_ingest_job_task(job["job_id"])
+    finally:
+        documents_service.memory_items_embed = real_embed
+
+    assert batches == [1]
+    final = api.get(job["status_url"]).json()
+    assert final["status"] == "cancelled" and final["progress"]["chunks_done"] == 0
+    assert final["progress"]["chunks_total"] == 3
+    assert not Document.objects.filter(user=user).exists()
+    assert not MemoryItem.objects.filter(user=user).exists()
+
+
+def test_another_users_job_is_404(api, other_api, fake_embedder, upload_dir):
+    job = api.post("/api/v1/knowledge/ingest", {"text": ARTICLE}, format="json").json()
+
+    assert other_api.get(job["status_url"]).status_code == 404
+    assert other_api.delete(job["status_url"]).status_code == 404
+    assert api.get(job["status_url"]).json()["status"] == "queued"

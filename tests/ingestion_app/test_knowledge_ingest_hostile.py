@@ -14,7 +14,7 @@ from ingestion_app.models import Document
 pytestmark = pytest.mark.django_db
 
 FILES = [
-    ("cut-utf16.txt", b"\xff\xfe\x00", "text/plain", 201),
+    ("cut-utf16.txt", b"\xff\xfe\x00", "text/plain", 202),
     ("broken.pdf", b"%PDF-1.4 garbage", "application/pdf", 400),
     ("bytes.pdf", b"\x00\x01\x02", "application/pdf", 400),
     ("broken.json", b"{", "application/json", 400),
@@ -24,7 +24,7 @@ FILES = [
 
 @pytest.mark.parametrize("name,data,content_type,status", FILES)
 def test_hostile_uploads_are_answered_without_a_500(
-    api, fake_embedder, name, data, content_type, status
+    api, fake_embedder, upload_dir, name, data, content_type, status
 ):
     api.raise_request_exception = True
     upload = SimpleUploadedFile(name, data, content_type=content_type)
@@ -45,7 +45,7 @@ def test_hostile_uploads_are_answered_without_a_500(
         {"text": "hello world", "options": {"overlap": 10**6, "chunk_size": 10}},
     ],
 )
-def test_hostile_json_fields_are_400(api, fake_embedder, body):
+def test_hostile_json_fields_are_400(api, fake_embedder, upload_dir, body):
     api.raise_request_exception = True
     response = api.post("/api/v1/knowledge/ingest", body, format="json")
     assert response.status_code == 400, response.content

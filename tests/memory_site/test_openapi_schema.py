@@ -61,6 +61,8 @@ def test_stream_is_documented_as_server_sent_events(schema):
         assert event["$ref"].rsplit("/", 1)[1] in schema["components"]["schemas"]
 
 
-def test_reingest_200_and_ingest_201_are_documented(schema):
+def test_ingest_202_and_its_job_are_documented(schema):
     responses = schema["paths"]["/api/v1/knowledge/ingest"]["post"]["responses"]
-    assert {"200", "201"} <= set(responses)
+    assert {"202", "413"} <= set(responses)
+    job = schema["paths"]["/api/v1/knowledge/ingest/{job_id}"]
+    assert {"get", "delete"} <= set(job) and "404" in job["get"]["responses"]

@@ -76,5 +76,5 @@ class Command(BaseCommand):
         self.stdout.write(f"Import {job.id}: {job.status}")
         for line in import_summary_lines(job.summary):
             self.stdout.write(line)
-        if job.status == ImportJob.Status.FAILED:
+        if job.status in (ImportJob.Status.FAILED, ImportJob.Status.PARTIAL):
             raise CommandError(job.error or "import failed")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import multiprocessing
 import os
 import zipfile
+from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -40,6 +42,8 @@ PAIRS_PER_ROUND = 500
 # Files at least this large are prepared in worker processes (0 workers: one per CPU).
 PARALLEL_MIN_BYTES = 8 * 1024 * 1024
 PARALLEL_WORKERS = 0
+# How long a new pool may take to run its first (empty) task before the file is done inline.
+POOL_START_TIMEOUT_SECONDS = 120
 
 
 class NoTurnPairs(Exception):
@@ -159,12 +163,18 @@ def import_file_process(
                 import_file.error = skipped_note(outcome.skipped)
                 return _finish(import_file, progress)
 
+        parallel = path.stat().st_size >= PARALLEL_MIN_BYTES
         try:
-            return attempt(path.stat().st_size >= PARALLEL_MIN_BYTES)
-        except BrokenProcessPool:
-            # A worker died (out of memory, killed); everything rolled back, so the file is
-            # imported again in this process.
-            logger.warning("worker pool broke while importing %s; retrying inline", path)
+            return attempt(parallel)
+        except (ParseError, NoTurnPairs, ProviderError, UnrecognizedFormat):
+            raise
+        except Exception:
+            if not parallel:
+                raise
+            # The pool broke (a worker died, ran out of memory or was killed) or could not
+            # start: everything rolled back, so the file is imported again in this process. A
+            # fault of the file itself fails again here and is reported as such.
+            logger.warning("worker pool failed while importing %s; retrying inline", path)
             if workers is not None:
                 workers.discard()
             return attempt(False)
@@ -266,14 +276,43 @@ def _import_conversations(
 def _worker_pool() -> Executor | None:
     """Processes for redaction, chunk planning and local headers of large files, or None.
 
-    Spawned (not forked) so no database connection or thread state is inherited.
+    Spawned (not forked) so no database connection or thread state is inherited. Inside a
+    django-q worker (a daemonic process) children are allowed by ``children_allowed``; if the
+    pool still cannot run a first task, None is returned and the caller works inline.
     """
     workers = PARALLEL_WORKERS if PARALLEL_WORKERS > 0 else (os.cpu_count() or 1)
     if workers < 1:
         return None
-    return ProcessPoolExecutor(
-        max_workers=workers, mp_context=get_context("spawn"), initializer=prepare_worker_init
-    )
+    pool = None
+    try:
+        pool = ProcessPoolExecutor(
+            max_workers=workers, mp_context=get_context("spawn"), initializer=prepare_worker_init
+        )
+        pool.submit(os.getpid).result(timeout=POOL_START_TIMEOUT_SECONDS)
+    except Exception:
+        logger.warning("the parse pool could not start; this import runs inline", exc_info=True)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return None
+    return pool
+
+
+@contextmanager
+def children_allowed() -> Iterator[None]:
+    """Let this process start the parse pool even if it is daemonic (a django-q worker).
+
+    multiprocessing refuses children in a daemonic process only so that they are not left
+    behind when it exits; the pool is shut down before the job returns, and a worker killed
+    outright takes its children with it through ``manage.py serve``'s process group.
+    """
+    config = multiprocessing.current_process()._config  # noqa: SLF001 - no public switch
+    daemonic = config.get("daemon", False)
+    config["daemon"] = False
+    try:
+        yield
+    finally:
+        if daemonic:
+            config["daemon"] = True
 
 
 class JobWorkers:

@@ -24,17 +24,19 @@ from ingestion_app.services.imports.archives import job_dir
 from ingestion_app.services.imports.conversations import (
     ImportProgress,
     JobWorkers,
+    children_allowed,
     import_file_process,
 )
 from ingestion_app.services.imports.verification import import_job_summary
 from memory_site.errors import InvalidInput, NotFound
+from memory_site.leases import LeaseKeeper, lease_expired_before, lease_held
 from memory_site.task_paths import IMPORT_TASK
 
 logger = logging.getLogger(__name__)
 
 
-# A job whose worker has not reported for this long is considered abandoned and can be resumed.
-STALE_AFTER = timedelta(minutes=settings.MNEMO_IMPORT_STALE_MINUTES)
+# A queued job whose task has not started for this long lost its message and is queued again.
+QUEUED_LOST_AFTER = timedelta(minutes=10)
 # Large exports take longer than the default task timeout.
 TASK_TIMEOUT_SECONDS = 6 * 3600
 # Cyclic-GC generation thresholds while a job runs (CPython's defaults are 700, 10, 10).
@@ -190,13 +192,17 @@ def import_job_get_for_user(*, user, import_id) -> ImportJob:
 
 
 def import_job_claim(*, job_id) -> bool:
-    """Mark the job running if it is queued or abandoned; False if another worker has it."""
+    """Mark the job running if it is queued or its lease ran out; False if a worker holds it.
+
+    The conditional UPDATE lets exactly one of any number of concurrent callers win; it bumps
+    ``attempts``, the fencing token the winner renews its lease with (memory_site.leases).
+    """
     now = timezone.now()
     claimed = (
         ImportJob.objects.filter(id=job_id)
         .filter(
             Q(status=ImportJob.Status.QUEUED)
-            | Q(status=ImportJob.Status.RUNNING, heartbeat_at__lt=now - STALE_AFTER)
+            | Q(status=ImportJob.Status.RUNNING, heartbeat_at__lt=lease_expired_before())
         )
         .update(
             status=ImportJob.Status.RUNNING,
@@ -209,19 +215,19 @@ def import_job_claim(*, job_id) -> bool:
     return bool(claimed)
 
 
-def import_jobs_requeue_abandoned() -> int:
+def import_jobs_resume_abandoned() -> int:
     """Queue the import task again for every job no worker is running; returns how many.
 
-    A worker killed mid-import leaves its job `running` with a heartbeat that stops moving,
-    and with the Redis broker its task is gone (Redis has no acknowledgement to redeliver it).
-    Jobs whose heartbeat is older than STALE_AFTER, and queued jobs that old (a lost
-    message), are queued again; ``import_job_claim`` still lets exactly one worker take each.
+    A worker killed mid-import (kill -9, out of memory, Ctrl-C on ``serve``) leaves its job
+    `running` with a lease that stops being renewed; once it ran out the job is queued again
+    and resumes where it stopped (files already imported are skipped, the file that was being
+    written rolled back with its worker's connection). Queued jobs whose message was lost are
+    queued again after QUEUED_LOST_AFTER. Run every minute by a schedule.
     """
-    cutoff = timezone.now() - STALE_AFTER
     abandoned = list(
         ImportJob.objects.filter(
-            Q(status=ImportJob.Status.RUNNING, heartbeat_at__lt=cutoff)
-            | Q(status=ImportJob.Status.QUEUED, created_at__lt=cutoff)
+            Q(status=ImportJob.Status.RUNNING, heartbeat_at__lt=lease_expired_before())
+            | Q(status=ImportJob.Status.QUEUED, created_at__lt=timezone.now() - QUEUED_LOST_AFTER)
         ).values_list("id", flat=True)
     )
     for job_id in abandoned:
@@ -235,19 +241,24 @@ def import_job_run(
 ) -> ImportJob:
     """Process every pending file of the job, then verify and summarize. Idempotent.
 
-    A job already done, or running in another worker, is returned unchanged. Unexpected
-    errors outside a single file mark the job failed (files already imported stay imported).
-    ``embed=False`` stores chunks without vectors (backfill with ``manage.py reembed
-    --only-missing``), for very large imports on slow machines.
+    A job already finished, or held by another worker's lease, is returned unchanged. While it
+    runs, the job's lease is renewed; a worker that finds its lease taken over stops after the
+    current file. Unexpected errors outside a single file mark the job failed (files already
+    imported stay imported). ``embed=False`` stores chunks without vectors (backfill with
+    ``manage.py reembed --only-missing``), for very large imports on slow machines.
     """
     progress = progress or ImportProgress()
     if not import_job_claim(job_id=job_id):
         return ImportJob.objects.get(id=job_id)
     job = ImportJob.objects.select_related("user").get(id=job_id)
     started = time.monotonic()
-    with _fewer_gc_passes():
-        _import_job_files(job=job, progress=progress, embed=embed, started=started)
-    if job.upload_dir:
+    with (
+        LeaseKeeper(ImportJob, job.id, attempt=job.attempts),
+        children_allowed(),
+        _fewer_gc_passes(),
+    ):
+        finished = _import_job_files(job=job, progress=progress, embed=embed, started=started)
+    if finished and job.upload_dir and not settings.MNEMO_KEEP_UPLOADS:
         shutil.rmtree(job.upload_dir, ignore_errors=True)
     return job
 
@@ -270,11 +281,18 @@ def _fewer_gc_passes() -> Iterator[None]:
 
 def _import_job_files(
     *, job: ImportJob, progress: ImportProgress, embed: bool, started: float
-) -> None:
-    """The body of ``import_job_run``: every pending file, then the summary and status."""
+) -> bool:
+    """The body of ``import_job_run``: every pending file, then the summary and status.
+
+    Returns False when the lease was lost (another worker took the job over): the job row is
+    then theirs and is left alone.
+    """
     workers = JobWorkers()
     try:
         while True:
+            if not lease_held(ImportJob, job.id, attempt=job.attempts):
+                logger.warning("import job %s was taken over by another worker", job.id)
+                return False
             import_file = (
                 job.files.filter(status=ImportFile.Status.PENDING)
                 .order_by("position", "id")
@@ -285,12 +303,10 @@ def _import_job_files(
             import_file_process(
                 import_file=import_file, job=job, progress=progress, embed=embed, workers=workers
             )
-            ImportJob.objects.filter(id=job.id).update(heartbeat_at=timezone.now())
         job.summary = import_job_summary(
             job=job, duration_seconds=time.monotonic() - started, pool=workers.started
         )
-        job.status = ImportJob.Status.DONE
-        job.error = ""
+        job.status, job.error = _job_outcome(job)
     except Exception as exc:  # the job record must say what happened
         logger.exception("import job %s failed", job.id)
         job.status = ImportJob.Status.FAILED
@@ -300,3 +316,25 @@ def _import_job_files(
         workers.discard()
     job.finished_at = timezone.now()
     job.save(update_fields=["status", "error", "summary", "finished_at"])
+    return True
+
+
+def _job_outcome(job: ImportJob) -> tuple[str, str]:
+    """`done` only if no file failed; `partial` if some did and others were imported or
+    skipped; `failed` if every file failed. The files' own rows carry the reasons."""
+    statuses = list(job.files.filter(is_archive=False).values_list("status", flat=True))
+    statuses += list(
+        job.files.filter(is_archive=True, status=ImportFile.Status.FAILED).values_list(
+            "status", flat=True
+        )
+    )
+    failed = statuses.count(ImportFile.Status.FAILED)
+    if not failed:
+        return ImportJob.Status.DONE, ""
+    if failed == len(statuses):
+        noun = "the file" if failed == 1 else f"all {failed} files"
+        return ImportJob.Status.FAILED, f"{noun} failed; see each file's error"
+    return (
+        ImportJob.Status.PARTIAL,
+        f"{failed} of {len(statuses)} files failed; see each file's error",
+    )

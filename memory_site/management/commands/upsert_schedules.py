@@ -5,24 +5,26 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand
 from django_q.models import Schedule
 
-from memory_site.task_paths import (
-    CLOSE_STALE_SESSIONS_TASK,
-    REQUEUE_ABANDONED_IMPORTS_TASK,
-    RETENTION_TASK,
-)
+from memory_site.task_paths import CLOSE_STALE_SESSIONS_TASK, JOBS_RESUME_TASK, RETENTION_TASK
 
 # name -> (dotted function path, schedule type, minutes)
 SCHEDULES = {
     "mnemo-close-stale-sessions": (CLOSE_STALE_SESSIONS_TASK, Schedule.MINUTES, 5),
-    "mnemo-requeue-abandoned-imports": (REQUEUE_ABANDONED_IMPORTS_TASK, Schedule.MINUTES, 1),
     "mnemo-retention": (RETENTION_TASK, Schedule.DAILY, None),
+    # Imports, document ingests and session closes whose worker died (memory_site.leases).
+    "mnemo-resume-abandoned-jobs": (JOBS_RESUME_TASK, Schedule.MINUTES, 1),
 }
 
 
+# Schedules of earlier versions, deleted so no worker runs a task path that no longer exists.
+RETIRED = ("mnemo-requeue-abandoned-imports",)
+
+
 class Command(BaseCommand):
-    help = "Upsert the periodic tasks (stale-session close, abandoned imports, retention)."
+    help = "Upsert the periodic tasks (stale-session close, retention, resuming abandoned jobs)."
 
     def handle(self, *args, **options):
+        Schedule.objects.filter(name__in=RETIRED).delete()
         for name, (func, schedule_type, minutes) in SCHEDULES.items():
             Schedule.objects.update_or_create(
                 name=name,

@@ -7,11 +7,11 @@ import threading
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
 from ingestion_app.models import ImportedConversation, ImportFile, ImportJob
-from ingestion_app.services.imports import jobs
 from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
 from tests.ingestion_app.export_builders import (
     chatgpt_linear,
@@ -50,7 +50,8 @@ def test_one_broken_file_leaves_no_chunks_and_does_not_stop_the_others(
     titles = set(import_chunks(user).values_list("metadata__conversation_title", flat=True))
     assert not any(str(t).startswith("Broken") for t in titles)
     assert not ImportedConversation.objects.filter(title__startswith="Broken").exists()
-    assert job.status == "done"
+    assert job.status == "partial"  # never "done" while a file failed
+    assert job.error == "1 of 3 files failed; see each file's error"
     assert job.summary["errors"]["count"] == 1
     assert job.summary["errors"]["files"][0]["name"] == "b-broken.json"
     assert "re-export" in job.summary["errors"]["files"][0]["recovery"]
@@ -138,8 +139,8 @@ def test_an_abandoned_running_job_is_resumed_but_a_live_one_is_left_alone(
     assert import_job_run(job_id=job.id).status == "running"  # another worker has it
     assert import_chunks(user).count() == 0
 
-    stale = timezone.now() - jobs.STALE_AFTER - timedelta(minutes=1)
-    ImportJob.objects.filter(id=job.id).update(heartbeat_at=stale)
+    expired = timezone.now() - timedelta(seconds=settings.MNEMO_JOB_LEASE_SECONDS + 1)
+    ImportJob.objects.filter(id=job.id).update(heartbeat_at=expired)
     resumed = import_job_run(job_id=job.id)
 
     assert resumed.status == "done" and resumed.attempts == 1
@@ -150,7 +151,7 @@ def test_the_periodic_task_hands_an_abandoned_job_to_a_worker_and_leaves_live_on
     user, tmp_path, fake_embedder, upload_dir
 ):
     """With the Redis broker a killed worker's task is gone: the schedule queues it again."""
-    from ingestion_app.tasks import import_jobs_requeue_abandoned_task
+    from ingestion_app.tasks import jobs_resume_abandoned_task
 
     live_path = write_json(tmp_path / "live.json", [chatgpt_linear("Live", EXCHANGES)])
     live = import_job_create_from_paths(user=user, paths=[live_path])
@@ -159,17 +160,17 @@ def test_the_periodic_task_hands_an_abandoned_job_to_a_worker_and_leaves_live_on
         tmp_path / "dead.json", [chatgpt_linear("Dead", EXCHANGES, conversation_id="dead")]
     )
     dead = import_job_create_from_paths(user=user, paths=[dead_path])
-    stale = timezone.now() - jobs.STALE_AFTER - timedelta(minutes=1)
+    stale = timezone.now() - timedelta(seconds=settings.MNEMO_JOB_LEASE_SECONDS + 1)
     ImportJob.objects.filter(id=dead.id).update(status="running", heartbeat_at=stale)
 
-    assert import_jobs_requeue_abandoned_task() == 1  # tasks run inline in tests
+    assert jobs_resume_abandoned_task()["imports"] == 1  # tasks run inline in tests
 
     dead.refresh_from_db()
     live.refresh_from_db()
     assert (dead.status, dead.attempts) == ("done", 1)
     assert live.status == "running"
     assert import_chunks(user).count() == 3
-    assert import_jobs_requeue_abandoned_task() == 0
+    assert jobs_resume_abandoned_task()["imports"] == 0
 
 
 @pytest.mark.django_db(transaction=True)
