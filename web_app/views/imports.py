@@ -11,7 +11,7 @@ from django.views.decorators.http import require_http_methods
 from ingestion_app.models import ImportFile, ImportJob
 from ingestion_app.services.imports.jobs import import_job_create
 from ingestion_app.services.imports.verification import import_summary_lines
-from memory_site.errors import InvalidInput
+from memory_site.errors import DomainError
 from privacy_app.selectors import browse_target
 from privacy_app.services.access_log import access_log_record
 from web_app.forms import ImportUploadForm
@@ -39,15 +39,16 @@ def import_list(request):
                     project_id=form.cleaned_data["project_id"].strip(),
                     origin=ImportJob.Origin.API,
                 )
-            except InvalidInput as exc:
+            except DomainError as exc:  # no file, or an archive over a cap or unsafe
                 form.add_error("files" if exc.field == "files" else None, exc.message)
+                status = exc.status_code
             else:
                 count = len(form.cleaned_data["files"])
                 messages.success(
                     request, f"Import started: {count} file{'s' if count != 1 else ''} uploaded."
                 )
                 return redirect("web:import-detail", import_id=job.id)
-        status = 400
+        status = status if status != 200 else 400
     page_obj = Paginator(import_jobs_for_user(user=target), PAGE_SIZE).get_page(
         request.GET.get("page")
     )

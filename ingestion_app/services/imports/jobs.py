@@ -20,7 +20,7 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from ingestion_app.models import ImportFile, ImportJob
-from ingestion_app.services.imports.archives import job_dir
+from ingestion_app.services.imports.archives import ArchiveRejected, archive_check, job_dir
 from ingestion_app.services.imports.conversations import (
     ImportProgress,
     JobWorkers,
@@ -66,12 +66,17 @@ def import_job_create(
 ) -> ImportJob:
     """Store the uploaded files with their manifest rows and queue the import.
 
-    Files are written to disk chunk by chunk while their SHA-256 is computed, so a large export
-    is never held in memory. The task is queued only after the transaction commits. Raises
-    InvalidInput when no file is given.
+    Zip uploads are checked against the archive caps first (``archive_check``), so a bomb or
+    an archive with traversal or symlink members is refused before anything is written. Files
+    are written to disk chunk by chunk while their SHA-256 is computed, so a large export is
+    never held in memory. The task is queued only after the transaction commits. Raises
+    InvalidInput when no file is given or an archive is unsafe, PayloadTooLarge (413) when an
+    archive is over a cap; nothing is left in the upload folder then.
     """
     if not uploads:
         raise InvalidInput("Attach one or more files in the 'files' field.", field="files")
+    for upload in uploads:
+        _upload_archive_check(upload)
     job = ImportJob(
         user=user,
         app_id=app_id or settings.MNEMO_DEFAULT_APP_ID,
@@ -112,6 +117,22 @@ def import_job_create(
         shutil.rmtree(directory, ignore_errors=True)
         raise
     return job
+
+
+def _upload_archive_check(upload: UploadedFile) -> None:
+    """Refuse a zip upload over the caps or with unsafe members, reading it where Django put it
+    (memory or its own temporary file), never from the upload folder."""
+    handle = upload.file
+    try:
+        handle.seek(0)
+        if handle.read(4) != b"PK\x03\x04":
+            return
+        handle.seek(0)
+        archive_check(handle, name=_safe_name(upload.name))
+    except ArchiveRejected as exc:
+        raise exc.as_domain_error() from exc
+    finally:
+        handle.seek(0)
 
 
 def import_job_enqueue(*, job_id) -> None:
