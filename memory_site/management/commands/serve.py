@@ -3,6 +3,13 @@
 One machine runs both (the default). A multi-node layout runs web-only nodes
 (`serve --no-worker`) behind a load balancer and worker-only nodes (`serve --no-web`), all on
 one DATABASE_URL and one REDIS_URL (docs/SCALING.md).
+
+Each child runs in its own process group, so the terminal's Ctrl-C reaches only this command,
+which then stops them in order: SIGINT to every group first, and SIGKILL to the whole group of
+whatever is still alive after STOP_GRACE_SECONDS. A django-q cluster waits for a busy worker to
+finish its task, and an import's parse pool lives in the worker's group, so without the group
+kill a busy worker would outlive the command. A job cut off this way keeps its lease until it
+runs out and is resumed by the next start's resume schedule.
 """
 
 from __future__ import annotations
@@ -17,6 +24,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from memory_site.database import database_preflight
+
+# Ctrl-C to nothing left running: graceful stop for this long, then SIGKILL (under 10 s).
+STOP_GRACE_SECONDS = 6.0
 
 
 class Command(BaseCommand):
@@ -54,7 +64,9 @@ class Command(BaseCommand):
             env["Q_WORKERS"] = str(q_workers)
         processes: dict[str, subprocess.Popen] = {}
         if not no_worker:
-            processes["task worker"] = subprocess.Popen([python, "manage.py", "qcluster"], env=env)
+            processes["task worker"] = subprocess.Popen(
+                [python, "manage.py", "qcluster"], env=env, start_new_session=True
+            )
         if not no_web:
             processes["web server"] = subprocess.Popen(
                 [
@@ -72,6 +84,7 @@ class Command(BaseCommand):
                     "5",
                 ],
                 env=env,
+                start_new_session=True,
             )
         parts = []
         if "web server" in processes:
@@ -100,16 +113,42 @@ class Command(BaseCommand):
             first_dead = next(
                 name for name, process in processes.items() if process.poll() is not None
             )
-        for process in processes.values():
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT)
-        for process in processes.values():
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        processes_stop(list(processes.values()))
         if first_dead:
             raise CommandError(
                 f"The {first_dead} exited on its own (is port {port} free?); stopped everything."
             )
         self.stdout.write("Mnemo stopped.")
+
+
+def processes_stop(processes: list[subprocess.Popen]) -> None:
+    """Stop each child and everything in its process group within STOP_GRACE_SECONDS (+1 s).
+
+    Each group first gets SIGINT, as a terminal's Ctrl-C would send (uvicorn shuts down
+    gracefully, the django-q cluster stops taking tasks); after the grace time every group
+    still holding a process gets SIGKILL, including the cluster's workers and an import's parse
+    pool, which a cluster waiting for a busy task would otherwise leave running.
+    """
+    for process in processes:
+        if process.poll() is None:
+            _signal_group(process, signal.SIGINT)
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
+    for process in processes:
+        try:
+            process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
+            pass
+    for process in processes:
+        _signal_group(process, signal.SIGKILL)  # also children left after the leader exited
+    for process in processes:
+        try:
+            process.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _signal_group(process: subprocess.Popen, signum: int) -> None:
+    try:
+        os.killpg(process.pid, signum)  # the child leads its own group (start_new_session)
+    except (ProcessLookupError, PermissionError):
+        pass
