@@ -94,14 +94,41 @@ OPERATION_ERRORS: dict[tuple[str, str], dict[str, list[tuple]]] = {
         "502": GENERIC["502"],
     },
     ("post", "/api/v1/imports"): {
-        "400": [("invalid_input", "files: This list may not be empty.", "files")],
+        "400": [
+            ("invalid_input", "files: This list may not be empty.", "files"),
+            (
+                "archive_unsafe",
+                "export.zip: member '../x.json' points outside the archive (path traversal)",
+                "files",
+            ),
+        ],
+        "413": [
+            (
+                "archive_too_large",
+                "export.zip: member 'conversations.json' expands 1021 times; the limit is 100 "
+                "(MNEMO_ARCHIVE_MAX_RATIO)",
+                "files",
+            )
+        ],
     },
     ("get", "/api/v1/imports/{import_id}"): {
         "404": [("import_not_found", "Import 6f1c1f56-... not found.", None)],
     },
     ("post", "/api/v1/knowledge/ingest"): {
         "400": [("invalid_input", "text: Send either 'text' or a 'file'.", "text")],
-        "502": [("embedding_failed", "The embedding model failed; nothing was stored.", None)],
+        "413": [
+            (
+                "payload_too_large",
+                "The document is 12000000 bytes; the limit is 10485760 (MNEMO_MAX_DOCUMENT_BYTES).",
+                "text",
+            )
+        ],
+    },
+    **{
+        (method, "/api/v1/knowledge/ingest/{job_id}"): {
+            "404": [("ingest_job_not_found", "Ingest job 6f1c1f56-... not found.", None)]
+        }
+        for method in ("get", "delete")
     },
     ("post", "/api/v1/memory/commit"): {
         "404": [SESSION_NOT_FOUND],
