@@ -6,6 +6,7 @@ subclasses; DRF and Django exceptions are translated here so views never build e
 
 from __future__ import annotations
 
+import errno
 import sys
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -69,6 +70,15 @@ class ServiceUnavailable(DomainError):
 # The database refused or lost the connection: a 503 the client may retry, never a 500.
 # Django closes a connection that failed at the end of the request, so the next request
 # reconnects by itself once the database is back.
+# The disk (or the process's file-size limit) is full: the upload is refused, nothing is kept.
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+DISK_FULL_MESSAGE = "The server has no space left for this upload; nothing was stored."
+
+
+def is_disk_full(exc: BaseException | None) -> bool:
+    return isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS
+
+
 DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
 RETRY_AFTER_SECONDS = 5
 DATABASE_UNAVAILABLE_MESSAGE = "The database is unavailable; retry shortly."
@@ -130,6 +140,10 @@ def api_exception_handler(exc, context):
         return response
     if isinstance(exc, DomainError):
         return Response(error_body(exc.code, exc.message, exc.field), status=exc.status_code)
+    if is_disk_full(exc):
+        response = Response(error_body("storage_full", DISK_FULL_MESSAGE), status=507)
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
     if isinstance(exc, Http404):
         return Response(error_body("not_found", "Not found."), status=404)
     if isinstance(exc, DjangoPermissionDenied):
@@ -191,6 +205,13 @@ def json_500(request):
             response = HttpResponse(
                 DATABASE_UNAVAILABLE_MESSAGE, status=503, content_type="text/plain"
             )
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
+    if is_disk_full(sys.exc_info()[1]):
+        if request.path.startswith("/api/"):
+            response = error_response(507, "storage_full", DISK_FULL_MESSAGE)
+        else:
+            response = HttpResponse(DISK_FULL_MESSAGE, status=507, content_type="text/plain")
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
     if request.path.startswith("/api/"):

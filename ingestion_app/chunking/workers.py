@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
 import gc
+import os
+import signal
 from collections.abc import Sequence
 
 from ingestion_app.chunking.conversations import (
@@ -28,6 +31,7 @@ def prepare_worker_init() -> None:
     collection and collections run less often; reference counting still frees everything
     the worker drops, so memory stays flat.
     """
+    _die_with_parent()
     count_tokens("warm up")
     gc.freeze()
     gc.set_threshold(*WORKER_GC_THRESHOLDS)
@@ -55,3 +59,18 @@ def prepare_conversations(
             chunk.token_count = count_tokens(chunk.exchange_markdown())
         prepared.append((redacted, chunks))
     return prepared
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this worker when the process that started it dies.
+
+    A task worker killed outright (kill -9, out of memory) cannot shut its pool down, and an
+    orphaned pool worker would stay blocked on its queue; elsewhere this is a no-op.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:  # the parent died before the call took effect
+            os._exit(1)
+    except (OSError, AttributeError):
+        pass

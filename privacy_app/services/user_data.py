@@ -67,6 +67,7 @@ SECTIONS = {
     "ingestion_app.ImportFile": "import_files",
     "ingestion_app.ImportedConversation": "imported_conversations",
     "ingestion_app.Document": "documents",
+    "ingestion_app.DocumentIngestJob": "document_ingest_jobs",
     "context_app.TopicSummary": "topics",
     "context_app.TopicOverride": "topic_overrides",
     "context_app.OptOut": "opt_out",
