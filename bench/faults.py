@@ -12,7 +12,11 @@
 The web server is uvicorn (ASGI, as `make run` serves it) on its own embedded database under
 ``--data-dir`` (created and migrated), tasks inline, the model provider a loopback
 OpenAI-compatible fake (tests/fake_openai.py), so only Mnemo's own behaviour is measured.
-Run: ``.venv/bin/python bench/faults.py --data-dir /tmp/faults_<branch>``.
+3. Imports (``--imports-mib 10,200``) through API, upload page and CLI, and a worker killed
+   mid-import (``--kill-worker``), against ``manage.py serve`` (bench/faults_imports.py).
+
+Run: ``.venv/bin/python bench/faults.py --data-dir /tmp/faults_<branch>``; only the import
+part: ``--fuzz-seconds 0 --outage 0 --imports-mib 10 --kill-worker``.
 
 Measured (2 shared cores, load 11-13; commit of this file): fuzz 180 s, 2,485 requests over 25
 operations, 0 5xx, 0 check failures; database down 10 s under 4 clients: 892 responses while
@@ -215,6 +219,13 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--before", type=float, default=5.0)
     parser.add_argument("--outage", type=float, default=10.0)
+    parser.add_argument(
+        "--imports-mib",
+        default="",
+        help="comma-separated export sizes imported via API, page and CLI (e.g. 10,200)",
+    )
+    parser.add_argument("--kill-worker", action="store_true", help="kill a worker mid-import")
+    parser.add_argument("--serve-port", type=int, default=8766)
     args = parser.parse_args()
 
     from tests.fake_openai import FakeOpenAIServer
@@ -240,6 +251,17 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(timeout=15)
+        if args.imports_mib or args.kill_worker:
+            from bench.faults_imports import run_imports, run_worker_kill
+
+            serve_env = {**os.environ, **env, "MNEMO_TASKS_SYNC": "0", "LLM_PROVIDER": "local"}
+            work_dir = Path(args.data_dir) / "exports"
+            work_dir.mkdir(parents=True, exist_ok=True)
+            if args.imports_mib:
+                sizes = [int(size) for size in args.imports_mib.split(",") if size]
+                run_imports(serve_env, args.serve_port, sizes, work_dir)
+            if args.kill_worker:
+                run_worker_kill(serve_env, args.serve_port, work_dir)
     finally:
         model.stop()
     print(f"load at end {os.getloadavg()}")
