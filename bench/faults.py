@@ -224,6 +224,9 @@ def main() -> None:
         default="",
         help="comma-separated export sizes imported via API, page and CLI (e.g. 10,200)",
     )
+    parser.add_argument(
+        "--import-entries", default="api,page,cli", help="entry points for --imports-mib"
+    )
     parser.add_argument("--kill-worker", action="store_true", help="kill a worker mid-import")
     parser.add_argument("--serve-port", type=int, default=8766)
     args = parser.parse_args()
@@ -259,7 +262,8 @@ def main() -> None:
             work_dir.mkdir(parents=True, exist_ok=True)
             if args.imports_mib:
                 sizes = [int(size) for size in args.imports_mib.split(",") if size]
-                run_imports(serve_env, args.serve_port, sizes, work_dir)
+                entries = tuple(args.import_entries.split(","))
+                run_imports(serve_env, args.serve_port, sizes, work_dir, entries)
             if args.kill_worker:
                 run_worker_kill(serve_env, args.serve_port, work_dir)
     finally:

@@ -222,7 +222,9 @@ def import_via_cli(env: dict, path: Path, username: str) -> dict:
     }
 
 
-def run_imports(env: dict, port: int, sizes_mib: list[int], work_dir: Path) -> None:
+def run_imports(
+    env: dict, port: int, sizes_mib: list[int], work_dir: Path, entries=("api", "page", "cli")
+) -> None:
     from bench.import_bench import generate_export
 
     serve = start_serve(env, port)
@@ -235,11 +237,14 @@ def run_imports(env: dict, port: int, sizes_mib: list[int], work_dir: Path) -> N
                 print(f"generated {path.name}: {conversations} conversations, {pairs} pairs")
             results = {}
             stamp = int(time.time())
-            for entry, runner in (
-                ("api", lambda u, p=path: import_via_api(base_url, serve, p, u)),
-                ("page", lambda u, p=path: import_via_page(base_url, serve, p, u)),
-                ("cli", lambda u, p=path: import_via_cli(env, p, u)),
-            ):
+            runners = {
+                "api": lambda u, p=path: import_via_api(base_url, serve, p, u),
+                "page": lambda u, p=path: import_via_page(base_url, serve, p, u),
+                "cli": lambda u, p=path: import_via_cli(env, p, u),
+            }
+            for entry, runner in runners.items():
+                if entry not in entries:
+                    continue
                 username = f"imp-{entry}-{size}-{stamp}"
                 outcome = runner(username)
                 results[entry] = (username, outcome)
@@ -248,9 +253,9 @@ def run_imports(env: dict, port: int, sizes_mib: list[int], work_dir: Path) -> N
                     f"{outcome['seconds']:.0f} s, peak RSS {outcome['rss'] / 2**20:.0f} MiB, "
                     f"{len(_memories(username))} chunks, load {os.getloadavg()}"
                 )
-            stored = {entry: _memories(username) for entry, (username, _) in results.items()}
-            same = stored["api"] == stored["page"] == stored["cli"]
-            print(f"import {size} MiB: the same memories through API, page and CLI: {same}")
+            stored = [_memories(username) for username, _ in results.values()]
+            same = all(memories == stored[0] for memories in stored)
+            print(f"import {size} MiB: the same memories through {', '.join(results)}: {same}")
     finally:
         print(f"serve stopped {stop_serve(serve):.1f} s after Ctrl-C")
 
