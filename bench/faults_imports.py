@@ -11,6 +11,11 @@ docs/RELIABILITY.md's import sections. Called by bench/faults.py (``--imports-mi
   (with its parse pool) killed with SIGKILL once it is busy; reported: the time from the kill
   to another worker resuming the job (lease MNEMO_JOB_LEASE_SECONDS, then the one-minute
   resume schedule), to the job being done, and whether its memories equal a clean import's.
+
+Measured (2 shared cores, load 21-23): 10 MiB (3,254 pairs) done via API in 57 s (peak RSS of
+the cluster tree 895 MiB), page 48 s (950 MiB), CLI 81 s (366 MiB), the same memories; worker
+killed mid-import: resumed after 57 s, done after 117 s, same memories as a clean import, no
+pool process left; serve gone 5.6-6.9 s after Ctrl-C.
 """
 
 from __future__ import annotations
