@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install run test test-external lint browser-deps redis-deps db-stop
+.PHONY: install run test test-external lint browser-deps redis-deps db-stop embedder
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,8 +25,14 @@ $(STAMP): requirements.txt
 
 install: $(STAMP)
 
+# The int8 ONNX embedder, exported from the bundled weights and checked against torch once
+# (cached under var/models; a no-op when present).
+embedder: install
+	$(PY) manage.py embedder_prepare
+
 run: install
 	$(PY) manage.py migrate --noinput
+	$(PY) manage.py embedder_prepare
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(PY) manage.py upsert_schedules
 	$(PY) manage.py ensure_admin --url http://$(HOST):$(PORT)
@@ -44,7 +50,7 @@ redis-deps:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; }
 
-test: install browser-deps redis-deps
+test: install browser-deps redis-deps embedder
 	$(PY) -m pytest -q
 
 # The database-facing tests again, against a second PostgreSQL over TCP with a password and a

@@ -266,6 +266,15 @@ EMBEDDING_DIMENSIONS = env_int(
     "EMBEDDING_DIMENSIONS", 384 if EMBEDDING_PROVIDER == "local" else 1536
 )
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64)
+# The local embedder's runtime: "onnx" (int8 graph exported once under DATA_DIR/models, no torch
+# at run time; falls back to torch if it misses the parity check) or "torch".
+EMBEDDING_BACKEND = env_str("EMBEDDING_BACKEND", "onnx")
+if EMBEDDING_BACKEND not in {"onnx", "torch"}:
+    raise ImproperlyConfigured(
+        f"EMBEDDING_BACKEND must be onnx or torch, got {EMBEDDING_BACKEND!r}"
+    )
+# ONNX Runtime intra-op threads per forward pass (passes already run side by side).
+EMBEDDING_ONNX_THREADS = env_int("EMBEDDING_ONNX_THREADS", 1)
 # torch intra-op threads for the local embedder (0 = torch's default of one per core).
 EMBEDDING_TORCH_THREADS = env_int("EMBEDDING_TORCH_THREADS", 1)
 # Forward passes of the local embedder run side by side (one torch thread each): a call with

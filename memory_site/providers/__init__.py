@@ -4,6 +4,7 @@ a loopback server) and clients are cached per configuration."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from functools import lru_cache
 from typing import TypeVar
@@ -19,6 +20,7 @@ from memory_site.providers.base import (
     StreamChunk,
 )
 from memory_site.providers.local import LocalEmbedder, LocalLLM
+from memory_site.providers.local_onnx import OnnxEmbedder, onnx_model_prepare
 from memory_site.providers.openai_provider import OpenAIEmbedder, OpenAILLM, make_client
 
 __all__ = [
@@ -48,8 +50,22 @@ def _openai_embedder(api_key, base_url, model, dimensions, timeout, retries) -> 
     return OpenAIEmbedder(client, model=model, dimensions=dimensions)
 
 
-@lru_cache(maxsize=1)
-def _local_embedder() -> LocalEmbedder:
+logger = logging.getLogger(__name__)
+
+
+@lru_cache(maxsize=2)
+def _local_embedder(backend: str) -> Embedder:
+    """The onnx embedder when its cached graph passed parity (exported on first use), else the
+    torch one; both give all-MiniLM-L6-v2 vectors, so stored vectors stay valid either way."""
+    if backend == "onnx":
+        model_path = onnx_model_prepare(settings.DATA_DIR)
+        if model_path is not None:
+            return OnnxEmbedder(
+                model_path,
+                threads=settings.EMBEDDING_ONNX_THREADS,
+                workers=settings.EMBEDDING_WORKERS,
+            )
+        logger.warning("EMBEDDING_BACKEND=onnx is not usable; local embeddings run on torch")
     return LocalEmbedder(
         batch_size=settings.EMBEDDING_BATCH_SIZE,
         threads=settings.EMBEDDING_TORCH_THREADS,
@@ -75,7 +91,7 @@ def get_llm() -> LLM:
 
 def get_embedder() -> Embedder:
     if settings.EMBEDDING_PROVIDER == "local":
-        return _local_embedder()
+        return _local_embedder(settings.EMBEDDING_BACKEND)
     return _openai_embedder(
         settings.OPENAI_API_KEY,
         settings.OPENAI_BASE_URL,

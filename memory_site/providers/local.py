@@ -35,6 +35,7 @@ class LocalEmbedder:
     """
 
     name = "local"
+    backend = "torch"
     model = "all-MiniLM-L6-v2"
     dimensions = 384
 

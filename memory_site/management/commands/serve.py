@@ -24,6 +24,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from memory_site.database import database_preflight
+from memory_site.providers.local_onnx import onnx_model_prepare
 
 # Ctrl-C to nothing left running: graceful stop for this long, then SIGKILL (under 10 s).
 STOP_GRACE_SECONDS = 6.0
@@ -59,6 +60,9 @@ class Command(BaseCommand):
         if problems:
             raise CommandError("Mnemo cannot start: " + "; ".join(problems))
         python = sys.executable
+        # Export the onnx embedder here, once, before the web server and the worker both load it.
+        if settings.EMBEDDING_PROVIDER == "local" and settings.EMBEDDING_BACKEND == "onnx":
+            onnx_model_prepare(settings.DATA_DIR)
         env = {**os.environ, "MNEMO_WARM_EMBEDDER": "1"}
         if q_workers is not None:
             env["Q_WORKERS"] = str(q_workers)
