@@ -200,10 +200,10 @@ def main() -> None:
         user_model = get_user_model()
         warmup = user_model.objects.create_user(username="bench-warmup")
         bench_request_path(warmup, rng, 10)
-        import torch
-
+        embedder = get_embedder()
         print(
-            f"database {database}, CPUs {os.cpu_count()}, torch threads {torch.get_num_threads()}, "
+            f"database {database}, CPUs {os.cpu_count()}, embedder "
+            f"{getattr(embedder, 'backend', embedder.name)} ({embedder.workers} workers), "
             f"load average {os.getloadavg()[0]:.1f}"
         )
         bench_request_path(
