@@ -73,16 +73,12 @@ def test_onnx_keeps_each_text_with_its_vector_across_passes_and_threads(onnx_bac
     texts = TEXTS * 3  # several passes over two worker threads
     together = embedder.embed(texts)
     alone = [embedder.embed([text])[0] for text in TEXTS]
-    own = list(range(len(TEXTS))) * 3
-    # Each vector is its own text's: nearest to it among all the texts' vectors. int8
-    # activations are scaled per pass, so batching moves a vector a little (cosine > 0.98).
-    assert list((np.array(together) @ np.array(alone).T).argmax(axis=1)) == own
-    assert cosines(together, alone * 3).min() > 0.98
+    # A text's vector does not depend on the texts it is embedded with.
+    assert np.allclose(together, alone * 3, atol=1e-6)
     with ThreadPoolExecutor(max_workers=6) as pool:
         results = list(pool.map(lambda text: embedder.embed([text, "ok"]), TEXTS * 4))
     firsts = np.array([vectors[0] for vectors in results])
-    assert list((firsts @ np.array(alone).T).argmax(axis=1)) == list(range(len(TEXTS))) * 4
-    assert cosines(firsts, alone * 4).min() > 0.98
+    assert np.allclose(firsts, alone * 4, atol=1e-6)
 
 
 def test_failed_parity_check_falls_back_to_torch_with_a_clear_message(
