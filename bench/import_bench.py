@@ -23,6 +23,9 @@ this benchmark's own busy processes), 200 MB export, 61,688 pairs:
   202 MB. Before the throughput work: 404 pairs/s, 2.76 ms CPU per pair (main 0.39, workers
   1.9, PostgreSQL 0.38), peak 183 MB.
 - embed (10 MB, 3,101 pairs): 23 pairs/s, 76 ms CPU per pair, nearly all of it the model.
+  With the onnx backend (int8; in-progress version with passes of 8 texts), at load average 19:
+  41.9 ms CPU per pair (main 38.8), 3.5 pairs/s wall on the overloaded machine, peak 552 MB;
+  at that CPU cost an idle 2-core machine would reach ~45 pairs/s, not the 100 targeted.
 """
 
 from __future__ import annotations

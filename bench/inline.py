@@ -19,6 +19,10 @@ Measured (2 cores, otherwise idle, load 0.6 at start; commit 39c4066): after an 
 p50 61.4 / p95 71.7 ms (embedding header+prompt alone p50 44.6 / p95 48.9 ms); after a user
 message p50 39.8 / p95 44.5 ms; close task of a 50-turn session p50 62.6 / p95 66.4 ms.
 Before the one-call embedding (two embeddings one after the other): p50 92.5 / p95 106 ms.
+onnx vs torch backend, back to back on the shared VM at load average ~23 (60 exchanges; absolute
+figures ~15x an idle machine's): after a reply p50 747 vs 1135 ms, p95 1015 vs 1456 ms; of which
+embedding header+prompt p50 238 vs 709 ms (3.0x), p95 330 vs 997 ms; after a user message p50
+315 vs 548 ms. Not yet measured idle.
 """
 
 from __future__ import annotations
