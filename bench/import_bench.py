@@ -23,9 +23,10 @@ this benchmark's own busy processes), 200 MB export, 61,688 pairs:
   202 MB. Before the throughput work: 404 pairs/s, 2.76 ms CPU per pair (main 0.39, workers
   1.9, PostgreSQL 0.38), peak 183 MB.
 - embed (10 MB, 3,101 pairs): 23 pairs/s, 76 ms CPU per pair, nearly all of it the model.
-  With the onnx backend (int8; in-progress version with passes of 8 texts), at load average 19:
-  41.9 ms CPU per pair (main 38.8), 3.5 pairs/s wall on the overloaded machine, peak 552 MB;
-  at that CPU cost an idle 2-core machine would reach ~45 pairs/s, not the 100 targeted.
+  With the onnx backend (int8, one text per pass), 2 MB / 630 pairs at load average 18.5:
+  38.2 ms CPU per pair (main 37.1), 7.9 pairs/s wall on the overloaded machine, peak 341 MB;
+  at that CPU cost an idle 2-core machine would reach ~50 pairs/s, not the 100 targeted
+  (CPU per pair is inflated under such load; not yet measured idle).
 """
 
 from __future__ import annotations

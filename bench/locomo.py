@@ -19,6 +19,10 @@ Run: ``.venv/bin/python bench/locomo.py --data ../shared/bench/locomo-dev.json``
 (``--reuse`` keeps an earlier ingest in the same data dir; ``--variants`` compares settings of
 the ranking on the same ingest). Uses its own embedded database (``--data-dir``, default
 /tmp/locomo_data) so it never touches the project's data.
+
+Local embedder backends on the dev set (883 questions, --no-baselines, both run side by side at
+load average ~20): EMBEDDING_BACKEND=onnx (int8) recall@2000 0.7890, @10 0.7799; torch 0.7889,
+@10 0.7804.
 """
 
 from __future__ import annotations
