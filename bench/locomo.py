@@ -15,6 +15,13 @@ p50/p95 search latency (database time of the search; the query embedding is show
 the same recall for BM25 and dense-only (all-MiniLM-L6-v2) over single turns, computed in the
 same run (bench/locomo_data.py). The last line is one JSON object.
 
+LongMemEval-format files (``qa`` entries with ``question_type`` and ``question_date``) run the
+same way: figures are also printed per question type, each question is searched `as_of` its
+``question_date``, and ``--limit N`` takes N questions round-robin over the types. Also
+printed: the budget fill (items and characters inside the 2,000-character budget) and
+``unrelated_empty_rate``, the share of questions that return nothing when asked of a
+different conversation's user (the relevance floor's false-positive side).
+
 Run: ``.venv/bin/python bench/locomo.py --data ../shared/bench/locomo-dev.json``
 (``--reuse`` keeps an earlier ingest in the same data dir; ``--variants`` compares settings of
 the ranking on the same ingest). Uses its own embedded database (``--data-dir``, default
@@ -56,6 +63,17 @@ TUNABLE = (
     "VECTOR_WEIGHT",
     "RRF_K",
     "CONTEXT_TF_WEIGHT",
+    "QUESTION_WEIGHT",
+    "RELEVANCE_FLOOR",
+    "ITEM_RELEVANCE_FLOOR",
+    "KEYWORD_HALF",
+    "VECTOR_ZERO",
+    "VECTOR_ONE",
+    "SUPERSEDE_SIMILARITY",
+    "AGGREGATE_WINDOW",
+    "TRIM_MIN_CHARS",
+    "TRIM_CHARS",
+    "COLLAPSE_ON_OVERLAP",
 )
 
 
@@ -64,7 +82,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--data", required=True, help="LoCoMo-format JSON file")
     parser.add_argument("--data-dir", default="/tmp/locomo_data", help="embedded database dir")
     parser.add_argument("--reuse", action="store_true", help="keep conversations already ingested")
-    parser.add_argument("--limit", type=int, default=0, help="only the first N conversations")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=0,
+        help="only N conversations (LongMemEval: N questions, round-robin over question types)",
+    )
     parser.add_argument(
         "--variants",
         default="",
@@ -94,6 +117,41 @@ def setup_django(data_dir: str) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+
+
+def parse_question_date(question_date: str) -> datetime | None:
+    """ "2023/05/30 (Tue) 23:40" -> an aware datetime; None when absent or unreadable."""
+    from django.utils import timezone
+
+    text = " ".join(part for part in question_date.split() if not part.startswith("("))
+    try:
+        parsed = datetime.strptime(text, "%Y/%m/%d %H:%M")
+    except ValueError:
+        return None
+    return timezone.make_aware(parsed, timezone.get_default_timezone())
+
+
+def question_type_of(question: ld.Question) -> str:
+    return question.question_type or ld.CATEGORY_NAMES.get(question.category, "other")
+
+
+def limit_conversations(conversations: list[ld.Conversation], limit: int) -> list:
+    """The first `limit` conversations; for LongMemEval (one question each) round-robin over
+    question types, so a quick run still covers every type."""
+    if not limit:
+        return conversations
+    typed = [c for c in conversations if c.questions and c.questions[0].question_type]
+    if len(typed) != len(conversations):
+        return conversations[:limit]
+    by_type: dict[str, list] = {}
+    for conversation in conversations:
+        by_type.setdefault(conversation.questions[0].question_type, []).append(conversation)
+    chosen = []
+    while len(chosen) < limit and any(by_type.values()):
+        for queue in by_type.values():
+            if queue and len(chosen) < limit:
+                chosen.append(queue.pop(0))
+    return chosen
 
 
 def parse_session_date(date_time: str) -> datetime:
@@ -226,6 +284,16 @@ class Scores:
         self.search_cpu_ms: list[float] = []
         self.embed_ms: list[float] = []
         self.chars_used: list[int] = []
+        self.items_used: list[int] = []
+        # Per question type (LongMemEval names, else LoCoMo's category names).
+        self.by_type: dict[str, dict[str, list[float]]] = {}
+        # 1 when the question asked of another conversation's user returned nothing.
+        self.unrelated_empty: list[float] = []
+
+    def type_add(self, name: str, budget: float, at10: float) -> None:
+        entry = self.by_type.setdefault(name, {"budget": [], "at10": []})
+        entry["budget"].append(budget)
+        entry["at10"].append(at10)
 
     @staticmethod
     def mean(values: Sequence[float]) -> float:
@@ -242,7 +310,10 @@ class Scores:
 
 
 def evaluate(
-    conversations: Sequence[ld.Conversation], users: dict, sources: list[str] | None
+    conversations: Sequence[ld.Conversation],
+    users: dict,
+    sources: list[str] | None,
+    unrelated: bool = True,
 ) -> Scores:
     from context_app.selectors import SOURCES, format_date, format_hit, memory_search
     from memory_site.providers import get_embedder
@@ -251,8 +322,14 @@ def evaluate(
     embedder = get_embedder()
     scores = Scores()
     clock = CpuClock()
-    for conversation in conversations:
+    for index, conversation in enumerate(conversations):
         user = users[conversation.sample_id]
+        # The conversation whose user is asked this one's questions (unrelated_empty_rate).
+        stranger = (
+            users[conversations[(index + 1) % len(conversations)].sample_id]
+            if unrelated and len(conversations) > 1
+            else None
+        )
         dia_of = dict(
             Message.objects.filter(user=user).values_list("id", "metadata__dia_id").iterator()
         )
@@ -262,6 +339,7 @@ def evaluate(
             started = time.perf_counter()
             vector = embedder.embed([question.question])[0]
             scores.embed_ms.append((time.perf_counter() - started) * 1000)
+            as_of = parse_question_date(question.question_date)
             cpu_started = clock.now_ms()
             result = memory_search(
                 user=user,
@@ -272,6 +350,7 @@ def evaluate(
                 sources=sources or SOURCES,
                 mode="hybrid",
                 query_embedding=vector,
+                as_of=as_of,
             )
             scores.search_ms.append(result.search_ms)
             scores.search_ms_by_category[question.category].append(result.search_ms)
@@ -285,10 +364,24 @@ def evaluate(
                 )
                 for hit in result.items
             ]
-            scores.budget[question.category].append(
-                ld.recall_within_budget(ranked, question.evidence)
-            )
-            scores.at10[question.category].append(ld.recall_at_k(ranked, question.evidence))
+            budget = ld.recall_within_budget(ranked, question.evidence)
+            at10 = ld.recall_at_k(ranked, question.evidence)
+            scores.budget[question.category].append(budget)
+            scores.at10[question.category].append(at10)
+            scores.type_add(question_type_of(question), budget, at10)
+            if stranger is not None:
+                foreign = memory_search(
+                    user=stranger,
+                    query=question.question,
+                    app_id=APP_ID,
+                    top_k=SEARCH_TOP_K,
+                    max_tokens=None,
+                    sources=sources or SOURCES,
+                    mode="hybrid",
+                    query_embedding=vector,
+                    as_of=as_of,
+                )
+                scores.unrelated_empty.append(0.0 if foreign.items else 1.0)
             plain = [
                 ld.RetrievedItem(f"({format_date(hit.occurred_at)}) {hit.content}", item.dia_ids)
                 for hit, item in zip(result.items, ranked, strict=True)
@@ -296,22 +389,27 @@ def evaluate(
             scores.plain[question.category].append(
                 ld.recall_within_budget(plain, question.evidence)
             )
-            used = 0
+            used = taken = 0
             for item in ranked:
                 if used + len(item.text) > ld.BUDGET_CHARS:
                     break
                 used += len(item.text)
+                taken += 1
             scores.chars_used.append(used)
+            scores.items_used.append(taken)
     return scores
 
 
 def tunable_module(name: str):
     """The module that owns a ranking setting: fusion weights live with memory_search, BM25
     settings with the store's candidate SQL."""
-    from context_app import selectors
+    from context_app import search_quality, selectors
     from ingestion_app.selectors import search_candidates
 
-    return selectors if hasattr(selectors, name) else search_candidates
+    for module in (selectors, search_quality):
+        if hasattr(module, name):
+            return module
+    return search_candidates
 
 
 def apply_variant(spec: str) -> dict[str, float]:
@@ -339,8 +437,7 @@ def main() -> None:
 
         torch.set_num_threads(args.torch_threads)
     conversations, evidence_report = ld.load_locomo(args.data)
-    if args.limit:
-        conversations = conversations[: args.limit]
+    conversations = limit_conversations(conversations, args.limit)
     print(evidence_report.summary())
     setup_django(args.data_dir)
     from memory_site.providers import get_embedder
@@ -356,10 +453,15 @@ def main() -> None:
             variant = evaluate(conversations, users, sources)
         finally:
             restore(previous)
-        categories = " ".join(f"c{c} {variant.category(c):.3f}" for c in ld.SCORED_CATEGORIES)
+        types = " ".join(
+            f"{name} {Scores.mean(values['budget']):.3f}"
+            for name, values in sorted(variant.by_type.items())
+        )
         print(
             f"variant {spec}: budget {variant.overall():.3f} @10 {variant.overall('at10'):.3f} "
-            f"plain {variant.overall('plain'):.3f} [{categories}]",
+            f"unrelated_empty_rate {Scores.mean(variant.unrelated_empty):.3f} "
+            f"fill {Scores.mean(variant.items_used):.1f} items "
+            f"{Scores.mean(variant.chars_used):.0f} chars [{types}]",
             flush=True,
         )
 
@@ -419,6 +521,24 @@ def main() -> None:
             f"p50 {ld.percentile(scores.search_cpu_ms, 50):.1f} ms, "
             f"p95 {ld.percentile(scores.search_cpu_ms, 95):.1f} ms"
         )
+    if any(name not in ld.CATEGORY_NAMES.values() for name in scores.by_type):
+        print(f"\n{'question type':<28}{'questions':>10}{'mnemo@2000':>12}{'mnemo@10':>10}")
+        for name, values in sorted(scores.by_type.items()):
+            print(
+                f"{name:<28}{len(values['budget']):>10}{Scores.mean(values['budget']):>12.3f}"
+                f"{Scores.mean(values['at10']):>10.3f}"
+            )
+    unrelated_rate = Scores.mean(scores.unrelated_empty)
+    print(
+        f"recall_budget {scores.overall():.3f}  unrelated_empty_rate {unrelated_rate:.3f} "
+        f"({len(scores.unrelated_empty)} questions asked of another conversation's user)"
+    )
+    print(
+        f"budget fill: {Scores.mean(scores.items_used):.1f} items, "
+        f"{Scores.mean(scores.chars_used):.0f} of {ld.BUDGET_CHARS} chars on average "
+        f"(p50 {ld.percentile(scores.chars_used, 50):.0f}); load average "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+    )
     print(
         f"same ranking, items rendered unquoted without source labels: "
         f"{scores.overall('plain'):.3f} within the budget"
@@ -443,6 +563,18 @@ def main() -> None:
         "search_p50_ms": round(ld.percentile(scores.search_ms, 50), 2),
         "search_p95_ms": round(ld.percentile(scores.search_ms, 95), 2),
         "questions": scores.questions(),
+        "unrelated_empty_rate": round(unrelated_rate, 4),
+        "budget_items_mean": round(Scores.mean(scores.items_used), 2),
+        "budget_chars_mean": round(Scores.mean(scores.chars_used), 1),
+        "by_type": {
+            name: {
+                "questions": len(values["budget"]),
+                "recall_budget": round(Scores.mean(values["budget"]), 4),
+                "recall_at_10": round(Scores.mean(values["at10"]), 4),
+            }
+            for name, values in sorted(scores.by_type.items())
+        },
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(summary))
 

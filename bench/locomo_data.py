@@ -65,6 +65,9 @@ class Question:
     answer: str
     evidence: tuple[str, ...]
     category: int
+    # LongMemEval-format files only: the benchmark's question type and the date it is asked.
+    question_type: str = ""
+    question_date: str = ""
 
 
 @dataclass
@@ -164,6 +167,8 @@ def load_locomo(path: str | Path) -> tuple[list[Conversation], EvidenceReport]:
                     answer=str(qa.get("answer", qa.get("adversarial_answer", ""))),
                     evidence=tuple(kept),
                     category=int(qa["category"]),
+                    question_type=str(qa.get("question_type") or ""),
+                    question_date=str(qa.get("question_date") or ""),
                 )
             )
         conversations.append(

@@ -40,11 +40,12 @@ import math
 import re
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.db import connection, transaction
 from django.utils import timezone
 
+from context_app import search_quality
 from ingestion_app.models import MemoryItem
 from ingestion_app.selectors import scope as search_scope
 from ingestion_app.selectors import search_candidates
@@ -85,6 +86,10 @@ PAIR_WEIGHT = 0.5
 SUMMARY_WEIGHT = 0.5
 CANDIDATES_PER_SIDE = 100
 MAX_KEYWORD_QUERY_CHARS = 4000  # a pasted document as query: only its start is parsed
+# One exchange, one slot: an item whose messages overlap those of an item already taken (a
+# turn pair and its message items, passages of one message) is skipped, as is one of an
+# exchange (metadata["exchange_key"]) already taken.
+COLLAPSE_ON_OVERLAP = True
 
 
 @dataclass
@@ -163,6 +168,8 @@ def memory_search(
     filters: SearchFilters | None = None,
     recency_half_life_days: float | None = None,
     query_embedding: list[float] | None = None,
+    as_of: datetime | None = None,
+    min_relevance: float | None = None,
 ) -> SearchResult:
     """Rank the caller's memories for `query`; never reads another user's or app's rows.
 
@@ -173,6 +180,12 @@ def memory_search(
     running token total past max_tokens (None: no budget). min_similarity drops items whose
     cosine similarity to the query is lower (not in keyword mode; None: no threshold). A query
     with web-search operators ("exact phrase", -word) only returns items matching them.
+
+    Trust rules (context_app.search_quality): each hit carries `relevance` and `why`; when the
+    best candidate's relevance is under `min_relevance` (default: the calibrated
+    RELEVANCE_FLOOR) nothing is returned; an exchange takes one slot; a long item is cut to
+    the passage that matches (`trimmed`); between two memories about the same subject the one
+    said later (at or before `as_of`, default now) comes first and the older is `superseded`.
     Raises InvalidInput for an unknown mode/source and ProviderError when the query cannot be
     embedded (semantic and hybrid modes).
     """
@@ -244,15 +257,37 @@ def memory_search(
         for item_id, candidate in candidates.items():
             candidate.score = fused[item_id]
             candidate.keyword_score = keyword_scores.get(item_id)
+        search_quality.relevance_assign(
+            candidates, keyword_rows=keyword_rows, vector_rows=vector_rows
+        )
+        now = (as_of or timezone.now()).timestamp()
         ranked = _rank(
             candidates,
             mode=mode,
             named=named,
             min_similarity=min_similarity,
             recency_half_life_days=recency_half_life_days,
+            now=now,
         )
-        packed, used = _pack(ranked, top_k=top_k, max_tokens=max_tokens)
+        ranked = search_quality.relevance_floor_apply(
+            ranked,
+            floor=search_quality.RELEVANCE_FLOOR if min_relevance is None else min_relevance,
+        )
+        if search_quality.is_aggregate_query(query):
+            ranked = search_quality.aggregate_order(ranked)
+        packed = _pack(ranked, top_k=top_k)
+        similarity = search_quality.pairwise_similarity(
+            cursor, [c.id for c in packed[: search_quality.SUPERSEDE_WINDOW]]
+        )
+        packed, superseded = search_quality.supersede_order(packed, similarity, as_of=now)
         hits = search_candidates.hits_load(cursor, packed)
+    search_quality.hits_trim(hits, query)
+    hits, used = search_quality.hits_budget(hits, max_tokens=max_tokens)
+    search_quality.superseded_mark(
+        hits,
+        superseded,
+        {c.id: datetime.fromtimestamp(c.occurred_epoch, tz=UTC) for c in packed},
+    )
     return SearchResult(
         items=hits,
         total_tokens_used=used,
@@ -268,9 +303,11 @@ def _rank(
     named: list[str],
     min_similarity: float | None,
     recency_half_life_days: float | None,
+    now: float,
 ) -> list[Candidate]:
     if mode == "hybrid":
         _smooth_neighbours(candidates)
+    search_quality.question_weight_apply(candidates)
     if mode != "semantic":
         if len(named) == 1:
             speaker = named[0].lower()
@@ -282,7 +319,6 @@ def _rank(
                 candidate.score *= PAIR_WEIGHT
             if candidate.source == MemoryItem.Source.SUMMARY:
                 candidate.score *= SUMMARY_WEIGHT
-    now = timezone.now().timestamp()
     kept = []
     for candidate in candidates.values():
         if (
@@ -293,32 +329,33 @@ def _rank(
         ):
             continue
         if recency_half_life_days:
-            candidate.score *= _recency_factor(
+            candidate.recency_factor = _recency_factor(
                 candidate.occurred_epoch, now, recency_half_life_days
             )
+            candidate.score *= candidate.recency_factor
         kept.append(candidate)
     kept.sort(key=lambda c: (-c.score, -(c.similarity or 0.0), -c.id))
     return kept
 
 
-def _pack(
-    ranked: list[Candidate], *, top_k: int, max_tokens: int | None
-) -> tuple[list[Candidate], int]:
+def _pack(ranked: list[Candidate], *, top_k: int) -> list[Candidate]:
+    """At most top_k items in rank order, one per exchange (see COLLAPSE_ON_OVERLAP)."""
     packed: list[Candidate] = []
     covered: set[int] = set()
-    used = 0
+    exchanges: set[str] = set()
     for candidate in ranked:
         if len(packed) >= top_k:
             break
-        messages = set(candidate.source_message_ids)
-        if messages and messages <= covered:
+        if candidate.exchange_key and candidate.exchange_key in exchanges:
             continue
-        if max_tokens is not None and used + candidate.token_count > max_tokens:
-            break
+        messages = set(candidate.source_message_ids)
+        if messages and ((messages & covered) if COLLAPSE_ON_OVERLAP else messages <= covered):
+            continue
         packed.append(candidate)
         covered |= messages
-        used += candidate.token_count
-    return packed, used
+        if candidate.exchange_key:
+            exchanges.add(candidate.exchange_key)
+    return packed
 
 
 # --------------------------------------------------------------------------------------------
@@ -337,12 +374,22 @@ def format_hit(hit: SearchHit) -> str:
     """One memory as the pack shows it: `(8 May 2023) "Caroline: text"` (quoted data).
 
     The date is the one thing a reader cannot infer from the text and temporal questions need
-    it; the source is named for everything but conversation messages. The contextual header
+    it; the provenance (or the source, for everything but conversation messages) is named, and
+    a superseded memory says so with the date of the one that replaces it. The contextual header
     is indexed, never shown: a 2-4 sentence header would eat the budget of a whole memory.
     """
     parts = [format_date(hit.occurred_at)]
-    if (hit.metadata or {}).get("granularity") != "message":
+    provenance = (hit.metadata or {}).get("provenance")
+    if provenance:
+        parts.append(str(provenance))
+    elif (hit.metadata or {}).get("granularity") != "message":
         parts.append(hit.source)
+    if hit.superseded:
+        later = hit.superseded.get("by_occurred_at")
+        later_date = format_date(datetime.fromisoformat(later)) if later else ""
+        parts.append(
+            f"superseded by a later memory of {later_date}" if later_date else "superseded"
+        )
     label = ", ".join(part for part in parts if part)
     text = " ".join(hit.content.split())
     return f'({label}) "{text}"' if label else f'"{text}"'

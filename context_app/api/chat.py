@@ -49,8 +49,11 @@ class ChatStreamInput(serializers.Serializer):
     context_version = serializers.ChoiceField(
         choices=["v1", "v2"],
         required=False,
-        default="v1",
-        help_text="v2 prepends the context pack (with a session_id).",
+        default="v2",
+        help_text=(
+            "v2 (the default) prepends the context pack (with a session_id); v1 turns "
+            "memory off for this turn."
+        ),
     )
     messages = ChatMessageInput(many=True, min_length=1, max_length=MAX_MESSAGES)
     previous_response_id = StrictCharField(

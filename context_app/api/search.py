@@ -83,15 +83,61 @@ class SearchFiltersInput(FieldAliasMixin, StrictKeysMixin, serializers.Serialize
         return attrs
 
 
+class WhyOutput(serializers.Serializer):
+    signal = serializers.ChoiceField(
+        choices=["keyword", "vector", "entity", "recency"],
+        help_text="keyword: BM25 full text; vector: embedding similarity; recency: age weight.",
+    )
+    rank = serializers.IntegerField(
+        allow_null=True, help_text="1-based rank of the item on that signal alone."
+    )
+    score = serializers.FloatField(
+        help_text="keyword: BM25 score; vector: cosine similarity; recency: weight in [0.5, 1]."
+    )
+
+
+class SupersededOutput(serializers.Serializer):
+    by = serializers.IntegerField(help_text="Id of the later memory about the same subject.")
+    occurred_at = serializers.DateTimeField(allow_null=True, help_text="When this was said.")
+    by_occurred_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the later memory was said."
+    )
+
+
+class TrimmedOutput(serializers.Serializer):
+    start = serializers.IntegerField()
+    end = serializers.IntegerField()
+    length = serializers.IntegerField(help_text="Length of the whole item's content.")
+
+
 class SearchHitOutput(serializers.Serializer):
     id = serializers.IntegerField()
     source = serializers.CharField()
-    content = serializers.CharField()
+    content = serializers.CharField(
+        help_text="The item's text, or the passage of a long item that matches (see trimmed)."
+    )
     score = serializers.FloatField()
+    relevance = serializers.FloatField(
+        help_text="How sure the ranking is that the item is about the query, 0 to 1."
+    )
+    why = WhyOutput(many=True, help_text="The signals that matched, strongest first.")
     similarity = serializers.FloatField(allow_null=True)
     keyword_rank = serializers.FloatField(allow_null=True)
     created_at = serializers.DateTimeField()
+    occurred_at = serializers.DateTimeField(help_text="When the thing was said.")
+    provenance = serializers.SerializerMethodField(
+        help_text="Where the item came from, in words (when the writer recorded it)."
+    )
+    superseded = SupersededOutput(
+        allow_null=True, help_text="Set when a later memory about the same subject disagrees."
+    )
+    trimmed = TrimmedOutput(
+        allow_null=True, help_text="Set when content is a passage cut from a longer item."
+    )
     metadata = serializers.DictField()
+
+    def get_provenance(self, hit) -> str | None:
+        return (hit.metadata or {}).get("provenance") or None
 
 
 class MemorySearchApi(APIView):
@@ -109,6 +155,14 @@ class MemorySearchApi(APIView):
         mode = StrictChoiceField(choices=MODES, required=False, default="hybrid")
         filters = SearchFiltersInput(required=False)
         app_id = StrictCharField(required=False, default="default", max_length=64)
+        as_of = IsoDateTimeField(
+            required=False,
+            end_of_day=True,
+            help_text=(
+                "Rank as of this date (ISO 8601 date or date-time): of two memories about the "
+                "same subject, the latest said by then comes first."
+            ),
+        )
 
     class MemorySearchOutput(serializers.Serializer):
         items = SearchHitOutput(many=True)
@@ -125,6 +179,11 @@ class MemorySearchApi(APIView):
             "semantic (vector only) or keyword (full text only; also works when the embedding "
             "model is down). `min_similarity` drops items less similar to the query (not in "
             "keyword mode). A query with quotes or -word only returns items matching them. "
+            "Items under the relevance floor are left out, so a query about something never "
+            "discussed returns no items; each item says `why` it matched and its `relevance`. "
+            "One exchange takes one slot; a long item is cut to its matching passage "
+            "(`trimmed`). Of two memories about the same subject the later comes first and the "
+            "older is `superseded` (both dates given); `as_of` ranks relative to that date. "
             "502 when the embedding model fails (hybrid and semantic modes)."
         ),
         request=MemorySearchInput,
@@ -141,6 +200,8 @@ class MemorySearchApi(APIView):
         arguments = {}
         if "min_similarity" in data:
             arguments["min_similarity"] = data["min_similarity"]
+        if data.get("as_of"):
+            arguments["as_of"] = data["as_of"]
         try:
             result = memory_search(
                 user=request.user,

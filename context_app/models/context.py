@@ -37,7 +37,7 @@ class ContextSettings(models.Model):
         help_text="Log every prepared context (turn, pack length, topic, elapsed). Off: nothing per turn.",
     )
     min_user_turns = models.PositiveSmallIntegerField(
-        default=3,
+        default=1,
         validators=[MinValueValidator(1), MaxValueValidator(100)],
         help_text="A pack is built from the Nth user message of a session on (the current one counts).",
     )

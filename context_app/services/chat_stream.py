@@ -91,7 +91,7 @@ def chat_turn_start(
     user,
     messages: list[dict],
     session_id: uuid.UUID | None = None,
-    context_version: str = "v1",
+    context_version: str = "v2",
     attachments: list[dict] | None = None,
     model: str = "",
     previous_response_id: str = "",

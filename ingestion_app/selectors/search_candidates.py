@@ -36,6 +36,8 @@ GIN_ROW_COST = 0.02
 # Scopes from this many items may be forced onto the HNSW index (see vector_candidates);
 # smaller ones are left to the planner (an exact sort of a few thousand rows is cheap and exact).
 VECTOR_INDEX_MIN_ITEMS = 5000
+# A message item shorter than this that ends with "?" counts as a question (see Candidate).
+QUESTION_MAX_CHARS = 200
 
 
 @dataclass
@@ -54,6 +56,15 @@ class SearchHit:
     chat_session_id: str | None
     token_count: int
     source_message_ids: list[int] = field(default_factory=list)
+    # How sure the ranking is that the item is about the query, in [0, 1] (see memory_search).
+    relevance: float = 0.0
+    # Why it matched: [{"signal": "keyword"|"vector"|"entity"|"recency", "rank", "score"}].
+    why: list[dict] = field(default_factory=list)
+    # Set when a later memory about the same subject says otherwise: {"by": id, "occurred_at",
+    # "by_occurred_at"} (both dates shown to the reader).
+    superseded: dict | None = None
+    # Set when the content was cut to the passage that matches: {"start", "end", "length"}.
+    trimmed: dict | None = None
 
 
 @dataclass
@@ -71,6 +82,14 @@ class Candidate:
     similarity: float | None
     keyword_score: float | None = None
     score: float = 0.0
+    # The exchange it belongs to (metadata["exchange_key"], written by the message indexer).
+    exchange_key: str = ""
+    # A short message item that only asks (ends with "?"): ranked below the statements.
+    is_question: bool = False
+    keyword_rank: int | None = None
+    vector_rank: int | None = None
+    recency_factor: float | None = None
+    relevance: float = 0.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -364,10 +383,18 @@ def candidates_load(
                    CASE WHEN m.metadata->>'granularity' = 'message'
                         AND jsonb_typeof(m.metadata->'position') = 'number'
                         THEN (m.metadata->>'position')::int END,
-                   pair.covered, {similarity_sql}
+                   pair.covered, {similarity_sql},
+                   coalesce(m.metadata->>'exchange_key', ''),
+                   m.metadata->>'granularity' = 'message' AND length(m.content) < %(c_short)s
+                       AND right(rtrim(m.content), 1) = '?' AS is_question
             FROM rag_store AS m {covered_pair_sql}
             WHERE m.id = ANY(%(c_ids)s)""",
-        {"c_ids": ids, "c_vector": vector, "c_known": list(known_similarity)},
+        {
+            "c_ids": ids,
+            "c_vector": vector,
+            "c_known": list(known_similarity),
+            "c_short": QUESTION_MAX_CHARS,
+        },
     )
     found = {}
     for row in cursor.fetchall():
@@ -384,6 +411,8 @@ def candidates_load(
             position=row[8],
             is_covered_pair=bool(row[9]),
             similarity=float(similarity) if similarity is not None else None,
+            exchange_key=row[11] or "",
+            is_question=bool(row[12]),
         )
     return found
 
@@ -420,9 +449,35 @@ def hits_load(cursor, packed: list[Candidate]) -> list[SearchHit]:
                 chat_session_id=candidate.chat_session_id,
                 token_count=candidate.token_count,
                 source_message_ids=candidate.source_message_ids,
+                relevance=round(candidate.relevance, 4),
+                why=_why(candidate),
             )
         )
     return hits
+
+
+def _why(candidate: Candidate) -> list[dict]:
+    """The signals that put the item where it is, strongest first (the API's `why`)."""
+    why = []
+    if candidate.keyword_score is not None:
+        why.append(
+            {
+                "signal": "keyword",
+                "rank": candidate.keyword_rank,
+                "score": round(candidate.keyword_score, 4),
+            }
+        )
+    if candidate.similarity is not None and (candidate.vector_rank is not None or not why):
+        why.append(
+            {
+                "signal": "vector",
+                "rank": candidate.vector_rank,
+                "score": round(candidate.similarity, 4),
+            }
+        )
+    if candidate.recency_factor is not None:
+        why.append({"signal": "recency", "rank": None, "score": round(candidate.recency_factor, 4)})
+    return why
 
 
 # --------------------------------------------------------------------------------------------

@@ -56,6 +56,9 @@ MEMORY_SOURCES = tuple(s for s in SOURCES if s != MemoryItem.Source.DOCUMENT)
 METADATA_KEY = "context"
 # Of the latency budget, at least this much is kept for the memory search and the assembly.
 EMBEDDING_RESERVE_MS = 40.0
+# What [Relevant memories] says when nothing the user ever said is relevant to this turn
+# (better than filler: the model knows memory was consulted).
+NO_RELEVANT_MEMORIES = "(no relevant memories for this message)"
 
 # Query embeddings run beside the database reads, so a remote embedder's latency overlaps them.
 _embedding_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="context-embed")
@@ -180,6 +183,29 @@ def _relevant_memory_lines(
     return lines, waited_ms
 
 
+def _memories_match(
+    *, session: ChatSession, query: str, deadline: _Deadline, context_settings
+) -> tuple[list[tuple[str, dict]], float]:
+    """This turn's memory lines outside a build (the not-due path): ([], 0) without a query."""
+    if not query.strip() or context_settings.memory_top_k <= 0:
+        return [], 0.0
+    query_future = _embedding_pool.submit(_embed_query, query)
+    try:
+        return _relevant_memory_lines(
+            session=session,
+            query=query,
+            query_future=query_future,
+            deadline=deadline,
+            context_settings=context_settings,
+        )
+    finally:
+        query_future.cancel()
+
+
+def _memory_ids(lines: list[tuple[str, dict]]) -> list[int]:
+    return [meta["id"] for _, meta in lines]
+
+
 def memory_rank(
     similarity: float, occurred_at: datetime | None, now: datetime, half_life_days: float
 ) -> float:
@@ -201,13 +227,18 @@ def _build(
     max_tokens: int,
     context_settings: ContextSettings,
     deadline: _Deadline,
-) -> tuple[list[Segment], list[dict], str, TopicChoice | None, str, float]:
+    matched: tuple[list[tuple[str, dict]], float] | None = None,
+) -> tuple[list[Segment], list[dict], str, TopicChoice | None, str, float, list]:
     """Read and assemble, inside the caller's build transaction (see `_prepare`).
 
-    Raises DatabaseError or ContextBudgetExceeded; the only write is an upserted topic summary.
+    `matched`: the memory lines and embedding time when the caller already matched them this
+    turn. Raises DatabaseError or ContextBudgetExceeded; the only write is an upserted topic
+    summary.
     """
     wants_memories = bool(query.strip()) and context_settings.memory_top_k > 0
-    query_future = _embedding_pool.submit(_embed_query, query) if wants_memories else None
+    query_future = (
+        _embedding_pool.submit(_embed_query, query) if wants_memories and matched is None else None
+    )
     try:
         rollups = user_rollups(user=session.user, app_id=session.app_id)
         deadline.check("rollups")
@@ -229,7 +260,9 @@ def _build(
         deadline.check("topic")
         memory_lines: list[tuple[str, dict]] = []
         embedding_ms = 0.0
-        if query_future is not None:
+        if matched is not None:
+            memory_lines, embedding_ms = matched
+        elif query_future is not None:
             memory_lines, embedding_ms = _relevant_memory_lines(
                 session=session,
                 query=query,
@@ -267,19 +300,29 @@ def _build(
                 text=as_quoted_data(redact(topic_text)),
             )
         )
-    sources.append(
-        SegmentSource(
-            "Relevant memories",
-            context_settings.memories_cap_chars,
-            priority=4,
-            lines=[(redact(line), meta) for line, meta in memory_lines],
+    if memory_lines:
+        sources.append(
+            SegmentSource(
+                "Relevant memories",
+                context_settings.memories_cap_chars,
+                priority=4,
+                lines=[(redact(line), meta) for line, meta in memory_lines],
+            )
         )
-    )
+    elif wants_memories and any(source.text.strip() for source in sources):
+        sources.append(
+            SegmentSource(
+                "Relevant memories",
+                context_settings.memories_cap_chars,
+                priority=4,
+                text=NO_RELEVANT_MEMORIES,
+            )
+        )
     segments, memories, text = fit_segments(
         sources, total_cap=context_settings.total_cap_chars, max_tokens=max_tokens
     )
     deadline.check("assembly")
-    return segments, memories, text, topic, topic_reason, embedding_ms
+    return segments, memories, text, topic, topic_reason, embedding_ms, memory_lines
 
 
 def _record(
@@ -356,7 +399,13 @@ def _reuse(
         text=previous.pack_text,
         hash=previous.pack_hash,
         segments=[
-            Segment(item["name"], "", item.get("truncated", False), chars=item.get("chars", 0))
+            Segment(
+                item["name"],
+                "",
+                item.get("truncated", False),
+                chars=item.get("chars", 0),
+                hash=item.get("hash", ""),
+            )
             for item in previous.segments
         ],
         topic=TopicChoice.from_dict(state.get("topic")),
@@ -443,6 +492,15 @@ def _prepare(
     decision = refresh_decision(
         state=state, turn=turn, override=override_choice, context_settings=context_settings, now=now
     )
+    matched = None
+    if decision is None:
+        # The summary segments keep their cadence, but memories are matched every turn: the
+        # last pack is reused only when its memory lines would not change.
+        matched = _memories_match(
+            session=session, query=query, deadline=deadline, context_settings=context_settings
+        )
+        if _memory_ids(matched[0]) != state.get("memory_ids", []):
+            decision = "memories_changed"
     if decision is None:
         reused = _reuse(
             session=session,
@@ -477,6 +535,7 @@ def _prepare(
             conversation_tokens=conversation_tokens,
             context_settings=context_settings,
             deadline=deadline,
+            matched=matched,
         )
         if restore_timeout:
             _restore_statement_timeout(previous_timeout)
@@ -498,10 +557,11 @@ def _build_and_record(
     conversation_tokens,
     context_settings,
     deadline,
+    matched=None,
 ) -> ContextPack:
     """The rebuild path, inside the build transaction: build, compare with the last pack's
     hash (an identical pack is marked reused), record."""
-    segments, memories, text, topic, topic_reason, embedding_ms = _build(
+    segments, memories, text, topic, topic_reason, embedding_ms, memory_lines = _build(
         session=session,
         turn=turn,
         query=query,
@@ -512,6 +572,7 @@ def _build_and_record(
         ),
         context_settings=context_settings,
         deadline=deadline,
+        matched=matched,
     )
     digest = pack_hash(text) if text else ""
     unchanged = bool(digest) and digest == state.get("hash")
@@ -538,6 +599,7 @@ def _build_and_record(
         "topic": topic.as_dict() if topic else None,
         "override": override_choice,
         "chars": len(text),
+        "memory_ids": _memory_ids(memory_lines),
     }
     return _record(
         session=session, user_message=user_message, pack=pack, state=new_state, in_build=True

@@ -35,16 +35,26 @@ class Segment:
     truncated: bool = False
     # Length of `text`; given explicitly only for a reused pack, whose segment texts are not kept.
     chars: int = -1
+    # Digest of the rendered segment: an unchanged segment keeps it across turns (a client
+    # can dedupe what it already sent). Given explicitly only for a reused pack.
+    hash: str = ""
 
     def __post_init__(self):
         if self.chars < 0:
             self.chars = len(self.text)
+        if not self.hash and self.text:
+            self.hash = pack_hash(self.rendered())
 
     def rendered(self) -> str:
         return f"[{self.name}]\n{self.text}"
 
     def summary(self) -> dict:
-        return {"name": self.name, "chars": self.chars, "truncated": self.truncated}
+        return {
+            "name": self.name,
+            "chars": self.chars,
+            "truncated": self.truncated,
+            "hash": self.hash,
+        }
 
 
 @dataclass
@@ -183,7 +193,9 @@ class SegmentSource:
                 if clipped:
                     kept.append(clipped)
                     carried.append(meta)
-            break
+                break
+            # A memory too long for what is left is skipped, not the end: a shorter one
+            # further down may still fit (the budget holds the best material that fits).
         if not kept:
             return None, []
         return Segment(self.name, "\n".join(kept), truncated), carried

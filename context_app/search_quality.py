@@ -1,0 +1,279 @@
+"""What memory_search does after fusion so a user can trust its results: a relevance floor,
+one slot per exchange, questions below the statements that answer them, newer over older,
+pieces of a multi-session answer together, and long items cut to the passage that matches.
+
+Pure functions over the fused candidates and the hits' text (one SQL helper reads the
+pairwise similarity of the top items). Constants were calibrated with bench/locomo.py on
+locomo-dev.json and longmemeval-dev.json; each change was kept only when it held on both.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime
+
+from ingestion_app.selectors.search_candidates import Candidate, SearchHit
+from memory_site.tokens import count_tokens
+
+# Relevance of a candidate in [0, 1]: the stronger of its two legs. The vector leg maps
+# cosine similarity linearly from VECTOR_ZERO (0) to VECTOR_ONE (1) (all-MiniLM-L6-v2: an
+# unrelated sentence sits at 0.0-0.3, a paraphrase above 0.7); the keyword leg maps a BM25
+# score s to s / (s + KEYWORD_HALF) (one rare query word matching scores ~5-8).
+VECTOR_ZERO = 0.2
+VECTOR_ONE = 0.7
+KEYWORD_HALF = 12.0
+# A query whose best candidate is below RELEVANCE_FLOOR returns nothing (nothing it asks
+# about was ever discussed); below that, items under ITEM_RELEVANCE_FLOOR are dropped.
+RELEVANCE_FLOOR = 0.0
+ITEM_RELEVANCE_FLOOR = 0.0
+# Score factor of a short message item that only asks: the statement that answers it (its
+# neighbour, lifted by the neighbour smoothing) ranks above it.
+QUESTION_WEIGHT = 0.6
+# Newer beats older: among the first SUPERSEDE_WINDOW results, two items from different
+# chats or days whose embeddings are at least this similar speak about the same subject.
+SUPERSEDE_WINDOW = 8
+SUPERSEDE_SIMILARITY = 0.8
+# Counting and list questions ("how many…", "which of my…"): the best item of each chat first.
+AGGREGATE_WINDOW = 20
+AGGREGATE_QUERY = re.compile(
+    r"\b(how many|how much|in total|total|which of my|list|all (?:the|my)|times|number of)\b",
+    re.IGNORECASE,
+)
+# An item longer than TRIM_MIN_CHARS is cut to the sentences around its best-matching one,
+# about TRIM_CHARS long (a 2,000-character budget then holds several memories).
+TRIM_MIN_CHARS = 700
+TRIM_CHARS = 450
+ELLIPSIS = "…"
+
+_WORD = re.compile(r"[a-z0-9]+")
+_SENTENCE = re.compile(r"(?<=[.!?:])\s+|\n+")
+_STOP_WORDS = frozenset(
+    """a an and are as at be but by can could did do does for from had has have how i if in is
+    it its me my of on or our so than that the their them then there these they this to up
+    was we were what when where which who why will with would you your about any some just
+    like also into been being over more most much many""".split()
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Relevance and the floor
+# --------------------------------------------------------------------------------------------
+
+
+def relevance_of(candidate: Candidate) -> float:
+    vector = 0.0
+    if candidate.similarity is not None:
+        vector = (candidate.similarity - VECTOR_ZERO) / (VECTOR_ONE - VECTOR_ZERO)
+    keyword = 0.0
+    if candidate.keyword_score:
+        keyword = candidate.keyword_score / (candidate.keyword_score + KEYWORD_HALF)
+    return min(1.0, max(0.0, vector, keyword))
+
+
+def relevance_assign(
+    candidates: dict[int, Candidate],
+    *,
+    keyword_rows: list[tuple[int, float]],
+    vector_rows: list[tuple[int, float]],
+) -> None:
+    """Sets each candidate's leg ranks (1-based) and relevance."""
+    keyword_ranks = {item_id: rank for rank, (item_id, _) in enumerate(keyword_rows, 1)}
+    vector_ranks = {item_id: rank for rank, (item_id, _) in enumerate(vector_rows, 1)}
+    for item_id, candidate in candidates.items():
+        candidate.keyword_rank = keyword_ranks.get(item_id)
+        candidate.vector_rank = vector_ranks.get(item_id)
+        candidate.relevance = relevance_of(candidate)
+
+
+def relevance_floor_apply(ranked: list[Candidate], *, floor: float | None) -> list[Candidate]:
+    """[] when even the best candidate is under `floor`; else the items over the item floor."""
+    if floor is None or not ranked:
+        return ranked
+    if max(candidate.relevance for candidate in ranked) < floor:
+        return []
+    item_floor = min(floor, ITEM_RELEVANCE_FLOOR)
+    return [candidate for candidate in ranked if candidate.relevance >= item_floor]
+
+
+def question_weight_apply(candidates: dict[int, Candidate]) -> None:
+    for candidate in candidates.values():
+        if candidate.is_question:
+            candidate.score *= QUESTION_WEIGHT
+
+
+# --------------------------------------------------------------------------------------------
+# Ordering: aggregation and supersession
+# --------------------------------------------------------------------------------------------
+
+
+def is_aggregate_query(query: str) -> bool:
+    return bool(AGGREGATE_QUERY.search(query))
+
+
+def aggregate_order(ranked: list[Candidate]) -> list[Candidate]:
+    """The first AGGREGATE_WINDOW items with the best of each chat first (rank order kept
+    within each pass), so the pieces of a count or a list spread over chats come together."""
+    window, rest = ranked[:AGGREGATE_WINDOW], ranked[AGGREGATE_WINDOW:]
+    first, later, seen = [], [], set()
+    for candidate in window:
+        key = candidate.chat_session_id or f"item-{candidate.id}"
+        (later if key in seen else first).append(candidate)
+        seen.add(key)
+    return first + later + rest
+
+
+def pairwise_similarity(cursor, ids: list[int]) -> dict[tuple[int, int], float]:
+    """Cosine similarity of each pair of the given items' embeddings (a < b)."""
+    if len(ids) < 2:
+        return {}
+    cursor.execute(
+        """SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding)
+           FROM rag_store AS a JOIN rag_store AS b ON a.id < b.id
+           WHERE a.id = ANY(%(ids)s) AND b.id = ANY(%(ids)s)
+             AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL""",
+        {"ids": ids},
+    )
+    return {(row[0], row[1]): float(row[2]) for row in cursor.fetchall()}
+
+
+def supersede_order(
+    packed: list[Candidate], similarity: dict[tuple[int, int], float], *, as_of: float
+) -> tuple[list[Candidate], dict[int, int]]:
+    """Newer beats older among the first SUPERSEDE_WINDOW items.
+
+    Items about the same subject (embeddings at least SUPERSEDE_SIMILARITY alike, said in
+    different chats or on different days) form a group; its latest item said at or before
+    `as_of` (epoch seconds) takes the group's best position, the older ones follow it newest
+    first and are superseded by it, items said after `as_of` come last. Returns the new order
+    and {superseded item id: id of the item that supersedes it}.
+    """
+    window = packed[:SUPERSEDE_WINDOW]
+    parent = {c.id: c.id for c in window}
+
+    def root(item_id: int) -> int:
+        while parent[item_id] != item_id:
+            item_id = parent[item_id]
+        return item_id
+
+    by_id = {c.id: c for c in window}
+    for (a, b), value in similarity.items():
+        if a not in by_id or b not in by_id or value < SUPERSEDE_SIMILARITY:
+            continue
+        first, second = by_id[a], by_id[b]
+        same_chat = first.chat_session_id and first.chat_session_id == second.chat_session_id
+        if same_chat and abs(first.occurred_epoch - second.occurred_epoch) < 86400:
+            continue
+        if first.exchange_key and first.exchange_key == second.exchange_key:
+            continue
+        parent[root(a)] = root(b)
+    groups: dict[int, list[Candidate]] = {}
+    for candidate in window:
+        groups.setdefault(root(candidate.id), []).append(candidate)
+    superseded: dict[int, int] = {}
+    order = list(window)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        said = sorted(
+            (c for c in members if c.occurred_epoch <= as_of),
+            key=lambda c: -c.occurred_epoch,
+        )
+        later = sorted(
+            (c for c in members if c.occurred_epoch > as_of), key=lambda c: c.occurred_epoch
+        )
+        if not said:
+            continue
+        current = said[0]
+        for older in said[1:]:
+            if older.occurred_epoch < current.occurred_epoch:
+                superseded[older.id] = current.id
+        positions = sorted(order.index(c) for c in members)
+        for position, candidate in zip(positions, said + later, strict=True):
+            order[position] = candidate
+    return order + packed[SUPERSEDE_WINDOW:], superseded
+
+
+# --------------------------------------------------------------------------------------------
+# Passages
+# --------------------------------------------------------------------------------------------
+
+
+def _terms(text: str) -> set[str]:
+    return {word[:6] for word in _WORD.findall(text.lower()) if word not in _STOP_WORDS}
+
+
+def passage_trim(content: str, query: str) -> tuple[str, dict | None]:
+    """The sentences of a long item around the one that shares most words with the query
+    (ties: the earlier), about TRIM_CHARS long, with an ellipsis where text was cut; a short
+    item, or one with no word in common, comes back whole. Returns (text, {"start", "end",
+    "length"} or None)."""
+    if len(content) <= TRIM_MIN_CHARS:
+        return content, None
+    wanted = _terms(query)
+    spans, start = [], 0
+    for match in _SENTENCE.finditer(content):
+        if match.start() > start:
+            spans.append((start, match.start()))
+        start = match.end()
+    if start < len(content):
+        spans.append((start, len(content)))
+    if len(spans) < 2 or not wanted:
+        return content, None
+    scores = [sum(1.0 + math.log(len(t)) for t in _terms(content[a:b]) & wanted) for a, b in spans]
+    best = max(range(len(spans)), key=lambda i: (scores[i], -i))
+    if scores[best] <= 0:
+        return content, None
+    low = high = best
+    while True:
+        grow_before = low > 0 and spans[high][1] - spans[low - 1][0] <= TRIM_CHARS
+        grow_after = high + 1 < len(spans) and spans[high + 1][1] - spans[low][0] <= TRIM_CHARS
+        if grow_after and (not grow_before or scores[high + 1] >= scores[low - 1]):
+            high += 1
+        elif grow_before:
+            low -= 1
+        else:
+            break
+    begin, end = spans[low][0], spans[high][1]
+    if end - begin > TRIM_CHARS * 2:  # one very long sentence: cut around its middle
+        end = begin + TRIM_CHARS * 2
+    text = content[begin:end].strip()
+    if begin > 0:
+        text = ELLIPSIS + " " + text
+    if end < len(content):
+        text = text + " " + ELLIPSIS
+    return text, {"start": begin, "end": end, "length": len(content)}
+
+
+def hits_trim(hits: list[SearchHit], query: str) -> None:
+    for hit in hits:
+        text, trimmed = passage_trim(hit.content, query)
+        if trimmed is not None:
+            hit.content = text
+            hit.trimmed = trimmed
+            hit.token_count = count_tokens(text)
+
+
+def hits_budget(hits: list[SearchHit], *, max_tokens: int | None) -> tuple[list[SearchHit], int]:
+    """The hits in order that fit in max_tokens: one that does not fit is skipped, not the end
+    (the budget holds the best material that fits). Returns (hits, tokens used)."""
+    kept, used = [], 0
+    for hit in hits:
+        if max_tokens is not None and used + hit.token_count > max_tokens:
+            continue
+        kept.append(hit)
+        used += hit.token_count
+    return kept, used
+
+
+def superseded_mark(
+    hits: list[SearchHit], superseded: dict[int, int], occurred: dict[int, datetime]
+) -> None:
+    for hit in hits:
+        newer = superseded.get(hit.id)
+        if newer is not None:
+            hit.superseded = {
+                "by": newer,
+                "occurred_at": hit.occurred_at.isoformat() if hit.occurred_at else None,
+                "by_occurred_at": occurred[newer].isoformat() if newer in occurred else None,
+            }
