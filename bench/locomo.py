@@ -74,6 +74,7 @@ TUNABLE = (
     "TRIM_MIN_CHARS",
     "TRIM_CHARS",
     "COLLAPSE_ON_OVERLAP",
+    "MISSING_NAME_FACTOR",
 )
 
 
@@ -94,6 +95,12 @@ def parse_args() -> argparse.Namespace:
         help='ranking settings to compare first, e.g. "PAIR_WEIGHT=1;VECTOR_WEIGHT=0.5,RRF_K=60"',
     )
     parser.add_argument("--sources", default="", help="comma-separated sources (default: all)")
+    parser.add_argument(
+        "--dump-relevance",
+        default="",
+        help="write each question's best candidate (own user and another's) to this JSON file "
+        "(calibrating the relevance floor)",
+    )
     parser.add_argument("--no-baselines", action="store_true", help="skip the baselines (tuning)")
     parser.add_argument(
         "--torch-threads", type=int, default=1, help="torch intra-op threads (0: torch default)"
@@ -314,6 +321,7 @@ def evaluate(
     users: dict,
     sources: list[str] | None,
     unrelated: bool = True,
+    dump: list | None = None,
 ) -> Scores:
     from context_app.selectors import SOURCES, format_date, format_hit, memory_search
     from memory_site.providers import get_embedder
@@ -382,6 +390,16 @@ def evaluate(
                     as_of=as_of,
                 )
                 scores.unrelated_empty.append(0.0 if foreign.items else 1.0)
+                if dump is not None:
+                    dump.append(
+                        {
+                            "question": question.question,
+                            "type": question_type_of(question),
+                            "own": [_relevance_row(hit) for hit in result.items[:5]],
+                            "foreign": [_relevance_row(hit) for hit in foreign.items[:5]],
+                            "recall": budget,
+                        }
+                    )
             plain = [
                 ld.RetrievedItem(f"({format_date(hit.occurred_at)}) {hit.content}", item.dia_ids)
                 for hit, item in zip(result.items, ranked, strict=True)
@@ -398,6 +416,15 @@ def evaluate(
             scores.chars_used.append(used)
             scores.items_used.append(taken)
     return scores
+
+
+def _relevance_row(hit) -> dict:
+    return {
+        "relevance": hit.relevance,
+        "similarity": hit.similarity,
+        "keyword": hit.keyword_rank,
+        "source": hit.source,
+    }
 
 
 def tunable_module(name: str):
@@ -465,7 +492,10 @@ def main() -> None:
             flush=True,
         )
 
-    scores = evaluate(conversations, users, sources)
+    dump: list | None = [] if args.dump_relevance else None
+    scores = evaluate(conversations, users, sources, dump=dump)
+    if dump is not None:
+        Path(args.dump_relevance).write_text(json.dumps(dump))
     baselines = None
     if not args.no_baselines:
         from memory_site.providers import local

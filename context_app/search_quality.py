@@ -27,6 +27,17 @@ KEYWORD_HALF = 12.0
 # about was ever discussed); below that, items under ITEM_RELEVANCE_FLOOR are dropped.
 RELEVANCE_FLOOR = 0.0
 ITEM_RELEVANCE_FLOOR = 0.0
+# A query that names someone or something (a capitalised word inside the sentence) the
+# user's memory never mentions asks about what was never discussed: every candidate's
+# relevance is multiplied by this factor per such name.
+MISSING_NAME_FACTOR = 0.5
+_NAME = re.compile(r"\b([A-Z][a-zA-Z]+)(?:'s|’s)?\b")
+_NOT_NAMES = frozenset(
+    """i i'm i've i'd what when where who whom whose why how which did do does is are was were
+    can could would should will have has had am be the a an my our your any some tell remind
+    please ok okay hi hey thanks monday tuesday wednesday thursday friday saturday sunday
+    january february march april may june july august september october november december""".split()
+)
 # Score factor of a short message item that only asks: the statement that answers it (its
 # neighbour, lifted by the neighbour smoothing) ranks above it.
 QUESTION_WEIGHT = 0.6
@@ -84,6 +95,45 @@ def relevance_assign(
         candidate.keyword_rank = keyword_ranks.get(item_id)
         candidate.vector_rank = vector_ranks.get(item_id)
         candidate.relevance = relevance_of(candidate)
+
+
+def query_names(query: str) -> list[str]:
+    """Capitalised words of the query that are not its first word, a question word, a
+    weekday or a month: the names it asks about."""
+    names = []
+    for match in _NAME.finditer(query):
+        word = match.group(1)
+        before = query[: match.start()].rstrip()
+        if not before or before[-1] in ".!?:\n\"'(":
+            continue
+        if word.lower() in _NOT_NAMES or word.lower() in [n.lower() for n in names]:
+            continue
+        names.append(word)
+    return names[:5]
+
+
+def names_missing(cursor, *, scope: str, params: dict, names: list[str]) -> list[str]:
+    """The names no item of the scope mentions (one GIN lookup each)."""
+    if not names:
+        return []
+    missing = []
+    for name in names:
+        cursor.execute(
+            f"""SELECT EXISTS (SELECT 1 FROM rag_store WHERE {scope}
+                   AND search_vector @@ plainto_tsquery('english', %(q_name)s))""",
+            {**params, "q_name": name},
+        )
+        if not cursor.fetchone()[0]:
+            missing.append(name)
+    return missing
+
+
+def missing_names_apply(candidates: dict[int, Candidate], missing: list[str]) -> None:
+    if not missing:
+        return
+    factor = MISSING_NAME_FACTOR ** len(missing)
+    for candidate in candidates.values():
+        candidate.relevance *= factor
 
 
 def relevance_floor_apply(ranked: list[Candidate], *, floor: float | None) -> list[Candidate]:

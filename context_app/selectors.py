@@ -260,6 +260,12 @@ def memory_search(
         search_quality.relevance_assign(
             candidates, keyword_rows=keyword_rows, vector_rows=vector_rows
         )
+        names = search_quality.query_names(query[:MAX_KEYWORD_QUERY_CHARS])
+        if names and candidates:
+            search_quality.missing_names_apply(
+                candidates,
+                search_quality.names_missing(cursor, scope=scope, params=params, names=names),
+            )
         now = (as_of or timezone.now()).timestamp()
         ranked = _rank(
             candidates,

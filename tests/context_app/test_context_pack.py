@@ -567,3 +567,75 @@ def test_a_pack_build_runs_a_bounded_number_of_queries(
 
     assert pack.status == "built"
     assert "Relevant memories" in [s.name for s in pack.segments]
+
+
+# --- from the first message, memories matched every turn --------------------------------------
+
+
+def test_fact_from_one_chat_is_in_the_pack_of_the_first_message_of_the_next(
+    api, user, embeddings
+):
+    earlier = open_session(user)
+    memory(user, "The user is allergic to peanuts and carries an epipen.", session=earlier)
+    session = open_session(user)
+
+    response = api.post(
+        "/api/v1/ai/chat/stream",
+        {
+            "session_id": str(session.id),  # no context_version: the pack is on (v2)
+            "messages": [{"role": "user", "content": "What am I allergic to, peanuts?"}],
+        },
+        format="json",
+        HTTP_X_REGGIE_CONTEXT_DEBUG="1",
+    )
+    from tests.context_app.stream_helpers import parse_sse, read_stream
+
+    events, _ = parse_sse(read_stream(response))
+    context = next(data for name, data in events if name == "context")
+    assert "allergic to peanuts" in context["pack"]
+    log = InjectionLog.objects.get(session=session)
+    assert (log.turn_number, log.status) == (1, "built")
+
+
+def test_context_version_v1_turns_memory_off(api, user, embeddings):
+    memory(user, "The user is allergic to peanuts.")
+    session = open_session(user)
+
+    stream_turn(
+        api, "What am I allergic to, peanuts?", session_id=session.id, context_version="v1"
+    )
+
+    assert not InjectionLog.objects.filter(session=session).exists()
+
+
+def test_unrelated_turn_says_no_relevant_memories(user, embeddings):
+    rollups(user, recent="- The user bakes rye bread.")
+    memory(user, "The user is allergic to peanuts.")
+    session = open_session(user)
+
+    pack = prepare(session, turn(session, "Quantum chromodynamics lattice gauge"))
+
+    memories = next(s for s in pack.segments if s.name == "Relevant memories")
+    assert memories.text == context_pack_build.NO_RELEVANT_MEMORIES
+    assert "peanuts" not in pack.text
+
+
+def test_memories_are_matched_every_turn_and_the_pack_rebuilt_when_they_change(
+    user, embeddings
+):
+    rollups(user, recent="- The user bakes rye bread.")
+    memory(user, "The user is allergic to peanuts.")
+    memory(user, "The user plays the cello in a string quartet.")
+    session = open_session(user)
+
+    first = prepare(session, turn(session, "What am I allergic to, peanuts?"))
+    same = prepare(session, turn(session, "Am I allergic to peanuts really?"))
+    other = prepare(session, turn(session, "Which string quartet do I play the cello in?"))
+
+    assert (first.status, first.reason) == ("built", "first_build")
+    assert (same.status, same.reason) == ("reused", "not_due")
+    assert (other.status, other.reason) == ("built", "memories_changed")
+    assert "cello" in other.text
+    # The summary segment did not change: it keeps its hash across the rebuild.
+    recent = {s.name: s.hash for s in first.segments}["Recent context"]
+    assert {s.name: s.hash for s in other.segments}["Recent context"] == recent

@@ -1,0 +1,198 @@
+"""What a user notices about search results: nothing for an unrelated query, an explanation on
+every result, one slot per exchange, the statement above the question, the matching passage
+of a long item, the newer of two values first (and `as_of` turning that around).
+Embeddings come from the loopback server (hashed bag of words), so similarities are exact."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from context_app import search_quality
+from context_app.selectors import format_hit, memory_search
+from ingestion_app.models import MemoryItem
+from memory_site.tokens import count_tokens
+from tests.fake_openai import hashed_embedding
+
+pytestmark = pytest.mark.django_db
+
+SEARCH = "/api/v1/memory/search"
+
+
+def remember(user, content: str, *, occurred_at=None, **fields) -> MemoryItem:
+    fields.setdefault("source", "fact")
+    return MemoryItem.objects.create(
+        user=user,
+        content=content,
+        embedding=hashed_embedding(content, 384),
+        token_count=count_tokens(content),
+        occurred_at=occurred_at or datetime(2026, 1, 5, tzinfo=UTC),
+        **fields,
+    )
+
+
+def test_unrelated_query_returns_nothing(api, user, fake_embedder):
+    remember(user, "the user keeps bees on the roof of the garage")
+    remember(user, "the user plays the cello in a quartet")
+
+    response = api.post(SEARCH, {"query": "quantum chromodynamics lattice"}, format="json")
+
+    assert response.status_code == 200
+    assert response.json()["items"] == []
+    related = api.post(SEARCH, {"query": "where are the bees kept?"}, format="json").json()
+    assert "bees" in related["items"][0]["content"]
+
+
+def test_each_result_explains_why_it_matched(api, user, fake_embedder):
+    remember(user, "the user keeps bees on the roof of the garage")
+
+    body = api.post(SEARCH, {"query": "bees on the roof"}, format="json").json()
+
+    item = body["items"][0]
+    assert 0 < item["relevance"] <= 1
+    signals = {entry["signal"]: entry for entry in item["why"]}
+    assert set(signals) == {"keyword", "vector"}
+    assert signals["keyword"]["rank"] == 1 and signals["keyword"]["score"] > 0
+    assert signals["vector"]["rank"] == 1 and signals["vector"]["score"] > 0.5
+    for entry in item["why"]:
+        assert set(entry) == {"signal", "rank", "score"}
+
+
+def test_recency_signal_is_shown_when_used(user, fake_embedder):
+    remember(user, "the user keeps bees on the roof of the garage")
+
+    hit = memory_search(user=user, query="bees on the roof", recency_half_life_days=30).items[0]
+
+    assert "recency" in [entry["signal"] for entry in hit.why]
+
+
+def test_an_exchange_takes_one_slot(user, fake_embedder):
+    remember(user, "User: my dog is called Pixel", metadata={"exchange_key": "x1"})
+    remember(user, "Assistant: Pixel is a lovely name for a dog", metadata={"exchange_key": "x1"})
+    remember(user, "pair: my dog is called Pixel", source="chunk", source_message_ids=[7, 8])
+    remember(user, "my dog Pixel likes the beach", source="chunk", source_message_ids=[8, 9])
+
+    hits = memory_search(user=user, query="what is my dog called, Pixel?").items
+
+    keys = [hit.metadata.get("exchange_key") for hit in hits if hit.metadata.get("exchange_key")]
+    assert keys == ["x1"]
+    chunk_hits = [hit for hit in hits if hit.source == "chunk"]
+    assert len(chunk_hits) == 1  # the two chunks share message 8
+
+
+def test_statement_ranks_above_the_question_it_answers(user, fake_embedder):
+    session_id = None
+    question = remember(
+        user,
+        "what am I allergic to?",
+        source="chunk",
+        metadata={"granularity": "message", "position": 0},
+        source_message_ids=[21],
+        chat_session_id=session_id,
+    )
+    statement = remember(
+        user,
+        "I am allergic to peanuts",
+        source="chunk",
+        metadata={"granularity": "message", "position": 1},
+        source_message_ids=[22],
+    )
+
+    hits = memory_search(user=user, query="what am I allergic to?").items
+
+    ids = [hit.id for hit in hits]
+    assert ids.index(statement.id) < ids.index(question.id)
+
+
+def test_long_item_comes_back_as_its_matching_passage(api, user, fake_embedder):
+    filler = " ".join(f"Paragraph sentence number {i} talks about gardening tools." for i in range(30))
+    content = f"{filler} My passport number ends in 4471 and expires in May. {filler}"
+    item = remember(user, content, source="chunk")
+
+    body = api.post(SEARCH, {"query": "when does my passport expire?"}, format="json").json()
+
+    hit = next(hit for hit in body["items"] if hit["id"] == item.id)
+    assert "passport number ends in 4471" in hit["content"]
+    assert len(hit["content"]) <= 2 * search_quality.TRIM_CHARS
+    assert hit["trimmed"]["length"] == len(content)
+    assert content[hit["trimmed"]["start"] : hit["trimmed"]["end"]].strip() in content
+
+
+def test_budget_holds_several_memories_not_one_long_one(user, fake_embedder):
+    long_one = "garden " + "tomato seedlings need water " * 120
+    remember(user, long_one.replace(".", ""), source="chunk")  # no sentences: kept whole
+    for index in range(4):
+        remember(user, f"tomato fact {index}: the tomato seedlings went out in May")
+
+    result = memory_search(user=user, query="tomato seedlings", max_tokens=200)
+
+    assert len(result.items) >= 4
+    assert result.total_tokens_used <= 200
+
+
+def test_newer_value_first_older_superseded_and_as_of_between(api, user, fake_embedder):
+    older = remember(
+        user, "my home city is Austin Texas", occurred_at=datetime(2026, 1, 10, tzinfo=UTC)
+    )
+    newer = remember(
+        user, "my home city is Denver Colorado", occurred_at=datetime(2026, 4, 2, tzinfo=UTC)
+    )
+
+    body = api.post(SEARCH, {"query": "what is my home city?"}, format="json").json()
+
+    ids = [item["id"] for item in body["items"]]
+    assert ids[:2] == [newer.id, older.id]
+    superseded = body["items"][1]["superseded"]
+    assert superseded["by"] == newer.id
+    assert superseded["occurred_at"].startswith("2026-01-10")
+    assert superseded["by_occurred_at"].startswith("2026-04-02")
+    assert body["items"][0]["superseded"] is None
+
+    between = api.post(
+        SEARCH, {"query": "what is my home city?", "as_of": "2026-02-15"}, format="json"
+    ).json()
+    assert [item["id"] for item in between["items"]][:2] == [older.id, newer.id]
+    assert between["items"][0]["superseded"] is None
+
+
+def test_superseded_memory_says_so_in_the_pack_line(user, fake_embedder):
+    remember(user, "my home city is Austin Texas", occurred_at=datetime(2026, 1, 10, tzinfo=UTC))
+    remember(user, "my home city is Denver Colorado", occurred_at=datetime(2026, 4, 2, tzinfo=UTC))
+
+    hits = memory_search(user=user, query="what is my home city?").items
+
+    assert "superseded by a later memory of 2 April 2026" in format_hit(hits[1])
+    assert "superseded" not in format_hit(hits[0])
+
+
+def test_counting_question_brings_pieces_from_several_chats(user, fake_embedder):
+    from tests.factories import open_session
+
+    sessions = [open_session(user) for _ in range(3)]
+    # One chat talks about workshops at length; the others mention one workshop each.
+    for index in range(5):
+        remember(
+            user,
+            f"workshop notes part {index}: the pottery workshop cost 120 dollars",
+            source="chunk",
+            chat_session_id=sessions[0].id,
+        )
+    other = [
+        remember(user, "I paid 80 dollars for a workshop on photography", source="chunk",
+                 chat_session_id=sessions[1].id),
+        remember(user, "the writing workshop cost me 45 dollars", source="chunk",
+                 chat_session_id=sessions[2].id),
+    ]
+
+    hits = memory_search(user=user, query="how much did I spend on workshops in total?").items
+
+    top = [hit.id for hit in hits[:3]]
+    assert all(item.id in top for item in other)
+
+
+def test_as_of_is_validated(api, user):
+    response = api.post(SEARCH, {"query": "x", "as_of": "last tuesday"}, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == "as_of"
