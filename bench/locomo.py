@@ -75,6 +75,8 @@ TUNABLE = (
     "TRIM_CHARS",
     "COLLAPSE_ON_OVERLAP",
     "MISSING_NAME_FACTOR",
+    "COVERAGE_WEIGHT",
+    "COVERAGE_WINDOW",
 )
 
 
@@ -93,6 +95,9 @@ def parse_args() -> argparse.Namespace:
         "--variants",
         default="",
         help='ranking settings to compare first, e.g. "PAIR_WEIGHT=1;VECTOR_WEIGHT=0.5,RRF_K=60"',
+    )
+    parser.add_argument(
+        "--set", default="", help='ranking settings for the main run, e.g. "RELEVANCE_FLOOR=0"'
     )
     parser.add_argument("--sources", default="", help="comma-separated sources (default: all)")
     parser.add_argument(
@@ -492,6 +497,7 @@ def main() -> None:
             flush=True,
         )
 
+    apply_variant(args.set)
     dump: list | None = [] if args.dump_relevance else None
     scores = evaluate(conversations, users, sources, dump=dump)
     if dump is not None:

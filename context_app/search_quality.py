@@ -23,10 +23,14 @@ from memory_site.tokens import count_tokens
 VECTOR_ZERO = 0.2
 VECTOR_ONE = 0.7
 KEYWORD_HALF = 12.0
+# The keyword leg of the first COVERAGE_WINDOW candidates is also measured as the share of
+# the query's words the item holds, times COVERAGE_WEIGHT.
+COVERAGE_WINDOW = 10
+COVERAGE_WEIGHT = 1.0
 # A query whose best candidate is below RELEVANCE_FLOOR returns nothing (nothing it asks
 # about was ever discussed); below that, items under ITEM_RELEVANCE_FLOOR are dropped.
-RELEVANCE_FLOOR = 0.0
-ITEM_RELEVANCE_FLOOR = 0.0
+RELEVANCE_FLOOR = 0.3
+ITEM_RELEVANCE_FLOOR = 0.3
 # A query that names someone or something (a capitalised word inside the sentence) the
 # user's memory never mentions asks about what was never discussed: every candidate's
 # relevance is multiplied by this factor per such name.
@@ -44,7 +48,7 @@ QUESTION_WEIGHT = 0.6
 # Newer beats older: among the first SUPERSEDE_WINDOW results, two items from different
 # chats or days whose embeddings are at least this similar speak about the same subject.
 SUPERSEDE_WINDOW = 8
-SUPERSEDE_SIMILARITY = 0.8
+SUPERSEDE_SIMILARITY = 0.7
 # Counting and list questions ("how many…", "which of my…"): the best item of each chat first.
 AGGREGATE_WINDOW = 20
 AGGREGATE_QUERY = re.compile(
@@ -80,6 +84,33 @@ def relevance_of(candidate: Candidate) -> float:
     if candidate.keyword_score:
         keyword = candidate.keyword_score / (candidate.keyword_score + KEYWORD_HALF)
     return min(1.0, max(0.0, vector, keyword))
+
+
+def coverage_of(query_terms: dict[str, float], text: str) -> float:
+    """The share of the query's words (weighted by length: long words say more) in `text`."""
+    total = sum(query_terms.values())
+    if not total:
+        return 0.0
+    return sum(weight for term, weight in query_terms.items() if term in _terms(text)) / total
+
+
+def query_terms(query: str) -> dict[str, float]:
+    return {term: 1.0 + math.log(len(term)) for term in _terms(query)}
+
+
+def coverage_assign(cursor, ranked: list[Candidate], query: str) -> None:
+    """Keyword relevance of the first COVERAGE_WINDOW candidates: the share of the query's
+    words their text holds (a BM25 score depends on the scope's size and the item's length;
+    coverage means the same in every scope)."""
+    terms = query_terms(query)
+    window = ranked[:COVERAGE_WINDOW]
+    if not terms or not window:
+        return
+    cursor.execute("SELECT id, content FROM rag_store WHERE id = ANY(%s)", [[c.id for c in window]])
+    texts = dict(cursor.fetchall())
+    for candidate in window:
+        coverage = coverage_of(terms, texts.get(candidate.id, ""))
+        candidate.relevance = min(1.0, max(candidate.relevance, COVERAGE_WEIGHT * coverage))
 
 
 def relevance_assign(

@@ -260,12 +260,6 @@ def memory_search(
         search_quality.relevance_assign(
             candidates, keyword_rows=keyword_rows, vector_rows=vector_rows
         )
-        names = search_quality.query_names(query[:MAX_KEYWORD_QUERY_CHARS])
-        if names and candidates:
-            search_quality.missing_names_apply(
-                candidates,
-                search_quality.names_missing(cursor, scope=scope, params=params, names=names),
-            )
         now = (as_of or timezone.now()).timestamp()
         ranked = _rank(
             candidates,
@@ -275,10 +269,19 @@ def memory_search(
             recency_half_life_days=recency_half_life_days,
             now=now,
         )
-        ranked = search_quality.relevance_floor_apply(
-            ranked,
-            floor=search_quality.RELEVANCE_FLOOR if min_relevance is None else min_relevance,
-        )
+        search_quality.coverage_assign(cursor, ranked, query[:MAX_KEYWORD_QUERY_CHARS])
+        names = search_quality.query_names(query[:MAX_KEYWORD_QUERY_CHARS])
+        if names and ranked:
+            search_quality.missing_names_apply(
+                candidates,
+                search_quality.names_missing(cursor, scope=scope, params=params, names=names),
+            )
+        # Keyword mode has no floor: every item it returns holds words of the query.
+        if mode != "keyword":
+            ranked = search_quality.relevance_floor_apply(
+                ranked,
+                floor=search_quality.RELEVANCE_FLOOR if min_relevance is None else min_relevance,
+            )
         if search_quality.is_aggregate_query(query):
             ranked = search_quality.aggregate_order(ranked)
         packed = _pack(ranked, top_k=top_k)

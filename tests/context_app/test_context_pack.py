@@ -208,6 +208,7 @@ def test_attachments_share_one_inline_allowance():
 
 
 def test_no_pack_before_n_user_turns(user, embeddings):
+    tune(min_user_turns=3)
     rollups(user, recent="- The user bakes rye bread.")
     session, message = session_at_turn(user, 2)
     skipped = prepare(session, message)
@@ -572,18 +573,16 @@ def test_a_pack_build_runs_a_bounded_number_of_queries(
 # --- from the first message, memories matched every turn --------------------------------------
 
 
-def test_fact_from_one_chat_is_in_the_pack_of_the_first_message_of_the_next(
-    api, user, embeddings
-):
+def test_fact_from_one_chat_is_in_the_pack_of_the_first_message_of_the_next(api, user, embeddings):
     earlier = open_session(user)
-    memory(user, "The user is allergic to peanuts and carries an epipen.", session=earlier)
+    memory(user, "I am allergic to peanuts", session=earlier)
     session = open_session(user)
 
     response = api.post(
         "/api/v1/ai/chat/stream",
         {
             "session_id": str(session.id),  # no context_version: the pack is on (v2)
-            "messages": [{"role": "user", "content": "What am I allergic to, peanuts?"}],
+            "messages": [{"role": "user", "content": "am I allergic to peanuts at all"}],
         },
         format="json",
         HTTP_X_REGGIE_CONTEXT_DEBUG="1",
@@ -601,9 +600,7 @@ def test_context_version_v1_turns_memory_off(api, user, embeddings):
     memory(user, "The user is allergic to peanuts.")
     session = open_session(user)
 
-    stream_turn(
-        api, "What am I allergic to, peanuts?", session_id=session.id, context_version="v1"
-    )
+    stream_turn(api, "What am I allergic to, peanuts?", session_id=session.id, context_version="v1")
 
     assert not InjectionLog.objects.filter(session=session).exists()
 
@@ -620,17 +617,15 @@ def test_unrelated_turn_says_no_relevant_memories(user, embeddings):
     assert "peanuts" not in pack.text
 
 
-def test_memories_are_matched_every_turn_and_the_pack_rebuilt_when_they_change(
-    user, embeddings
-):
+def test_memories_are_matched_every_turn_and_the_pack_rebuilt_when_they_change(user, embeddings):
     rollups(user, recent="- The user bakes rye bread.")
-    memory(user, "The user is allergic to peanuts.")
-    memory(user, "The user plays the cello in a string quartet.")
+    memory(user, "I am allergic to peanuts")
+    memory(user, "cello quartet rehearsals every tuesday evening")
     session = open_session(user)
 
-    first = prepare(session, turn(session, "What am I allergic to, peanuts?"))
-    same = prepare(session, turn(session, "Am I allergic to peanuts really?"))
-    other = prepare(session, turn(session, "Which string quartet do I play the cello in?"))
+    first = prepare(session, turn(session, "am I allergic to peanuts at all"))
+    same = prepare(session, turn(session, "am I really allergic to peanuts"))
+    other = prepare(session, turn(session, "which evening are cello quartet rehearsals"))
 
     assert (first.status, first.reason) == ("built", "first_build")
     assert (same.status, same.reason) == ("reused", "not_due")

@@ -71,6 +71,7 @@ def test_a_settings_edit_applies_to_the_next_turn_without_restart(
     UserChatSummary.objects.create(
         user=user, kind="recent", summary="- The user bakes rye bread every weekend."
     )
+    ContextSettings.objects.update_or_create(pk=1, defaults={"min_user_turns": 3})
     session = open_session(user)
     message = add_message(session, "user", "Rye bread again.", run_hooks=False)
     assert prepare_context(session=session, user_message=message).reason == "too_few_turns"

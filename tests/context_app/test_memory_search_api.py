@@ -49,7 +49,13 @@ def test_search_returns_ranked_items_with_scores(api, user, fake_embedder):
         "similarity",
         "keyword_rank",
         "created_at",
+        "occurred_at",
         "metadata",
+        "relevance",
+        "why",
+        "provenance",
+        "superseded",
+        "trimmed",
     }
     assert first["id"] == best.id and first["metadata"] == {"hive": 2}
     assert first["similarity"] == pytest.approx(1.0) and first["keyword_rank"] > 0

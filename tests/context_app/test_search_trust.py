@@ -32,6 +32,13 @@ def remember(user, content: str, *, occurred_at=None, **fields) -> MemoryItem:
     )
 
 
+def everyday_memories(user, count: int = 20) -> None:
+    """A scope of a realistic size (word statistics of a handful of items mean little)."""
+    topics = ["breakfast", "weather", "commute", "laundry", "groceries", "music", "sleep"]
+    for index in range(count):
+        remember(user, f"note {index} about {topics[index % len(topics)]} on a quiet day")
+
+
 def test_unrelated_query_returns_nothing(api, user, fake_embedder):
     remember(user, "the user keeps bees on the roof of the garage")
     remember(user, "the user plays the cello in a quartet")
@@ -106,9 +113,12 @@ def test_statement_ranks_above_the_question_it_answers(user, fake_embedder):
 
 
 def test_long_item_comes_back_as_its_matching_passage(api, user, fake_embedder):
-    filler = " ".join(f"Paragraph sentence number {i} talks about gardening tools." for i in range(30))
+    filler = " ".join(
+        f"Paragraph sentence number {i} talks about gardening tools." for i in range(30)
+    )
     content = f"{filler} My passport number ends in 4471 and expires in May. {filler}"
     item = remember(user, content, source="chunk")
+    everyday_memories(user)
 
     body = api.post(SEARCH, {"query": "when does my passport expire?"}, format="json").json()
 
@@ -133,10 +143,10 @@ def test_budget_holds_several_memories_not_one_long_one(user, fake_embedder):
 
 def test_newer_value_first_older_superseded_and_as_of_between(api, user, fake_embedder):
     older = remember(
-        user, "my home city is Austin Texas", occurred_at=datetime(2026, 1, 10, tzinfo=UTC)
+        user, "my home city is Austin in Texas now", occurred_at=datetime(2026, 1, 10, tzinfo=UTC)
     )
     newer = remember(
-        user, "my home city is Denver Colorado", occurred_at=datetime(2026, 4, 2, tzinfo=UTC)
+        user, "my home city is Denver in Colorado now", occurred_at=datetime(2026, 4, 2, tzinfo=UTC)
     )
 
     body = api.post(SEARCH, {"query": "what is my home city?"}, format="json").json()
@@ -157,8 +167,12 @@ def test_newer_value_first_older_superseded_and_as_of_between(api, user, fake_em
 
 
 def test_superseded_memory_says_so_in_the_pack_line(user, fake_embedder):
-    remember(user, "my home city is Austin Texas", occurred_at=datetime(2026, 1, 10, tzinfo=UTC))
-    remember(user, "my home city is Denver Colorado", occurred_at=datetime(2026, 4, 2, tzinfo=UTC))
+    remember(
+        user, "my home city is Austin in Texas now", occurred_at=datetime(2026, 1, 10, tzinfo=UTC)
+    )
+    remember(
+        user, "my home city is Denver in Colorado now", occurred_at=datetime(2026, 4, 2, tzinfo=UTC)
+    )
 
     hits = memory_search(user=user, query="what is my home city?").items
 
@@ -170,6 +184,7 @@ def test_counting_question_brings_pieces_from_several_chats(user, fake_embedder)
     from tests.factories import open_session
 
     sessions = [open_session(user) for _ in range(3)]
+    everyday_memories(user)
     # One chat talks about workshops at length; the others mention one workshop each.
     for index in range(5):
         remember(
@@ -179,10 +194,18 @@ def test_counting_question_brings_pieces_from_several_chats(user, fake_embedder)
             chat_session_id=sessions[0].id,
         )
     other = [
-        remember(user, "I paid 80 dollars for a workshop on photography", source="chunk",
-                 chat_session_id=sessions[1].id),
-        remember(user, "the writing workshop cost me 45 dollars", source="chunk",
-                 chat_session_id=sessions[2].id),
+        remember(
+            user,
+            "I paid 80 dollars for a workshop on photography",
+            source="chunk",
+            chat_session_id=sessions[1].id,
+        ),
+        remember(
+            user,
+            "the writing workshop cost me 45 dollars",
+            source="chunk",
+            chat_session_id=sessions[2].id,
+        ),
     ]
 
     hits = memory_search(user=user, query="how much did I spend on workshops in total?").items

@@ -122,8 +122,9 @@ def _embed_query(query: str) -> list[float]:
 
 def _relevant_memory_lines(
     *, session: ChatSession, query: str, query_future, deadline: _Deadline, context_settings
-) -> tuple[list[tuple[str, dict]], float]:
-    """The memory lines for the pack and the embedding time; [] when embedding fails."""
+) -> tuple[list[tuple[str, dict]] | None, float]:
+    """The memory lines for the pack and the embedding time; None when embedding fails (the
+    memories were not consulted, which the pack must not call "no relevant memories")."""
     embedding_started = time.perf_counter()
     # Leave room for the search and the assembly: a slow embedder costs the memories segment,
     # not the whole pack.
@@ -136,12 +137,12 @@ def _relevant_memory_lines(
             session.id,
             deadline.budget_ms,
         )
-        return [], (time.perf_counter() - embedding_started) * 1000
+        return None, (time.perf_counter() - embedding_started) * 1000
     except Exception as exc:  # noqa: BLE001 - ProviderError or worse: skip, never fail the turn
         logger.warning(
             "context: query embedding failed for session %s, memories skipped: %s", session.id, exc
         )
-        return [], (time.perf_counter() - embedding_started) * 1000
+        return None, (time.perf_counter() - embedding_started) * 1000
     waited_ms = (time.perf_counter() - embedding_started) * 1000
     top_k = context_settings.memory_top_k
     if top_k <= 0:
@@ -202,8 +203,8 @@ def _memories_match(
         query_future.cancel()
 
 
-def _memory_ids(lines: list[tuple[str, dict]]) -> list[int]:
-    return [meta["id"] for _, meta in lines]
+def _memory_ids(lines: list[tuple[str, dict]] | None) -> list[int] | None:
+    return None if lines is None else [meta["id"] for _, meta in lines]
 
 
 def memory_rank(
@@ -258,7 +259,7 @@ def _build(
             )
             topic_text = topic_summary.summary
         deadline.check("topic")
-        memory_lines: list[tuple[str, dict]] = []
+        memory_lines: list[tuple[str, dict]] | None = None
         embedding_ms = 0.0
         if matched is not None:
             memory_lines, embedding_ms = matched
@@ -309,7 +310,7 @@ def _build(
                 lines=[(redact(line), meta) for line, meta in memory_lines],
             )
         )
-    elif wants_memories and any(source.text.strip() for source in sources):
+    elif memory_lines is not None and any(source.text.strip() for source in sources):
         sources.append(
             SegmentSource(
                 "Relevant memories",
@@ -499,7 +500,7 @@ def _prepare(
         matched = _memories_match(
             session=session, query=query, deadline=deadline, context_settings=context_settings
         )
-        if _memory_ids(matched[0]) != state.get("memory_ids", []):
+        if matched[0] is not None and _memory_ids(matched[0]) != state.get("memory_ids", []):
             decision = "memories_changed"
     if decision is None:
         reused = _reuse(
