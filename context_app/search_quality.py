@@ -48,7 +48,7 @@ QUESTION_WEIGHT = 0.6
 # Newer beats older: among the first SUPERSEDE_WINDOW results, two items from different
 # chats or days whose embeddings are at least this similar speak about the same subject.
 SUPERSEDE_WINDOW = 8
-SUPERSEDE_SIMILARITY = 0.7
+SUPERSEDE_SIMILARITY = 0.8
 # Counting and list questions ("how many…", "which of my…"): the best item of each chat first.
 AGGREGATE_WINDOW = 20
 AGGREGATE_QUERY = re.compile(

@@ -384,7 +384,8 @@ def format_hit(hit: SearchHit) -> str:
 
     The date is the one thing a reader cannot infer from the text and temporal questions need
     it; the provenance (or the source, for everything but conversation messages) is named, and
-    a superseded memory says so with the date of the one that replaces it. The contextual header
+    a superseded memory says so with the date of the one that replaces it ("superseded 2 April
+    2026"), kept short because every character of the label comes out of the budget. The contextual header
     is indexed, never shown: a 2-4 sentence header would eat the budget of a whole memory.
     """
     parts = [format_date(hit.occurred_at)]
@@ -396,9 +397,7 @@ def format_hit(hit: SearchHit) -> str:
     if hit.superseded:
         later = hit.superseded.get("by_occurred_at")
         later_date = format_date(datetime.fromisoformat(later)) if later else ""
-        parts.append(
-            f"superseded by a later memory of {later_date}" if later_date else "superseded"
-        )
+        parts.append(f"superseded {later_date}" if later_date else "superseded")
     label = ", ".join(part for part in parts if part)
     text = " ".join(hit.content.split())
     return f'({label}) "{text}"' if label else f'"{text}"'

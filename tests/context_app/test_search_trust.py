@@ -143,10 +143,14 @@ def test_budget_holds_several_memories_not_one_long_one(user, fake_embedder):
 
 def test_newer_value_first_older_superseded_and_as_of_between(api, user, fake_embedder):
     older = remember(
-        user, "my home city is Austin in Texas now", occurred_at=datetime(2026, 1, 10, tzinfo=UTC)
+        user,
+        "my home city is now Austin in the state of Texas",
+        occurred_at=datetime(2026, 1, 10, tzinfo=UTC),
     )
     newer = remember(
-        user, "my home city is Denver in Colorado now", occurred_at=datetime(2026, 4, 2, tzinfo=UTC)
+        user,
+        "my home city is now Denver in the state of Colorado",
+        occurred_at=datetime(2026, 4, 2, tzinfo=UTC),
     )
 
     body = api.post(SEARCH, {"query": "what is my home city?"}, format="json").json()
@@ -168,15 +172,19 @@ def test_newer_value_first_older_superseded_and_as_of_between(api, user, fake_em
 
 def test_superseded_memory_says_so_in_the_pack_line(user, fake_embedder):
     remember(
-        user, "my home city is Austin in Texas now", occurred_at=datetime(2026, 1, 10, tzinfo=UTC)
+        user,
+        "my home city is now Austin in the state of Texas",
+        occurred_at=datetime(2026, 1, 10, tzinfo=UTC),
     )
     remember(
-        user, "my home city is Denver in Colorado now", occurred_at=datetime(2026, 4, 2, tzinfo=UTC)
+        user,
+        "my home city is now Denver in the state of Colorado",
+        occurred_at=datetime(2026, 4, 2, tzinfo=UTC),
     )
 
     hits = memory_search(user=user, query="what is my home city?").items
 
-    assert "superseded by a later memory of 2 April 2026" in format_hit(hits[1])
+    assert "superseded 2 April 2026" in format_hit(hits[1])
     assert "superseded" not in format_hit(hits[0])
 
 

@@ -68,6 +68,7 @@ def topic_headers(response) -> tuple:
 
 
 def test_topic_headers_appear_after_n_turns(api, user, embeddings):
+    ContextSettings.objects.update_or_create(pk=1, defaults={"min_user_turns": 3})
     sourdough_history(user)
     session = open_session(user)
 
