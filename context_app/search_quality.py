@@ -45,8 +45,9 @@ _NOT_NAMES = frozenset(
 # Score factor of a short message item that only asks: the statement that answers it (its
 # neighbour, lifted by the neighbour smoothing) ranks above it.
 QUESTION_WEIGHT = 0.6
-# Newer beats older: among the first SUPERSEDE_WINDOW results, two items from different
-# chats or days whose embeddings are at least this similar speak about the same subject.
+# Newer beats older: among the first SUPERSEDE_WINDOW results, two items said at least a day
+# apart whose embeddings are at least this similar speak about the same subject (0.7 cost
+# LoCoMo 1.2 points of budget recall through false pairs; 0.8 costs about 0.8).
 SUPERSEDE_WINDOW = 8
 SUPERSEDE_SIMILARITY = 0.8
 # Counting and list questions ("how many…", "which of my…"): the best item of each chat first.
@@ -223,8 +224,8 @@ def supersede_order(
 ) -> tuple[list[Candidate], dict[int, int]]:
     """Newer beats older among the first SUPERSEDE_WINDOW items.
 
-    Items about the same subject (embeddings at least SUPERSEDE_SIMILARITY alike, said in
-    different chats or on different days) form a group; its latest item said at or before
+    Items about the same subject (embeddings at least SUPERSEDE_SIMILARITY alike, said at
+    least a day apart) form a group; its latest item said at or before
     `as_of` (epoch seconds) takes the group's best position, the older ones follow it newest
     first and are superseded by it, items said after `as_of` come last. Returns the new order
     and {superseded item id: id of the item that supersedes it}.
@@ -242,8 +243,9 @@ def supersede_order(
         if a not in by_id or b not in by_id or value < SUPERSEDE_SIMILARITY:
             continue
         first, second = by_id[a], by_id[b]
-        same_chat = first.chat_session_id and first.chat_session_id == second.chat_session_id
-        if same_chat and abs(first.occurred_epoch - second.occurred_epoch) < 86400:
+        # A change needs a later date: two things said the same day are not one replacing
+        # the other.
+        if abs(first.occurred_epoch - second.occurred_epoch) < 86400:
             continue
         if first.exchange_key and first.exchange_key == second.exchange_key:
             continue
