@@ -580,6 +580,11 @@ def main() -> None:
         f"{scores.overall('plain'):.3f} within the budget"
     )
     if baselines:
+        print(
+            f"baseline BM25+dense RRF over single turns: "
+            f"{baselines['rrf'].overall('recall_budget'):.3f} within the budget, "
+            f"{baselines['rrf'].overall('recall_at_10'):.3f} @10"
+        )
         for name in ("bm25", "dense"):
             latency = [v for c in baselines[name].per_category.values() for v in c["latency_ms"]]
             print(
@@ -594,6 +599,9 @@ def main() -> None:
         if baselines
         else None,
         "dense_recall_budget": round(baselines["dense"].overall("recall_budget"), 4)
+        if baselines
+        else None,
+        "rrf_recall_budget": round(baselines["rrf"].overall("recall_budget"), 4)
         if baselines
         else None,
         "search_p50_ms": round(ld.percentile(scores.search_ms, 50), 2),

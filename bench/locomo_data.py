@@ -330,7 +330,8 @@ class BaselineResult:
     per_category: dict[int, dict[str, list[float]]]
 
     def overall(self, metric: str) -> float:
-        values = [v for cat in self.per_category.values() for v in cat[metric]]
+        # A category without questions has no entries (LongMemEval runs leave some empty).
+        values = [v for cat in self.per_category.values() for v in cat.get(metric, [])]
         return sum(values) / len(values) if values else 0.0
 
     def category(self, category: int, metric: str) -> float:
