@@ -13,13 +13,14 @@ database connection when done.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import close_old_connections
+from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -110,7 +111,12 @@ async def _run(resolve_user: UserResolver, ctx: Context, work: Callable[..., Any
         raise ToolError(f"The embedding model failed: {exc}") from exc
 
 
-def _search(user, *, query, limit, mode, sources, project_id, topics, since, until) -> dict:
+def _search(
+    user, *, query, limit, mode, sources, project_id, topics, since, until, as_of=None
+) -> dict:
+    moment = _moment(as_of, "as_of")
+    if moment is not None and timezone.is_naive(moment):
+        moment = timezone.make_aware(moment, UTC)
     result = memory_search(
         user=user,
         query=query,
@@ -125,6 +131,7 @@ def _search(user, *, query, limit, mode, sources, project_id, topics, since, unt
             since=_moment(since, "since"),
             until=_moment(until, "until"),
         ),
+        as_of=moment,
     )
     return {
         "query": query,
@@ -138,6 +145,9 @@ def _search(user, *, query, limit, mode, sources, project_id, topics, since, unt
                 "topics": hit.topics,
                 "session_id": hit.chat_session_id,
                 "occurred_at": _iso(hit.occurred_at),
+                "relevance": hit.relevance,
+                "why": hit.why,
+                "superseded": hit.superseded,
             }
             for hit in result.items
         ],
@@ -250,6 +260,13 @@ def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
         until: Annotated[
             str | None, Field(description="Only memories up to this ISO date or date-time.")
         ] = None,
+        as_of: Annotated[
+            str | None,
+            Field(
+                description="Rank as of this ISO date or date-time: of two memories about the "
+                "same subject, the latest said by then comes first."
+            ),
+        ] = None,
     ) -> dict:
         """Search the user's long-term memory (facts, past conversation excerpts, session
         summaries, documents) by meaning and keywords. Returns the best matches with ids
@@ -267,6 +284,7 @@ def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
                 topics=topics,
                 since=since,
                 until=until,
+                as_of=as_of,
             ),
         )
 

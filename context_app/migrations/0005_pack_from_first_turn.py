@@ -14,7 +14,7 @@ def first_turn(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('context_app', '0003_access_log'),
+        ('context_app', '0004_alter_topicsummary_options'),
     ]
 
     operations = [
