@@ -586,7 +586,9 @@ def main() -> None:
             f"{baselines['rrf'].overall('recall_at_10'):.3f} @10"
         )
         for name in ("bm25", "dense"):
-            latency = [v for c in baselines[name].per_category.values() for v in c["latency_ms"]]
+            latency = [
+                v for c in baselines[name].per_category.values() for v in c.get("latency_ms", [])
+            ]
             print(
                 f"baseline {name}: p50 {ld.percentile(latency, 50):.1f} ms, "
                 f"p95 {ld.percentile(latency, 95):.1f} ms (in memory"
