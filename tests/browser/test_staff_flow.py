@@ -97,6 +97,14 @@ def send_turn(page, text: str, turn: int):
     return finished.nth(turn - 1)
 
 
+def pack_from_third_turn() -> None:
+    """This flow shows the topic chip appearing with the first pack: the pack now starts on the
+    first turn by default, so the flow sets the third (as an operator can in Settings)."""
+    from context_app.models import ContextSettings
+
+    ContextSettings.objects.update_or_create(pk=1, defaults={"min_user_turns": 3})
+
+
 def test_chat_commit_find_delete_and_settings(
     asgi_server, browser, fake_openai, screenshot, tmp_path
 ):
@@ -106,6 +114,7 @@ def test_chat_commit_find_delete_and_settings(
     fake_openai.stream_delay_seconds = 0.08
     fake_openai.json_responder = model_json
     staff_id, seeded_id = db_call(set_up_data)
+    db_call(pack_from_third_turn)
     base = asgi_server
 
     context = browser.new_context(viewport=DESKTOP)
@@ -158,7 +167,7 @@ def test_chat_commit_find_delete_and_settings(
     expect(page.locator("#session-list [aria-current=page]")).to_contain_text("I love genmaicha")
     expect(page.locator("#topic-chip")).to_be_hidden()
 
-    # --- The topic chip appears once the pack is built (third user turn by default) ----------
+    # --- The topic chip appears once the pack is built (third user turn, set above) ----------
     send_turn(page, TURNS[1], 2)
     expect(page.locator("#topic-chip")).to_be_hidden()
     page.get_by_role("switch", name="Show context").check()

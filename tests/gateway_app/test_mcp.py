@@ -64,6 +64,9 @@ async def exercise_every_tool(client: Client) -> dict:
     )
     memory_id = added["memory_id"]
     seen["search"] = structured(await call(client, "search_memory", query="Where does Anna live?"))
+    seen["search_as_of"] = structured(
+        await call(client, "search_memory", query="Where does Anna live?", as_of="2099-01-01")
+    )
     seen["listed"] = structured(await call(client, "list_memories", source="fact"))
     seen["updated"] = structured(
         await call(
@@ -87,6 +90,10 @@ def assert_every_tool_worked(seen: dict) -> None:
     assert seen["again"]["status"] == "duplicate"
     assert seen["again"]["memory_id"] == seen["added"]["memory_id"]
     assert seen["search"]["results"][0]["id"] == seen["added"]["memory_id"]
+    first = seen["search"]["results"][0]
+    assert first["relevance"] > 0 and first["why"] and first["superseded"] is None
+    assert {entry["signal"] for entry in first["why"]} <= {"keyword", "vector", "recency"}
+    assert seen["search_as_of"]["results"][0]["id"] == seen["added"]["memory_id"]
     assert [m["content"] for m in seen["listed"]["memories"]] == [
         "The user's sister Anna lives in Lisbon."
     ]
