@@ -28,7 +28,10 @@ KEYWORD_HALF = 12.0
 COVERAGE_WINDOW = 10
 COVERAGE_WEIGHT = 1.0
 # A query whose best candidate is below RELEVANCE_FLOOR returns nothing (nothing it asks
-# about was ever discussed); below that, items under ITEM_RELEVANCE_FLOOR are dropped.
+# about was ever discussed); below that, items under ITEM_RELEVANCE_FLOOR are dropped (0: the
+# floor is per query). Calibrated on locomo-dev (3 conversations, 383 questions, each also
+# asked of another conversation's user): 0.3 empties 94-96% of the unrelated queries and
+# costs 0.4 points of budget recall; 0.5 costs 1.6, 0.6 costs 7.
 RELEVANCE_FLOOR = 0.3
 ITEM_RELEVANCE_FLOOR = 0.3
 # A query that names someone or something (a capitalised word inside the sentence) the
