@@ -13,7 +13,9 @@ Printed per category and overall: evidence recall within a 2,000-character budge
 rank order while their text fits, stopping at the first that does not), recall@10 items, and
 p50/p95 search latency (database time of the search; the query embedding is shown apart); and
 the same recall for BM25 and dense-only (all-MiniLM-L6-v2) over single turns, computed in the
-same run (bench/locomo_data.py). The last line is one JSON object.
+same run (bench/locomo_data.py). The last line is one JSON object, with the recall within the
+budget per category (``recall_budget_by_category``: single_hop, multi_hop, temporal,
+open_domain) for Mnemo and both baselines.
 
 LongMemEval-format files (``qa`` entries with ``question_type`` and ``question_date``) run the
 same way: figures are also printed per question type, each question is searched `as_of` its
@@ -77,6 +79,7 @@ TUNABLE = (
     "MISSING_NAME_FACTOR",
     "COVERAGE_WEIGHT",
     "COVERAGE_WINDOW",
+    "ENTITY_WEIGHT",
 )
 
 
@@ -594,8 +597,12 @@ def main() -> None:
                 f"p95 {ld.percentile(latency, 95):.1f} ms (in memory"
                 f"{', with query embedding' if name == 'dense' else ''})"
             )
+    category_keys = {4: "single_hop", 1: "multi_hop", 2: "temporal", 3: "open_domain"}
     summary = {
         "recall_budget": round(scores.overall(), 4),
+        "recall_budget_by_category": {
+            key: round(scores.category(category), 4) for category, key in category_keys.items()
+        },
         "recall_at_10": round(scores.overall("at10"), 4),
         "bm25_recall_budget": round(baselines["bm25"].overall("recall_budget"), 4)
         if baselines
@@ -604,6 +611,18 @@ def main() -> None:
         if baselines
         else None,
         "rrf_recall_budget": round(baselines["rrf"].overall("recall_budget"), 4)
+        if baselines
+        else None,
+        "bm25_recall_budget_by_category": {
+            key: round(baselines["bm25"].category(category, "recall_budget"), 4)
+            for category, key in category_keys.items()
+        }
+        if baselines
+        else None,
+        "dense_recall_budget_by_category": {
+            key: round(baselines["dense"].category(category, "recall_budget"), 4)
+            for category, key in category_keys.items()
+        }
         if baselines
         else None,
         "search_p50_ms": round(ld.percentile(scores.search_ms, 50), 2),

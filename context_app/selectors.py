@@ -29,6 +29,9 @@ Design (measured on LoCoMo, /work/briefs/retrieval_findings.md; `bench/locomo.py
   also gets 0.3 x the best fused score of its neighbouring messages (answers sit next to the
   matched question); when the query names exactly one of the conversation's speakers, that
   name is dropped from the keyword query and their messages are boosted x1.5.
+- Entity leg: items that mention an entity (person, pet, place...) the query names or an alias
+  of one ("my sister"), ranked by the summed rarity of those entities, fused at ENTITY_WEIGHT
+  (ingestion_app.selectors.entities; hybrid mode only).
 - Optional recency weight, a similarity threshold, scope filters. Packing walks the ranking,
   skips an item whose messages are all covered by items already taken (turn-pair chunks and
   message items overlap) and stops before max_tokens.
@@ -39,7 +42,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from django.db import connection, transaction
@@ -49,6 +52,12 @@ from context_app import search_quality
 from ingestion_app.models import MemoryItem
 from ingestion_app.selectors import scope as search_scope
 from ingestion_app.selectors import search_candidates
+from ingestion_app.selectors.entities import (
+    QueryEntity,
+    entities_named_in_query,
+    entities_of_items,
+    entity_leg_candidates,
+)
 from ingestion_app.selectors.scope import SOURCES, SearchFilters
 from ingestion_app.selectors.search_candidates import Candidate, SearchHit
 from memory_site.errors import InvalidInput
@@ -65,6 +74,7 @@ __all__ = [
     "format_for_prompt",
     "format_hit",
     "memory_search",
+    "search_entities",
 ]
 
 MODES = ("hybrid", "semantic", "keyword")
@@ -73,6 +83,8 @@ MODES = ("hybrid", "semantic", "keyword")
 RRF_K = 20
 KEYWORD_WEIGHT = 1.0
 VECTOR_WEIGHT = 0.7
+# The third leg (ingestion_app.selectors.entities): items naming an entity the query names.
+ENTITY_WEIGHT = 0.7
 NEIGHBOUR_WEIGHT = 0.3
 SPEAKER_BOOST = 1.5
 # Score factor of a turn-pair chunk whose messages also exist as message items: the pair
@@ -98,6 +110,8 @@ class SearchResult:
     total_tokens_used: int
     query_embedding_ms: float
     search_ms: float
+    # Entities the query names (the entity leg's input), most mentioned first.
+    entities: list[QueryEntity] = field(default_factory=list)
 
 
 def _named_speakers(query: str, speakers: list[str]) -> list[str]:
@@ -226,6 +240,18 @@ def memory_search(
                 stats=stats,
                 limit=limit,
             )
+        query_entities, entity_rows = _entity_leg(
+            cursor,
+            mode=mode,
+            user_id=user.pk,
+            app_id=app_id,
+            query=query,
+            scope=scope,
+            params=params,
+            named=named,
+            scope_items=stats.count if stats else None,
+            limit=limit,
+        )
         vector_rows = (
             search_candidates.vector_candidates(
                 cursor,
@@ -242,6 +268,8 @@ def memory_search(
             fused = _rrf(keyword_rows, KEYWORD_WEIGHT)
             for item_id, value in _rrf(vector_rows, VECTOR_WEIGHT).items():
                 fused[item_id] = fused.get(item_id, 0.0) + value
+            for item_id, value in _rrf(entity_rows, ENTITY_WEIGHT).items():
+                fused[item_id] = fused.get(item_id, 0.0) + value
         elif mode == "keyword":
             fused = dict(keyword_rows)
         else:
@@ -254,9 +282,13 @@ def memory_search(
             probe_covered_pairs=PAIR_WEIGHT != 1.0,
         )
         keyword_scores = dict(keyword_rows)
+        entity_ranks = {item_id: rank for rank, (item_id, _) in enumerate(entity_rows, start=1)}
+        entity_scores = dict(entity_rows)
         for item_id, candidate in candidates.items():
             candidate.score = fused[item_id]
             candidate.keyword_score = keyword_scores.get(item_id)
+            candidate.entity_rank = entity_ranks.get(item_id)
+            candidate.entity_score = entity_scores.get(item_id)
         search_quality.relevance_assign(
             candidates, keyword_rows=keyword_rows, vector_rows=vector_rows
         )
@@ -302,7 +334,54 @@ def memory_search(
         total_tokens_used=used,
         query_embedding_ms=round(embed_ms, 2),
         search_ms=round((time.perf_counter() - started) * 1000, 2),
+        entities=query_entities,
     )
+
+
+def search_entities(*, user, result: SearchResult, app_id: str, limit: int = 8) -> list:
+    """The entities worth showing beside a result: those the query names, then those its
+    items name (most mentioned first), each once."""
+    chosen = {entity.id: entity for entity in result.entities[:limit]}
+    if len(chosen) < limit:
+        for entity in entities_of_items(
+            user_id=user.pk, item_ids=[hit.id for hit in result.items], limit=limit
+        ):
+            chosen.setdefault(entity.id, entity)
+    return list(chosen.values())[:limit]
+
+
+def _entity_leg(
+    cursor,
+    *,
+    mode: str,
+    user_id: int,
+    app_id: str,
+    query: str,
+    scope: str,
+    params: dict,
+    named: list[str],
+    scope_items: int | None,
+    limit: int,
+) -> tuple[list[QueryEntity], list[tuple[int, float]]]:
+    """The entity leg (hybrid mode only): the entities the query names, other than a speaker
+    the keyword leg already boosts, and the items that mention them, ranked."""
+    if mode != "hybrid" or not ENTITY_WEIGHT or not query.strip():
+        return [], []
+    entities = entities_named_in_query(
+        user_id=user_id, app_id=app_id, query=query, exclude_names=named
+    )
+    if not entities:
+        return [], []
+    rows = entity_leg_candidates(
+        cursor,
+        scope=scope,
+        params=params,
+        entities=entities,
+        query=query,
+        scope_items=scope_items,
+        limit=limit,
+    )
+    return entities, rows
 
 
 def _rank(

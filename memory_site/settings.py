@@ -304,6 +304,16 @@ MNEMO_SESSION_SUMMARY_MAX_CHARS = env_int("MNEMO_SESSION_SUMMARY_MAX_CHARS", 800
 MNEMO_RECENT_WINDOW_DAYS = env_int("MNEMO_RECENT_WINDOW_DAYS", 28)
 MNEMO_ROLLUP_RECENT_MAX_CHARS = env_int("MNEMO_ROLLUP_RECENT_MAX_CHARS", 800)
 MNEMO_ROLLUP_HISTORY_MAX_CHARS = env_int("MNEMO_ROLLUP_HISTORY_MAX_CHARS", 600)
+# Knowledge buckets every memory item is filed in (rag-pipeline reference); the last one is the
+# fallback. Entities: resolution merges a new name into an existing entity of the same user
+# whose name embedding is at least this similar (cosine), when names and aliases differ.
+MNEMO_BUCKETS = env_list("MNEMO_BUCKETS", ["PERSONAL_LIFE", "CREATOR", "PROJECTS", "OTHER"])
+if not MNEMO_BUCKETS:
+    raise ImproperlyConfigured("MNEMO_BUCKETS must name at least one bucket")
+MNEMO_ENTITY_SIMILARITY = env_float("MNEMO_ENTITY_SIMILARITY", 0.9)
+# Queue the background entity work after a write: embedding new entity names (and merging
+# near-duplicates) and, with an LLM configured, the model's extraction of each item.
+MNEMO_ENTITY_TASKS = env_bool("MNEMO_ENTITY_TASKS", True)
 # Called (dotted paths, keyword argument `message`) right after any message is stored, in the
 # request: the indexer makes the message (and after a reply, the exchange's turn-pair chunk)
 # retrievable before the next turn, consolidation queues a summary of long sessions. They

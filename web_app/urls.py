@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from web_app.views import chat, imports, memories, sessions, settings_page
+from web_app.views import chat, entities, imports, memories, sessions, settings_page
 
 app_name = "web"
 
@@ -15,6 +15,8 @@ urlpatterns = [
     path("memories/<int:memory_id>/delete/", memories.memory_delete_view, name="memory-delete"),
     path("memories/sessions/", sessions.session_list, name="sessions"),
     path("memories/sessions/<uuid:session_id>/", sessions.session_detail, name="session-detail"),
+    path("memories/entities/", entities.entity_list, name="entities"),
+    path("memories/entities/<int:entity_id>/", entities.entity_detail, name="entity-detail"),
     path("memories/imports/", imports.import_list, name="imports"),
     path("memories/imports/<uuid:import_id>/", imports.import_detail, name="import-detail"),
     path("settings/", settings_page.settings_page, name="settings"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, time
 
+from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_date
 from drf_spectacular.types import OpenApiTypes
@@ -12,8 +13,9 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from context_app.selectors import MODES, SOURCES, SearchFilters, memory_search
+from context_app.selectors import MODES, SOURCES, SearchFilters, memory_search, search_entities
 from ingestion_app.selectors import memory_stats
+from ingestion_app.selectors.entities import cross_references_of_items
 from memory_site.api_fields import (
     FieldAliasMixin,
     StrictCharField,
@@ -111,11 +113,13 @@ class TrimmedOutput(serializers.Serializer):
 
 
 class SearchHitOutput(serializers.Serializer):
+    type = serializers.CharField(default="memory", help_text="memory (or entity, see below)")
     id = serializers.IntegerField()
     source = serializers.CharField()
     content = serializers.CharField(
         help_text="The item's text, or the passage of a long item that matches (see trimmed)."
     )
+    bucket = serializers.CharField()
     score = serializers.FloatField()
     relevance = serializers.FloatField(
         help_text="How sure the ranking is that the item is about the query, 0 to 1."
@@ -135,6 +139,25 @@ class SearchHitOutput(serializers.Serializer):
         allow_null=True, help_text="Set when content is a passage cut from a longer item."
     )
     metadata = serializers.DictField()
+    cross_references = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="With include_cross_refs: links to other items and entities "
+        "({relationship, type, id, reason, strength}).",
+    )
+
+
+class SearchEntityOutput(serializers.Serializer):
+    type = serializers.SerializerMethodField()
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    entity_type = serializers.CharField(source="type")
+    description = serializers.CharField()
+    mention_count = serializers.IntegerField()
+    content = serializers.CharField(source="prompt_line")
+
+    def get_type(self, entity) -> str:
+        return "entity"
 
     def get_provenance(self, hit) -> str | None:
         return (hit.metadata or {}).get("provenance") or None
@@ -163,6 +186,19 @@ class MemorySearchApi(APIView):
                 "same subject, the latest said by then comes first."
             ),
         )
+        buckets = serializers.ListField(
+            child=StrictCharField(max_length=32), required=False, allow_empty=True, max_length=20
+        )
+        include_entities = serializers.BooleanField(required=False, default=False)
+        include_cross_refs = serializers.BooleanField(required=False, default=False)
+
+        def validate_buckets(self, value):
+            unknown = [bucket for bucket in value if bucket not in settings.MNEMO_BUCKETS]
+            if unknown:
+                raise serializers.ValidationError(
+                    f"Unknown bucket {unknown[0]!r}; one of {', '.join(settings.MNEMO_BUCKETS)}."
+                )
+            return value
 
     class MemorySearchOutput(serializers.Serializer):
         items = SearchHitOutput(many=True)
@@ -184,7 +220,13 @@ class MemorySearchApi(APIView):
             "One exchange takes one slot; a long item is cut to its matching passage "
             "(`trimmed`). Of two memories about the same subject the later comes first and the "
             "older is `superseded` (both dates given); `as_of` ranks relative to that date. "
-            "502 when the embedding model fails (hybrid and semantic modes)."
+            "502 when the embedding model fails (hybrid and semantic modes). "
+            "Entities: hybrid "
+            "mode adds a third leg, the items that mention an entity (person, pet, place...) the "
+            "query names or an alias of one ('my sister'). `buckets` keeps items of those "
+            "knowledge buckets. `include_entities` appends `type: entity` items (the entities "
+            "the query names, then those the results name; description and mention count); "
+            "`include_cross_refs` adds each memory's links to other items and entities."
         ),
         request=MemorySearchInput,
         responses={200: MemorySearchOutput},
@@ -220,6 +262,7 @@ class MemorySearchApi(APIView):
                     topics=list(filter_data.get("topics") or []),
                     since=filter_data.get("since"),
                     until=filter_data.get("until"),
+                    buckets=list(data.get("buckets") or []),
                 ),
                 **arguments,
             )
@@ -228,7 +271,16 @@ class MemorySearchApi(APIView):
                 f"The embedding model failed ({exc}); retry, or use mode=keyword.",
                 code="embedding_failed",
             ) from exc
-        return Response(self.MemorySearchOutput(result).data)
+        body = self.MemorySearchOutput(result).data
+        item_ids = [hit.id for hit in result.items]
+        if data["include_cross_refs"]:
+            links = cross_references_of_items(user_id=request.user.pk, item_ids=item_ids)
+            for item in body["items"]:
+                item["cross_references"] = links.get(item["id"], [])
+        if data["include_entities"]:
+            entities = search_entities(user=request.user, result=result, app_id=data["app_id"])
+            body["items"] = [*body["items"], *SearchEntityOutput(entities, many=True).data]
+        return Response(body)
 
 
 class MemoryStatsApi(APIView):
@@ -236,9 +288,10 @@ class MemoryStatsApi(APIView):
         summary="Totals of the caller's memories",
         description=(
             "`{total, by_source: {fact, chunk, summary, document}, by_project: {project_id: n}, "
-            "by_topic: {topic: n}}` (the 50 most used topics); one app's with `app_id`. Counts "
-            "what the memory browser lists and the sessions pages count (per-message retrieval "
-            "items, which repeat their turn-pair chunk, are not memories of their own)."
+            "by_topic: {topic: n}, total_entities, bucket_distribution: {bucket: n}}` (the 50 "
+            "most used topics); one app's with `app_id`. Counts what the memory browser lists "
+            "and the sessions pages count (per-message retrieval items, which repeat their "
+            "turn-pair chunk, are not memories of their own)."
         ),
         parameters=[OpenApiParameter("app_id", OpenApiTypes.STR, OpenApiParameter.QUERY)],
         responses={200: OpenApiTypes.OBJECT},

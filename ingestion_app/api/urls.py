@@ -1,6 +1,6 @@
 from django.urls import path
 
-from ingestion_app.api import commit, documents, imports, memories
+from ingestion_app.api import commit, documents, entities, imports, memories
 
 urlpatterns = [
     path("imports", imports.ImportCreateApi.as_view(), name="imports"),
@@ -12,6 +12,9 @@ urlpatterns = [
         name="knowledge-ingest-job",
     ),
     path("memory/commit", commit.MemoryCommitApi.as_view(), name="memory-commit"),
+    path("entities", entities.EntityListApi.as_view(), name="entities"),
+    path("entities/merge", entities.EntityMergeApi.as_view(), name="entity-merge"),
+    path("entities/<int:entity_id>", entities.EntityDetailApi.as_view(), name="entity-detail"),
     path("memories", memories.MemoryListApi.as_view(), name="memories"),
     path("memories/<int:memory_id>", memories.MemoryDetailApi.as_view(), name="memory-detail"),
     path(

@@ -64,6 +64,9 @@ class MemoryItem(models.Model):
         db_persist=True,
     )
     topics = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    # Knowledge bucket (settings.MNEMO_BUCKETS: PERSONAL_LIFE, CREATOR, PROJECTS, OTHER), set
+    # when the item's entities are extracted; no choices here so the list stays configurable.
+    bucket = models.CharField(max_length=32, blank=True, default="OTHER")
     metadata = models.JSONField(default=dict, blank=True)
     # Stable id of a turn-pair chunk (platform + conversation + pair range); unique when present.
     chunk_id = models.CharField(max_length=255, null=True, blank=True, unique=True)
@@ -89,6 +92,7 @@ class MemoryItem(models.Model):
             # date, checks the visibility map ~9,000 times (2 ms).
             models.Index(fields=["user", "app_id", "source"], name="rag_user_app_source"),
             models.Index(fields=["chat_session", "source"], name="rag_session_source"),
+            models.Index(fields=["user", "app_id", "bucket"], name="rag_user_bucket"),
             GinIndex(fields=["search_vector"], name="rag_search_vector"),
             # The distinct speakers of a user's message items in a few index probes (BM25 on
             # big scopes: a question naming a speaker), instead of reading every item.

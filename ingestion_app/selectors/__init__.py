@@ -2,7 +2,8 @@
 
 - memories: browsing, one item and its history, nearest facts, commit bookkeeping, totals;
 - scope: the WHERE clause and statistics every search statement starts from;
-- search_candidates: the keyword (BM25) and vector candidate SQL of memory_search.
+- search_candidates: the keyword (BM25) and vector candidate SQL of memory_search;
+- entities: the entity leg of memory_search, entity lists and pages, cross-references.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Q, QuerySet
 
 from ingestion_app.models import FactHistory, MemoryCommitLog, MemoryItem, ProjectContext
+from ingestion_app.selectors.entities import entity_stats
 from ingestion_app.selectors.scope import SOURCES
 from memory_site.errors import NotFound
 from sessions_app.models import ChatSession
@@ -212,4 +213,5 @@ def memory_stats(*, user, app_id: str | None = None, top_topics: int = 50) -> di
         "by_source": by_source,
         "by_project": by_project,
         "by_topic": by_topic,
+        **entity_stats(user=user, app_id=app_id, items=items),
     }

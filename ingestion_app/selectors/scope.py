@@ -38,6 +38,8 @@ class SearchFilters:
     until: datetime | None = None
     # Leave out one session's items (the context pack searches other sessions than its own).
     exclude_chat_session_id: str | None = None
+    # Knowledge buckets (settings.MNEMO_BUCKETS) to keep; empty keeps all.
+    buckets: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -75,6 +77,9 @@ def scope_sql(*, user_id: int, app_id: str, sources, filters: SearchFilters) -> 
     if filters.topics:
         clauses.append("topics && %(s_topics)s::varchar[]")
         params["s_topics"] = list(filters.topics)
+    if filters.buckets:
+        clauses.append("bucket = ANY(%(s_buckets)s)")
+        params["s_buckets"] = list(filters.buckets)
     if filters.since:
         clauses.append("occurred_at >= %(s_since)s")
         params["s_since"] = filters.since

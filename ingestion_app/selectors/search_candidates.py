@@ -65,6 +65,7 @@ class SearchHit:
     superseded: dict | None = None
     # Set when the content was cut to the passage that matches: {"start", "end", "length"}.
     trimmed: dict | None = None
+    bucket: str = ""
 
 
 @dataclass
@@ -88,6 +89,9 @@ class Candidate:
     is_question: bool = False
     keyword_rank: int | None = None
     vector_rank: int | None = None
+    # Rank and score on the entity leg (the item mentions an entity the query names).
+    entity_rank: int | None = None
+    entity_score: float | None = None
     recency_factor: float | None = None
     relevance: float = 0.0
 
@@ -421,7 +425,8 @@ def hits_load(cursor, packed: list[Candidate]) -> list[SearchHit]:
     if not packed:
         return []
     cursor.execute(
-        "SELECT id, content, header, created_at, metadata, topics, occurred_at FROM rag_store"
+        "SELECT id, content, header, created_at, metadata, topics, occurred_at, bucket"
+        " FROM rag_store"
         " WHERE id = ANY(%s)",
         [[c.id for c in packed]],
     )
@@ -451,6 +456,7 @@ def hits_load(cursor, packed: list[Candidate]) -> list[SearchHit]:
                 source_message_ids=candidate.source_message_ids,
                 relevance=round(candidate.relevance, 4),
                 why=_why(candidate),
+                bucket=row[7],
             )
         )
     return hits
@@ -473,6 +479,14 @@ def _why(candidate: Candidate) -> list[dict]:
                 "signal": "vector",
                 "rank": candidate.vector_rank,
                 "score": round(candidate.similarity, 4),
+            }
+        )
+    if candidate.entity_rank is not None:
+        why.append(
+            {
+                "signal": "entity",
+                "rank": candidate.entity_rank,
+                "score": round(candidate.entity_score or 0.0, 4),
             }
         )
     if candidate.recency_factor is not None:

@@ -251,6 +251,7 @@ def _chunk_store(
     try:
         with transaction.atomic():
             return memory_item_create(
+                with_entities=False,  # pending_items_store extracts the reply's items at once
                 scope=MemoryScope.of_session(session),
                 source=MemoryItem.Source.CHUNK,
                 content=content,

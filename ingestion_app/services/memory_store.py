@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import connection
 
 from ingestion_app.models import MemoryItem
+from ingestion_app.services.entities import entities_extract, memory_item_bucket
 from memory_site.providers import get_embedder
 from memory_site.providers.base import ProviderError
 from memory_site.tokens import count_tokens
@@ -103,7 +104,7 @@ def memory_item_build(
         optional["occurred_at"] = occurred_at
     if created_at is not None:
         optional["created_at"] = created_at
-    return MemoryItem(
+    item = MemoryItem(
         user_id=scope.user_id,
         app_id=scope.app_id,
         project_id=scope.project_id,
@@ -125,31 +126,47 @@ def memory_item_build(
         token_count=count_tokens(content) if token_count is None else token_count,
         **optional,
     )
+    # Chosen before the insert: an UPDATE afterwards would write every index entry twice.
+    item.bucket = memory_item_bucket(item)
+    return item
 
 
 def memory_item_create(
-    *, scope: MemoryScope, source: str, content: str, **optional: Any
+    *,
+    scope: MemoryScope,
+    source: str,
+    content: str,
+    with_entities: bool = True,
+    **optional: Any,
 ) -> MemoryItem:
-    """`memory_item_build` (same keyword arguments), saved. Runs in the caller's transaction;
+    """`memory_item_build` (same keyword arguments), saved, then its entities extracted
+    (``entities_extract``; ``with_entities=False`` when the caller extracts a batch itself, as
+    `pending_items_store` does for a reply's two items). Runs in the caller's transaction;
     raises IntegrityError on a taken chunk_id (callers that may race keep the first row)."""
     item = memory_item_build(scope=scope, source=source, content=content, **optional)
     item.save(force_insert=True)
+    if with_entities:
+        entities_extract(items=[item])
     return item
 
 
 def memory_items_bulk_create(
     items: Sequence[MemoryItem], *, batch_size: int | None = None
 ) -> list[MemoryItem]:
-    """Insert items built by `memory_item_build` in multi-row INSERTs; ids are set on them.
-    (Imports of thousands of chunks use `memory_items_copy`.)"""
-    return MemoryItem.objects.bulk_create(items, batch_size=batch_size)
+    """Insert items built by `memory_item_build` in multi-row INSERTs (ids are set on them),
+    then extract their entities in bulk. (Imports use `memory_items_copy`.)"""
+    created = MemoryItem.objects.bulk_create(items, batch_size=batch_size)
+    entities_extract(items=created)
+    return created
 
 
 def memory_items_copy(items: Sequence[MemoryItem]) -> None:
     """Insert rag_store rows with COPY: several times cheaper than a multi-row INSERT for
     thousands of chunks. Field values are prepared exactly as ``save()`` prepares them
     (defaults, auto_now, encryption, JSON, arrays, vectors); the generated search vector is
-    computed by PostgreSQL. Runs in the caller's transaction; row ids are not read back."""
+    computed by PostgreSQL. Runs in the caller's transaction. The entities of the rows are
+    then extracted in bulk (offline rules only: a model call per imported chunk is too many),
+    which reads their ids back by chunk id."""
     if not items:
         return
     fields = [f for f in MemoryItem._meta.concrete_fields if not f.generated and not f.primary_key]
@@ -164,6 +181,19 @@ def memory_items_copy(items: Sequence[MemoryItem]) -> None:
                         for field in fields
                     ]
                 )
+    _copied_entities_extract(items)
+
+
+def _copied_entities_extract(items: Sequence[MemoryItem]) -> None:
+    ids = dict(
+        MemoryItem.objects.filter(
+            user_id=items[0].user_id,
+            chunk_id__in=[item.chunk_id for item in items if item.chunk_id],
+        ).values_list("chunk_id", "id")
+    )
+    for item in items:
+        item.id = ids.get(item.chunk_id)
+    entities_extract(items=[item for item in items if item.id], use_llm=False)
 
 
 def memory_item_content_set(

@@ -158,6 +158,7 @@ def _message_item_store(
     try:
         with transaction.atomic():
             item = memory_item_create(
+                with_entities=False,  # pending_items_store extracts the reply's items at once
                 scope=MemoryScope.of_session(session),
                 source=MemoryItem.Source.CHUNK,
                 content=content,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ingestion_app.models import MemoryItem
+from ingestion_app.services.entities import entities_extract
 from memory_site.providers import get_embedder
 from memory_site.providers.base import ProviderError
 
@@ -45,7 +46,13 @@ def pending_items_store(items: Sequence[PendingItem]) -> list[MemoryItem | None]
         except ProviderError as exc:
             logger.warning("embedding %d new items failed, stored without: %s", len(new), exc)
     next_vector = iter(vectors)
-    return [
+    stored = [
         item.existing if item.existing is not None else item.store(next(next_vector))
         for item in items
     ]
+    entities_extract(
+        items=[
+            item for item, pending in zip(stored, items, strict=True) if pending.existing is None
+        ]
+    )
+    return stored

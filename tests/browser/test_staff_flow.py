@@ -337,6 +337,20 @@ def test_chat_commit_find_delete_and_settings(
     assert_accessible(page, "import detail")
     screenshot(page, "09-import-detail")
 
+    # --- Entities: the list with its relationship picture, then one entity's page ------------
+    page.goto(base + "/memories/sessions/")
+    page.get_by_role("link", name="Entities").click()
+    kyoto = page.locator(".result a", has_text="Kyoto")
+    expect(kyoto).to_be_visible()
+    expect(page.locator("figure svg")).to_be_visible()
+    assert_accessible(page, "entities")
+    screenshot(page, "09-entities")
+    kyoto.click()
+    expect(page.get_by_role("heading", name=re.compile("Kyoto"))).to_be_visible()
+    expect(page.locator("section[aria-labelledby=mentions]")).to_contain_text("Kyoto")
+    assert_accessible(page, "entity page")
+    screenshot(page, "09-entity-detail")
+
     # --- Settings: switch verbose logging on ---------------------------------------------------
     page.get_by_role("link", name="Settings").click()
     switch = page.get_by_label("Verbose logging")

@@ -42,8 +42,10 @@ def test_search_returns_ranked_items_with_scores(api, user, fake_embedder):
     assert set(body) == {"items", "total_tokens_used", "query_embedding_ms", "search_ms"}
     first = body["items"][0]
     assert set(first) == {
+        "type",
         "id",
         "source",
+        "bucket",
         "content",
         "score",
         "similarity",
@@ -213,6 +215,8 @@ def test_stats_totals_by_source_project_and_topic(api, user, other_user):
         "by_source": {"fact": 1, "chunk": 1, "summary": 0, "document": 1},
         "by_project": {"p1": 2, "": 1},
         "by_topic": {"bees": 2, "honey": 1},
+        "total_entities": 0,
+        "bucket_distribution": {"OTHER": 3},
     }
     assert docs_app["total"] == 1 and docs_app["by_source"]["document"] == 1
 

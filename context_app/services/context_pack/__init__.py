@@ -6,6 +6,7 @@
     [Long-term history]   the older folded digest
     [Topic: <Title>]      the summary of the conversation's topic (inferred or overridden)
     [Relevant memories]   stored facts/chunks/summaries most similar to this turn
+    [Known entities]      people, pets, places... this turn or those memories name
 
 Guarantees: the pack never exceeds the hard character cap (nor its share of the turn's
 tokens); every cut falls on a line or sentence boundary and is annotated; everything in it is

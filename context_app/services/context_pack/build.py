@@ -39,6 +39,7 @@ from context_app.services.topics import (
 )
 from context_app.summary_selectors import user_rollups
 from ingestion_app.models import MemoryItem
+from ingestion_app.selectors.entities import entities_named_in_query, entities_of_items
 from memory_site.providers import get_embedder
 from memory_site.redaction import redact
 from memory_site.tokens import count_tokens
@@ -54,6 +55,8 @@ CANDIDATES_PER_SLOT = 3
 # What the [Relevant memories] segment draws on: every source but uploaded documents.
 MEMORY_SOURCES = tuple(s for s in SOURCES if s != MemoryItem.Source.DOCUMENT)
 METADATA_KEY = "context"
+# "Known entities": at most this many lines, within a third of the memories segment's cap.
+KNOWN_ENTITIES_MAX = 8
 # Of the latency budget, at least this much is kept for the memory search and the assembly.
 EMBEDDING_RESERVE_MS = 40.0
 # What [Relevant memories] says when nothing the user ever said is relevant to this turn
@@ -118,6 +121,24 @@ def _restore_statement_timeout(value: str) -> None:
 
 def _embed_query(query: str) -> list[float]:
     return get_embedder().embed([query])[0]
+
+
+def _known_entity_lines(*, session: ChatSession, query: str, memory_ids: list[int]) -> str:
+    """One line per entity the turn names, then per entity the chosen memories name."""
+    chosen = {
+        entity.id: entity
+        for entity in entities_named_in_query(
+            user_id=session.user_id, app_id=session.app_id, query=query, limit=KNOWN_ENTITIES_MAX
+        )
+    }
+    if len(chosen) < KNOWN_ENTITIES_MAX and memory_ids:
+        for entity in entities_of_items(
+            user_id=session.user_id, item_ids=memory_ids, limit=KNOWN_ENTITIES_MAX
+        ):
+            chosen.setdefault(entity.id, entity)
+    return "\n".join(
+        f"- {entity.prompt_line()}" for entity in list(chosen.values())[:KNOWN_ENTITIES_MAX]
+    )
 
 
 def _relevant_memory_lines(
@@ -272,6 +293,14 @@ def _build(
                 context_settings=context_settings,
             )
         deadline.check("memories")
+        entity_text = ""
+        if query.strip():
+            entity_text = _known_entity_lines(
+                session=session,
+                query=query,
+                memory_ids=[meta["id"] for _, meta in memory_lines or []],
+            )
+            deadline.check("entities")
     finally:
         if query_future is not None:
             query_future.cancel()
@@ -319,6 +348,14 @@ def _build(
                 text=NO_RELEVANT_MEMORIES,
             )
         )
+    sources.append(
+        SegmentSource(
+            "Known entities",
+            context_settings.memories_cap_chars // 3,
+            priority=0,
+            text=as_quoted_data(redact(entity_text)),
+        )
+    )
     segments, memories, text = fit_segments(
         sources, total_cap=context_settings.total_cap_chars, max_tokens=max_tokens
     )

@@ -1,0 +1,280 @@
+"""Reads of the entity graph, always scoped to the caller: the entity leg of retrieval
+(entities a query names and the items that mention them), entity lists and pages, the
+cross-references of items."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from django.db.models import Count, Q, QuerySet
+
+from ingestion_app.models import CrossReference, Entity, EntityMention, MemoryItem
+from memory_site.errors import NotFound
+from memory_site.text.entities import normalize_entity_name
+from memory_site.text.words import STOP_WORDS
+
+MAX_QUERY_NGRAMS = 300
+# An entity named in more than this share of the scope's items tells the leg nothing.
+MAX_MENTION_SHARE = 0.2
+# The leg reads at most this many of an entity's newest mentions (an index range each).
+MENTIONS_PER_ENTITY = 300
+_QUERY_WORD_RE = re.compile(r"[\w&+#-]+(?:['’]s)?")
+
+
+@dataclass(frozen=True)
+class QueryEntity:
+    id: int
+    name: str
+    type: str
+    description: str
+    mention_count: int
+    normalized_name: str
+
+    def prompt_line(self) -> str:
+        text = f"[ENTITY: {self.type}] {self.name}"
+        return text + (f": {self.description}" if self.description else "")
+
+
+def query_name_keys(query: str) -> list[str]:
+    """Normalized 1-3 word spans of a query that could name an entity or an alias
+    ("Ines's wedding" -> "ines", "ines wedding", "wedding"; "my sister" -> "my sister")."""
+    words = [normalize_entity_name(word) for word in _QUERY_WORD_RE.findall(query[:2000])]
+    words = [word for word in words if word]
+    keys: list[str] = []
+    seen: set[str] = set()
+    for size in (1, 2, 3):
+        for start in range(len(words) - size + 1):
+            span = words[start : start + size]
+            if size == 1 and (span[0] in STOP_WORDS or len(span[0]) < 2):
+                continue
+            if span[0] in STOP_WORDS and span[0] not in {"my", "our"} or span[-1] in STOP_WORDS:
+                continue
+            key = " ".join(span)
+            if key not in seen:
+                seen.add(key)
+                keys.append(key)
+    return keys[:MAX_QUERY_NGRAMS]
+
+
+def entities_named_in_query(
+    *, user_id: int, app_id: str, query: str, exclude_names=(), limit: int = 10
+) -> list[QueryEntity]:
+    """The caller's entities whose name or alias the query holds, most mentioned first."""
+    keys = query_name_keys(query)
+    if not keys:
+        return []
+    excluded = {normalize_entity_name(name) for name in exclude_names}
+    rows = (
+        Entity.objects.filter(user_id=user_id, app_id=app_id, mention_count__gt=0)
+        .filter(Q(normalized_name__in=keys) | Q(aliases__overlap=keys))
+        .exclude(normalized_name__in=excluded)
+        .order_by("-mention_count", "id")
+        .values_list("id", "name", "type", "description", "mention_count", "normalized_name")[
+            :limit
+        ]
+    )
+    return [QueryEntity(*row) for row in rows]
+
+
+def entity_leg_candidates(
+    cursor,
+    *,
+    scope: str,
+    params: dict,
+    entities: list[QueryEntity],
+    query: str,
+    scope_items: int | None,
+    limit: int,
+) -> list[tuple[int, float]]:
+    """The third retrieval leg: items in scope that mention the query's entities, best first.
+
+    An item scores the summed rarity (idf over the scope) of the query entities it names, so
+    "Ines" and "Lisbon" together beat either alone and a name found everywhere counts little;
+    ties go to the newer item (each entity's MENTIONS_PER_ENTITY newest mentions). Entities named in more than
+    MAX_MENTION_SHARE of the scope are left out (they would pull in everything).
+    """
+    total = max(scope_items or 0, 1)
+    weights = {
+        entity.id: math.log(1 + total / (1 + entity.mention_count))
+        for entity in entities
+        if scope_items is None or entity.mention_count <= max(5, MAX_MENTION_SHARE * total)
+    }
+    if not weights:
+        return []
+    cursor.execute(
+        f"""
+        WITH scored AS (
+            SELECT mentioned.memory_id AS id, sum(w.weight) AS weight
+            FROM unnest(%(e_ids)s::bigint[], %(e_weights)s::float8[]) AS w(entity_id, weight)
+            CROSS JOIN LATERAL (
+                SELECT memory_id FROM entity_mentions
+                WHERE entity_id = w.entity_id AND kind = 'text'
+                ORDER BY memory_id DESC LIMIT %(e_per_entity)s
+            ) AS mentioned
+            GROUP BY mentioned.memory_id
+        )
+        SELECT rag_store.id, scored.weight
+        FROM rag_store JOIN scored ON scored.id = rag_store.id
+        WHERE {scope}
+        ORDER BY 2 DESC, occurred_at DESC, rag_store.id DESC
+        LIMIT %(e_limit)s
+        """,
+        {
+            **params,
+            "e_ids": list(weights),
+            "e_weights": list(weights.values()),
+            "e_per_entity": MENTIONS_PER_ENTITY,
+            "e_limit": limit,
+        },
+    )
+    return [(row[0], float(row[1])) for row in cursor.fetchall()]
+
+
+def entities_of_items(*, user_id: int, item_ids: list[int], limit: int = 10) -> list[QueryEntity]:
+    """The entities the given items name (text mentions), most mentioned first."""
+    if not item_ids:
+        return []
+    rows = (
+        Entity.objects.filter(
+            user_id=user_id, mentions__memory_id__in=item_ids, mentions__kind="text"
+        )
+        .distinct()
+        .order_by("-mention_count", "id")
+        .values_list("id", "name", "type", "description", "mention_count", "normalized_name")[
+            :limit
+        ]
+    )
+    return [QueryEntity(*row) for row in rows]
+
+
+def cross_references_of_items(
+    *, user_id: int, item_ids: list[int], per_item: int = 5
+) -> dict[int, list[dict]]:
+    """Item -> its strongest links to other items and to entities, either direction."""
+    if not item_ids:
+        return {}
+    links = CrossReference.objects.filter(
+        Q(source_type="item", source_id__in=item_ids)
+        | Q(target_type="item", target_id__in=item_ids),
+        user_id=user_id,
+    ).order_by("-strength", "-id")[: 20 * len(item_ids)]
+    wanted = set(item_ids)
+    found: dict[int, list[dict]] = {item_id: [] for item_id in item_ids}
+    for link in links:
+        for own_type, own_id, other_type, other_id in (
+            (link.source_type, link.source_id, link.target_type, link.target_id),
+            (link.target_type, link.target_id, link.source_type, link.source_id),
+        ):
+            if own_type == "item" and own_id in wanted and len(found[own_id]) < per_item:
+                found[own_id].append(
+                    {
+                        "relationship": link.relationship,
+                        "type": other_type,
+                        "id": other_id,
+                        "reason": link.reason,
+                        "strength": link.strength,
+                    }
+                )
+    return found
+
+
+def entities_for_user(
+    *,
+    user,
+    app_id: str | None = None,
+    type: str | None = None,  # noqa: A002 - the API filter's name
+    bucket: str | None = None,
+    q: str | None = None,
+) -> QuerySet[Entity]:
+    """The caller's entities, most mentioned first; `bucket` keeps those mentioned in an item
+    of that bucket, `q` matches the name or an alias (substring of the normalized name)."""
+    queryset = Entity.objects.filter(user=user).defer("embedding")
+    if app_id:
+        queryset = queryset.filter(app_id=app_id)
+    if type:
+        queryset = queryset.filter(type=type)
+    if bucket:
+        queryset = queryset.filter(
+            id__in=EntityMention.objects.filter(user=user, memory__bucket=bucket).values(
+                "entity_id"
+            )
+        )
+    if q:
+        key = normalize_entity_name(q)
+        queryset = queryset.filter(Q(normalized_name__contains=key) | Q(aliases__contains=[key]))
+    return queryset.order_by("-mention_count", "name", "id")
+
+
+def entity_get_for_user(*, user, entity_id: int) -> Entity:
+    """The caller's entity; NotFound (404) for a missing id or another user's."""
+    entity = Entity.objects.filter(user=user, id=entity_id).defer("embedding").first()
+    if entity is None:
+        raise NotFound("Entity not found.", code="entity_not_found")
+    return entity
+
+
+def entity_mentions(*, entity: Entity, limit: int = 50) -> list[EntityMention]:
+    """An entity's latest mentions with their items (text mentions first)."""
+    return list(
+        EntityMention.objects.filter(entity=entity)
+        .select_related("memory")
+        .defer("memory__embedding", "memory__raw_content")
+        .order_by("kind", "-memory__occurred_at", "-id")[:limit]
+    )
+
+
+def entity_related(*, entity: Entity, limit: int = 20) -> list[tuple[Entity, CrossReference]]:
+    """Entities linked to this one (named together, or related by the model), strongest
+    first."""
+    links = list(
+        CrossReference.objects.filter(
+            Q(source_type="entity", source_id=entity.id)
+            | Q(target_type="entity", target_id=entity.id),
+            user_id=entity.user_id,
+            source_type="entity",
+            target_type="entity",
+        ).order_by("-strength", "-id")[:limit]
+    )
+    other_ids = [
+        link.target_id if link.source_id == entity.id else link.source_id for link in links
+    ]
+    others = Entity.objects.filter(user_id=entity.user_id, id__in=other_ids).defer("embedding")
+    by_id = {other.id: other for other in others}
+    return [
+        (by_id[other_id], link)
+        for other_id, link in zip(other_ids, links, strict=True)
+        if other_id in by_id
+    ]
+
+
+def entity_graph(*, user, app_id: str | None = None, limit: int = 30) -> dict:
+    """The user's most mentioned entities and the links among them, for the relationship
+    picture: {"nodes": [Entity], "edges": [(source id, target id, strength)]}."""
+    nodes = list(entities_for_user(user=user, app_id=app_id)[:limit])
+    ids = [node.id for node in nodes]
+    edges = list(
+        CrossReference.objects.filter(
+            user=user,
+            source_type="entity",
+            target_type="entity",
+            source_id__in=ids,
+            target_id__in=ids,
+        )
+        .order_by("-strength")
+        .values_list("source_id", "target_id", "strength")[: 3 * limit]
+    )
+    return {"nodes": nodes, "edges": edges}
+
+
+def entity_stats(*, user, items: QuerySet[MemoryItem], app_id: str | None = None) -> dict:
+    """`total_entities` and `bucket_distribution` (over ``items``, the memories the stats
+    count) for the memory stats."""
+    entities = Entity.objects.filter(user=user)
+    if app_id:
+        entities = entities.filter(app_id=app_id)
+    distribution = dict(
+        items.order_by().values_list("bucket").annotate(n=Count("id")).values_list("bucket", "n")
+    )
+    return {"total_entities": entities.count(), "bucket_distribution": distribution}

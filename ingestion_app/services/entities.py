@@ -1,0 +1,645 @@
+"""Entity extraction on the write path: the entities, mentions, cross-references and bucket
+of freshly stored memory items.
+
+``entities_extract`` runs the offline extractor (``memory_site.text.entities``) on items that
+were just written (already redacted: it reads ``content``), in bulk: a request's one or two
+items and an import batch's thousands take the same handful of queries. With an LLM
+configured, ``entities_llm_queue`` then asks the model (one structured call per item, in a
+background task) for types, descriptions and relations the rules cannot see.
+
+Resolution, never across users or apps: a name resolves to the entity whose normalized name
+or alias it is; a lone first name to the one person whose full name starts with it ("Ines" ->
+"Ines Garcia") and a full name to the lone first-name person it extends; titles are dropped
+for the alias ("Dr. Alvarez" also answers to "alvarez"). New entities are then embedded in a
+background task and merged into an entity of the same type whose name embedding is at least
+MNEMO_ENTITY_SIMILARITY similar (``entity_edits.entities_embed_and_resolve``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import CharField, F, Func, Q, Value
+from django.utils import timezone
+from django_q.tasks import async_task
+
+from ingestion_app.models import Entity, MemoryItem
+from ingestion_app.selectors.entities import query_name_keys
+from memory_site.providers import get_llm
+from memory_site.task_paths import ENTITIES_LLM_TASK, ENTITIES_RESOLVE_TASK
+from memory_site.text.buckets import bucket_classify
+from memory_site.text.entities import ExtractedEntity, extract_entities, normalize_entity_name
+from memory_site.text.entity_names import TITLES
+
+logger = logging.getLogger(__name__)
+
+_ROLE_SPEAKERS = frozenset({"user", "assistant", "system", "tool", "human", "ai", "bot"})
+# Types a later mention may not overwrite: "other" is a guess any evidence beats.
+_WEAK_TYPE = "other"
+KNOWN_NAMES_MAX_ITEMS = 50
+
+
+@dataclass
+class _Found:
+    """What one batch says about one name in one scope."""
+
+    name: str
+    type: str
+    description: str = ""
+    relation_alias: str = ""
+    strong: bool = False
+    aliases: set[str] = field(default_factory=set)
+    mentions: list[tuple[MemoryItem, ExtractedEntity | None]] = field(default_factory=list)
+
+
+def bucket_for(text: str, entity_types: Sequence[str] = ()) -> str:
+    """The item's bucket among settings.MNEMO_BUCKETS (the last one when the rule's bucket is
+    not configured)."""
+    bucket = bucket_classify(text, entity_types=entity_types)
+    buckets = settings.MNEMO_BUCKETS
+    return bucket if bucket in buckets else buckets[-1]
+
+
+@lru_cache(maxsize=4096)
+def _extract_cached(text: str, speaker: str) -> tuple[ExtractedEntity, ...]:
+    # The bucket is chosen before the row is written (an UPDATE after the insert would write
+    # every index entry of the row twice) and the entities after: one extraction serves both.
+    return tuple(extract_entities(text, speaker=speaker))
+
+
+def memory_item_bucket(item: MemoryItem) -> str:
+    """The bucket of an item not yet written (writers set ``item.bucket`` from it)."""
+    text, _, speaker, owns = _item_text(item)
+    extracted = _extract_cached(text, speaker if owns else "")
+    return bucket_for(item.content, [entity.type for entity in extracted])
+
+
+def _item_text(item: MemoryItem) -> tuple[str, int, str, bool]:
+    """(text to read, its offset in content, speaker name, whether "my" is the speaker's).
+
+    A message item's content starts with its speaker label ("Caroline: ..."), which is the
+    speaker, not a mention; an assistant's "my sister" is not the user's sister.
+    """
+    metadata = item.metadata or {}
+    content = item.content or ""
+    speaker = str(metadata.get("speaker") or "")
+    role = str(metadata.get("role") or "")
+    offset = 0
+    if metadata.get("granularity") == "message":
+        label, separator, _ = content.partition(": ")
+        if separator and len(label) <= 64:
+            offset = len(label) + 2
+    if speaker.lower() in _ROLE_SPEAKERS:
+        speaker = ""
+    return content[offset:], offset, speaker, role != "assistant"
+
+
+def _collect(items: Sequence[MemoryItem]) -> dict[tuple[int, str], dict[str, _Found]]:
+    """Extracted names by (user, app) scope, then by normalized name."""
+    scopes: dict[tuple[int, str], dict[str, _Found]] = defaultdict(dict)
+    for item in items:
+        text, offset, speaker, owns = _item_text(item)
+        found = scopes[(item.user_id, item.app_id)]
+        if speaker:
+            key = normalize_entity_name(speaker)
+            if key:
+                entry = found.setdefault(key, _Found(name=speaker, type="person", strong=True))
+                entry.mentions.append((item, None))
+        for extracted in _extract_cached(text, speaker if owns else ""):
+            entry = found.get(extracted.normalized)
+            if entry is None:
+                entry = found[extracted.normalized] = _Found(
+                    name=extracted.name, type=extracted.type
+                )
+            if extracted.relation and owns:
+                entry.strong = True
+                entry.type = extracted.type
+                entry.description = extracted.description
+                owner = normalize_entity_name(speaker) if speaker else "my"
+                entry.relation_alias = f"{owner} {extracted.relation}"
+            entry.mentions.append((item, _shifted(extracted, offset)))
+    return scopes
+
+
+def _sentence_at(text: str, start: int) -> str:
+    left = max(text.rfind(mark, 0, start) for mark in (". ", "! ", "? ", "\n"))
+    ends = [index for index in (text.find(mark, start) for mark in ".!?\n") if index >= 0]
+    right = min(ends) + 1 if ends else len(text)
+    return " ".join(text[left + 1 if left >= 0 else 0 : right].split())[:500]
+
+
+def _add_known_mentions(scopes: dict, items: Sequence[MemoryItem]) -> None:
+    """Mentions the rules miss but the user's entities explain: "ines" in lower case, "my
+    sister" for the entity with that alias. Names of 4+ characters only ("max" is a word too);
+    small batches only (an import's names come from the rules alone)."""
+    if len(items) > KNOWN_NAMES_MAX_ITEMS:
+        return
+    keys_by_item: dict[int, list[str]] = {}
+    for item in items:
+        found = scopes[(item.user_id, item.app_id)]
+        keys_by_item[item.id] = [
+            key
+            for key in query_name_keys(_item_text(item)[0])
+            if key not in found and (len(key) >= 4 or " " in key)
+        ]
+    for (user_id, app_id), found in scopes.items():
+        scope_items = [item for item in items if (item.user_id, item.app_id) == (user_id, app_id)]
+        keys = sorted({key for item in scope_items for key in keys_by_item[item.id]})
+        if not keys:
+            continue
+        known = list(
+            Entity.objects.filter(user_id=user_id, app_id=app_id)
+            .filter(Q(normalized_name__in=keys) | Q(aliases__overlap=keys))
+            .only("id", "name", "normalized_name", "aliases", "type")
+        )
+        by_key: dict[str, list[Entity]] = defaultdict(list)
+        for entity in known:
+            for key in {entity.normalized_name, *entity.aliases}:
+                by_key[key].append(entity)
+        for item in scope_items:
+            text, offset, _, _ = _item_text(item)
+            lowered = text.lower()
+            for key in keys_by_item[item.id]:
+                matches = by_key.get(key, [])
+                if len(matches) != 1 or matches[0].normalized_name in found:
+                    continue
+                entity = matches[0]
+                start = lowered.find(key)
+                if start < 0:
+                    continue
+                entry = found.setdefault(
+                    entity.normalized_name, _Found(name=entity.name, type=entity.type)
+                )
+                entry.mentions.append(
+                    (
+                        item,
+                        ExtractedEntity(
+                            name=entity.name,
+                            normalized=entity.normalized_name,
+                            type=entity.type,
+                            start=start + offset,
+                            end=start + offset + len(key),
+                            sentence=_sentence_at(text, start),
+                        ),
+                    )
+                )
+
+
+def _shifted(extracted: ExtractedEntity, offset: int) -> ExtractedEntity:
+    if not offset:
+        return extracted
+    return ExtractedEntity(
+        name=extracted.name,
+        normalized=extracted.normalized,
+        type=extracted.type,
+        start=extracted.start + offset,
+        end=extracted.end + offset,
+        sentence=extracted.sentence,
+        description=extracted.description,
+        relation=extracted.relation,
+    )
+
+
+def _untitled(key: str) -> str:
+    words = key.split()
+    if len(words) > 1 and (words[0] in TITLES or f"{words[0]}." in TITLES):
+        return " ".join(words[1:])
+    return ""
+
+
+def _resolve_scope(
+    *, user_id: int, app_id: str, found: dict[str, _Found]
+) -> dict[str, tuple[Entity, bool]]:
+    """Each normalized name -> (its entity, created now); creates the missing ones."""
+    keys = set(found)
+    first_words = {key for key in keys if " " not in key}
+    full_first = {key.split()[0] for key in keys if " " in key}
+    existing = list(
+        Entity.objects.filter(user_id=user_id, app_id=app_id)
+        .annotate(
+            first_word=Func(
+                F("normalized_name"),
+                Value(" "),
+                Value(1),
+                function="split_part",
+                output_field=CharField(),
+            )
+        )
+        .filter(
+            Q(normalized_name__in=keys | full_first)
+            | Q(aliases__overlap=sorted(keys))
+            | Q(type="person", first_word__in=first_words)
+        )
+    )
+    by_name = {entity.normalized_name: entity for entity in existing}
+    by_alias = {alias: entity for entity in existing for alias in entity.aliases}
+    people_by_first: dict[str, list[Entity]] = defaultdict(list)
+    for entity in existing:
+        if entity.type == "person" and " " in entity.normalized_name:
+            people_by_first[entity.normalized_name.split()[0]].append(entity)
+
+    resolved: dict[str, tuple[Entity, bool]] = {}
+    pending: dict[str, Entity] = {}
+    now = timezone.now()
+    for key, entry in found.items():
+        entity = by_name.get(key) or by_alias.get(key)
+        if entity is None and entry.type == "person" and " " not in key:
+            candidates = people_by_first.get(key, [])
+            if len(candidates) == 1:
+                entity = candidates[0]
+                entry.aliases.add(key)
+        if entity is None and entry.type == "person" and " " in key:
+            shorter = by_name.get(key.split()[0])
+            if shorter is not None and shorter.type == "person":
+                entity = shorter
+                entry.aliases.add(key)
+        if entity is not None:
+            resolved[key] = (entity, False)
+            continue
+        aliases = {alias for alias in (_untitled(key), entry.relation_alias) if alias}
+        pending[key] = Entity(
+            user_id=user_id,
+            app_id=app_id,
+            name=entry.name[:200],
+            normalized_name=key,
+            aliases=sorted(aliases),
+            type=entry.type,
+            description=entry.description,
+            created_at=now,
+        )
+    if pending:
+        resolved.update(_insert_entities(list(pending.values()), now=now))
+    return resolved
+
+
+_ENTITY_UPSERT = """
+INSERT INTO entities (user_id, app_id, name, normalized_name, aliases, type, description,
+                      description_history, mention_count, created_at, updated_at)
+SELECT u, a, n, k, ARRAY(SELECT jsonb_array_elements_text(al))::varchar[], t, d, '[]'::jsonb,
+       0, %(now)s, %(now)s
+FROM unnest(%(users)s::int[], %(apps)s::text[], %(names)s::text[], %(keys)s::text[],
+            %(aliases)s::jsonb[], %(types)s::text[], %(descriptions)s::text[])
+     AS row(u, a, n, k, al, t, d)
+ON CONFLICT (user_id, app_id, normalized_name)
+DO UPDATE SET updated_at = entities.updated_at
+RETURNING id, normalized_name, xmax = 0
+"""
+
+
+def _insert_entities(entities: list[Entity], *, now: datetime) -> dict[str, tuple[Entity, bool]]:
+    """Insert new entities in one statement; a name another writer inserted meanwhile comes
+    back as existing (created False) instead of failing."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _ENTITY_UPSERT,
+            {
+                "now": now,
+                "users": [entity.user_id for entity in entities],
+                "apps": [entity.app_id for entity in entities],
+                "names": [entity.name for entity in entities],
+                "keys": [entity.normalized_name for entity in entities],
+                "aliases": [json.dumps(entity.aliases) for entity in entities],
+                "types": [entity.type for entity in entities],
+                "descriptions": [entity.description for entity in entities],
+            },
+        )
+        rows = cursor.fetchall()
+    by_key = {entity.normalized_name: entity for entity in entities}
+    resolved = {}
+    for entity_id, key, inserted in rows:
+        entity = by_key[key]
+        entity.id = entity.pk = entity_id
+        if not inserted:
+            entity = Entity.objects.get(id=entity_id)
+        resolved[key] = (entity, bool(inserted))
+    return resolved
+
+
+def _update_entity(entity: Entity, entry: _Found, created: bool) -> bool:
+    """Fold a batch's evidence into an existing entity; True when it changed."""
+    if created:
+        return False
+    changed = False
+    new_aliases = set(entry.aliases)
+    if entry.relation_alias:
+        new_aliases.add(entry.relation_alias)
+    new_aliases -= {entity.normalized_name, *entity.aliases}
+    if new_aliases:
+        entity.aliases = sorted({*entity.aliases, *new_aliases})[:50]
+        changed = True
+    if entry.type != entity.type and (
+        entity.type == _WEAK_TYPE or (entry.strong and not entity.description)
+    ):
+        entity.type = entry.type
+        changed = True
+    if entry.description and entry.description != entity.description:
+        entity_describe(entity=entity, description=entry.description, source="extractor")
+        changed = True
+    return changed
+
+
+def entity_describe(*, entity: Entity, description: str, source: str) -> None:
+    """Set a new description, keeping the previous one in description_history (unsaved)."""
+    if entity.description:
+        entity.description_history = [
+            *entity.description_history,
+            {
+                "description": entity.description,
+                "replaced_at": timezone.now().isoformat(),
+                "source": source,
+            },
+        ][-20:]
+    entity.description = description[:1000]
+
+
+_MENTION_INSERT = """
+INSERT INTO entity_mentions (entity_id, memory_id, user_id, kind, sentence, start, "end",
+                             created_at)
+SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::int[], %s::text[], %s::text[], %s::int[],
+                     %s::int[], %s::timestamptz[])
+ON CONFLICT (entity_id, memory_id, kind) DO NOTHING
+RETURNING entity_id, memory_id
+"""
+
+_COUNT_UPDATE = """
+UPDATE entities AS e
+SET mention_count = e.mention_count + s.added,
+    first_mentioned_at = LEAST(COALESCE(e.first_mentioned_at, s.first), s.first),
+    last_mentioned_at = GREATEST(COALESCE(e.last_mentioned_at, s.last), s.last)
+FROM (SELECT * FROM unnest(%s::bigint[], %s::int[], %s::timestamptz[], %s::timestamptz[]))
+     AS s(entity_id, added, first, last)
+WHERE e.id = s.entity_id
+"""
+
+_CROSS_REFERENCE_UPSERT = """
+INSERT INTO cross_references (user_id, source_type, source_id, target_type, target_id,
+                              relationship, reason, strength, created_at, updated_at)
+SELECT * FROM unnest(%s::int[], %s::text[], %s::bigint[], %s::text[], %s::bigint[], %s::text[],
+                     %s::text[], %s::int[], %s::timestamptz[], %s::timestamptz[])
+ON CONFLICT (user_id, source_type, source_id, target_type, target_id, relationship)
+DO UPDATE SET strength = LEAST(cross_references.strength + EXCLUDED.strength, 1000),
+              updated_at = EXCLUDED.updated_at
+"""
+
+
+def _columns(rows: list[tuple]) -> list[list]:
+    return [list(column) for column in zip(*rows, strict=True)] if rows else []
+
+
+def _insert_mentions(rows: list[tuple]) -> set[tuple[int, int]]:
+    if not rows:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute(_MENTION_INSERT, _columns(rows))
+        return {(entity_id, memory_id) for entity_id, memory_id in cursor.fetchall()}
+
+
+def _upsert_cross_references(rows: list[tuple], *, replace_reason: bool = False) -> None:
+    """Insert links or bump their strength; ``replace_reason`` (a model's relation) also
+    replaces the rule's generic reason."""
+    if rows:
+        sql = _CROSS_REFERENCE_UPSERT
+        if replace_reason:
+            sql = sql.replace(
+                "updated_at = EXCLUDED.updated_at",
+                "updated_at = EXCLUDED.updated_at, reason = EXCLUDED.reason",
+            )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, _columns(rows))
+
+
+def _cross_reference_rows(
+    *, user_id: int, inserted: list[tuple[Entity, MemoryItem]], now: datetime
+) -> list[tuple]:
+    """Entity-entity "related" links for names mentioned together, and for each new mention an
+    item-item "mentions_same_entity" link to the previous item naming that entity."""
+    rows: dict[tuple, tuple] = {}
+    by_item: dict[int, list[Entity]] = defaultdict(list)
+    by_entity: dict[int, list[MemoryItem]] = defaultdict(list)
+    for entity, item in inserted:
+        by_item[item.id].append(entity)
+        by_entity[entity.id].append(item)
+    for entities in by_item.values():
+        unique = sorted({entity.id: entity for entity in entities}.values(), key=lambda e: e.id)
+        for index, left in enumerate(unique[:12]):
+            for right in unique[index + 1 : 12]:
+                key = ("entity", left.id, "entity", right.id, "related")
+                previous = rows.get(key)
+                strength = previous[7] + 1 if previous else 1
+                reason = f"{left.name} and {right.name} are mentioned together"
+                rows[key] = (user_id, *key, reason, strength, now, now)
+    earlier = _previous_mentions(list(by_entity), before_id=min(item.id for _, item in inserted))
+    names = {entity.id: entity.name for entity, _ in inserted}
+    for entity_id, items in by_entity.items():
+        chain = [earlier.get(entity_id)] + [
+            item.id for item in sorted(items, key=lambda item: (item.occurred_at, item.id))
+        ]
+        for previous_id, item_id in zip(chain, chain[1:], strict=False):
+            if previous_id and previous_id != item_id:
+                key = ("item", item_id, "item", previous_id, "mentions_same_entity")
+                rows.setdefault(
+                    key, (user_id, *key, f"both mention {names[entity_id]}", 1, now, now)
+                )
+    return list(rows.values())
+
+
+def _previous_mentions(entity_ids: list[int], *, before_id: int) -> dict[int, int]:
+    """Entity -> the newest item below ``before_id`` naming it (one index probe each)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT e.id, (SELECT m.memory_id FROM entity_mentions m
+                          WHERE m.entity_id = e.id AND m.memory_id < %s AND m.kind = 'text'
+                          ORDER BY m.memory_id DESC LIMIT 1)
+            FROM unnest(%s::bigint[]) AS e(id)
+            """,
+            [before_id, entity_ids],
+        )
+        return {entity_id: memory_id for entity_id, memory_id in cursor.fetchall() if memory_id}
+
+
+def entities_extract(*, items: Sequence[MemoryItem | None], use_llm: bool = True) -> list[Entity]:
+    """Extract, resolve and link the entities of stored items; set each item's bucket.
+
+    With an LLM configured and ``use_llm``, each item is queued for the model's extraction
+    (imports pass False: thousands of calls per export). Idempotent: mentions are unique per (entity, item, kind) and only new ones count, link or
+    bump a cross-reference, so running twice over the same items changes nothing. One
+    transaction; locks only the rows it updates. Returns the entities created.
+    """
+    stored = [item for item in items if item is not None and item.pk]
+    if not stored:
+        return []
+    now = timezone.now()
+    created_entities: list[Entity] = []
+    with transaction.atomic(savepoint=False):
+        scopes = _collect(stored)
+        _add_known_mentions(scopes, stored)
+        for (user_id, app_id), found in scopes.items():
+            if not found:
+                continue
+            resolved = _resolve_scope(user_id=user_id, app_id=app_id, found=found)
+            changed = []
+            mention_rows = []
+            for key, entry in found.items():
+                entity, created = resolved[key]
+                if created:
+                    created_entities.append(entity)
+                if _update_entity(entity, entry, created):
+                    changed.append(entity)
+                for item, extracted in entry.mentions:
+                    mention_rows.append(
+                        (
+                            entity.id,
+                            item.id,
+                            user_id,
+                            "text" if extracted else "speaker",
+                            extracted.sentence if extracted else "",
+                            extracted.start if extracted else None,
+                            extracted.end if extracted else None,
+                            now,
+                        )
+                    )
+            if changed:
+                Entity.objects.bulk_update(
+                    changed, ["aliases", "type", "description", "description_history"]
+                )
+            inserted_keys = _insert_mentions(mention_rows)
+            _count_mentions(inserted_keys, stored)
+            entities_by_id = {entity.id: entity for entity, _ in resolved.values()}
+            items_by_id = {item.id: item for item in stored}
+            inserted = [
+                (entities_by_id[entity_id], items_by_id[memory_id])
+                for entity_id, memory_id in sorted(inserted_keys)
+                if entities_by_id[entity_id].normalized_name
+            ]
+            _upsert_cross_references(
+                _cross_reference_rows(user_id=user_id, inserted=inserted, now=now)
+            )
+        _set_buckets(stored, scopes)
+    if not settings.MNEMO_ENTITY_TASKS:
+        return created_entities
+    if created_entities:
+        entities_resolve_queue([entity.id for entity in created_entities])
+    if use_llm and not get_llm().is_local:
+        for item in stored:
+            transaction.on_commit(
+                lambda item_id=item.id: async_task(
+                    ENTITIES_LLM_TASK, item_id, task_name=f"entities-llm-{item_id}"
+                )
+            )
+    return created_entities
+
+
+def entities_apply_named(
+    *,
+    item: MemoryItem,
+    named: Sequence[tuple[str, str, str, Sequence[str]]],
+    relations: Sequence[tuple[str, str, str]] = (),
+) -> list[Entity]:
+    """Store what a model named in one item: (name, type, description, aliases) per entity and
+    (source name, target name, reason) per relation. The model's types and descriptions win
+    over the rules' (it read the whole text); mentions are added where the name stands.
+    Idempotent like ``entities_extract``. Returns the item's entities."""
+    found: dict[str, _Found] = {}
+    lowered = item.content.lower()
+    for name, kind, description, aliases in named:
+        key = normalize_entity_name(name)
+        if not key:
+            continue
+        start = max(lowered.find(name.lower()), 0)
+        entry = found.setdefault(key, _Found(name=name, type=kind, strong=True))
+        entry.description = description or entry.description
+        entry.aliases.update(
+            alias_key
+            for alias_key in (normalize_entity_name(alias) for alias in aliases)
+            if alias_key and alias_key != key
+        )
+        extracted = ExtractedEntity(name, key, kind, start, start + len(name), "")
+        entry.mentions.append((item, extracted))
+    if not found:
+        return []
+    now = timezone.now()
+    with transaction.atomic(savepoint=False):
+        resolved = _resolve_scope(user_id=item.user_id, app_id=item.app_id, found=found)
+        changed = []
+        rows = []
+        for key, entry in found.items():
+            entity, created = resolved[key]
+            if entity.type != entry.type:
+                entity.type = entry.type
+                changed.append(entity)
+            if _update_entity(entity, entry, created) or created:
+                changed.append(entity)
+            mention = entry.mentions[0][1]
+            rows.append(
+                (entity.id, item.id, item.user_id, "text", "", mention.start, mention.end, now)
+            )
+        if changed:
+            Entity.objects.bulk_update(
+                list({entity.id: entity for entity in changed}.values()),
+                ["aliases", "type", "description", "description_history"],
+            )
+        inserted = _insert_mentions(rows)
+        _count_mentions(inserted, [item])
+        by_key = {key: entity for key, (entity, _) in resolved.items()}
+        links = []
+        for source, target, reason in relations:
+            left = by_key.get(normalize_entity_name(source))
+            right = by_key.get(normalize_entity_name(target))
+            if left is None or right is None or left.id == right.id:
+                continue
+            low, high = sorted((left, right), key=lambda entity: entity.id)
+            links.append(
+                (item.user_id, "entity", low.id, "entity", high.id, "related", reason, 1, now, now)
+            )
+        _upsert_cross_references(links, replace_reason=True)
+    return list(by_key.values())
+
+
+def _count_mentions(inserted_keys: set[tuple[int, int]], items: Sequence[MemoryItem]) -> None:
+    moments = {item.id: item.occurred_at for item in items}
+    totals: dict[int, list] = {}
+    for entity_id, memory_id in inserted_keys:
+        moment = moments[memory_id]
+        total = totals.setdefault(entity_id, [0, moment, moment])
+        total[0] += 1
+        total[1] = min(total[1], moment)
+        total[2] = max(total[2], moment)
+    if totals:
+        rows = [(entity_id, *values) for entity_id, values in totals.items()]
+        with connection.cursor() as cursor:
+            cursor.execute(_COUNT_UPDATE, _columns(rows))
+
+
+def _set_buckets(items: Sequence[MemoryItem], scopes: dict) -> None:
+    types_by_item: dict[int, list[str]] = defaultdict(list)
+    for found in scopes.values():
+        for entry in found.values():
+            for item, extracted in entry.mentions:
+                if extracted is not None:
+                    types_by_item[item.id].append(entry.type)
+    changed = []
+    for item in items:
+        bucket = bucket_for(item.content, types_by_item.get(item.id, ()))
+        if bucket != item.bucket:
+            item.bucket = bucket
+            changed.append(item)
+    if changed:
+        MemoryItem.objects.bulk_update(changed, ["bucket"], batch_size=1000)
+
+
+def entities_resolve_queue(entity_ids: list[int]) -> None:
+    """Queue the embedding-similarity pass over new entities once the transaction commits."""
+    transaction.on_commit(
+        lambda: async_task(
+            ENTITIES_RESOLVE_TASK, entity_ids, task_name=f"entities-resolve-{entity_ids[0]}"
+        )
+    )

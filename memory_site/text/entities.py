@@ -1,0 +1,502 @@
+"""Named entities without a model: people, pets, places, organizations, projects, products,
+events and concepts a user talks about, with the sentence and offsets of each mention.
+
+Rules, in the order they decide a name's type (first match wins):
+
+1. A possessive relation before or after the name: "my sister Ines", "our cat, Luna", "Luna,
+   our cat", "a kitten named Pepper", "my mom's friend Linda". The relation noun gives the type
+   (sister -> person, dog -> pet, startup -> organization, app -> project) and the description
+   ("Ana's sister" for the speaker Ana, "the user's sister" without one).
+2. A title: "Dr. Alvarez", "Mrs. Patel", "Professor Okafor" -> person.
+3. Small word lists (``entity_names``): holidays and famous events, well-known companies,
+   products, brands followed by a model ("Toyota Corolla"), languages and -isms, countries and
+   big cities.
+4. The name's own first or last word: "Mount Rainier", "Lake Tahoe" -> place; "St. Mary's
+   Hospital", "Wellcome Trust" -> organization; "Berlin Marathon" -> event; "Project Atlas".
+5. The words around it: "the Apollo migration" -> project, "the Harbor Lights festival" ->
+   event, "in/to/from/near/visited X" -> place, "works at X", "interview at X" ->
+   organization, "reading/bought/using X" -> product.
+6. A name joined by "and" or a comma to a typed name takes its type ("Arizona and Utah").
+7. Otherwise one to three capitalized words are a person; "the Warriors" (a plural after
+   "the") is an organization.
+
+Capitalized words at the start of a sentence count only when they are not common words
+("Yesterday", "Can", "Write"); dates, weekdays and months are never entities; a nationality
+word is a language only when learnt or spoken ("learning Japanese"), otherwise an adjective.
+``entity_dates`` finds the dates of a sentence, which the caller may keep with a mention.
+
+Pure and deterministic, like the rest of ``memory_site.text``: ~0.1 ms for a chat message.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from memory_site.text import entity_names as names
+from memory_site.text.words import _CHAT_STOP, _ENGLISH_STOP, MAX_TEXT_CHARS
+
+ENTITY_TYPES = (
+    "person",
+    "place",
+    "organization",
+    "project",
+    "pet",
+    "product",
+    "event",
+    "concept",
+    "other",
+)
+
+_TOKEN_RE = re.compile(
+    r"(?:Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr)\.(?=\s)|[^\W\d_][\w&+#]*(?:[-'’][\w]+)*|\d[\w:/.-]*|[^\w\s]"
+)
+# English and chat stop-words only: the multilingual list holds first names ("Mia", "Ines").
+_COMMON_WORDS = frozenset(_ENGLISH_STOP.split()) | frozenset(_CHAT_STOP.split())
+_SENTENCE_END = frozenset({".", "!", "?", "…"})
+_CONNECTORS = frozenset({"of", "for", "de", "da", "del", "van", "von", "la", "le", "du", "y"})
+_POSSESSIVES = frozenset({"my", "our", "his", "her", "their", "your"})
+_ADJECTIVES = frozenset(
+    """
+    little big older younger old new best oldest youngest dear late baby twin elder adopted
+    rescue sweet beloved favorite favourite former first second third two three other ex-
+    """.split()
+)
+_NAMING_WORDS = frozenset({"named", "called", "nicknamed"})
+_PERSON_NAMING_NOUNS = frozenset({"girl", "boy", "baby", "son", "daughter", "guy", "woman", "man"})
+_SKIP_BEFORE_OBJECT = frozenset({"a", "an", "the", "my", "our", "his", "her", "new", "used"})
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december|"
+    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+_DATE_RE = re.compile(
+    r"\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}|"
+    rf"(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|"
+    rf"\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b(?:,?\s+\d{{4}})?|"
+    rf"(?:in|since|until)\s+(?:{_MONTHS}\s+)?(?:19|20)\d\d|"
+    rf"(?:next|last|this)\s+(?:week|month|year|summer|winter|spring|autumn|fall|weekend|"
+    rf"monday|tuesday|wednesday|thursday|friday|saturday|sunday|{_MONTHS}))\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class ExtractedEntity:
+    """One mention of a named thing: its surface name, type and where it stands."""
+
+    name: str
+    normalized: str
+    type: str
+    start: int
+    end: int
+    sentence: str
+    description: str = ""
+    relation: str = ""
+
+
+@dataclass
+class _Token:
+    text: str
+    lower: str
+    start: int
+    end: int
+
+    @property
+    def capitalized(self) -> bool:
+        first = self.text[0]
+        if first.isupper():
+            return True
+        # "iPhone", "eBay": a lower-case start with a capital inside.
+        return first.isalpha() and any(char.isupper() for char in self.text[1:3])
+
+
+@dataclass
+class _Span:
+    first: int  # token index
+    last: int
+    type: str = ""
+    relation: str = ""
+    owner: str = ""
+    from_context: bool = False
+
+
+def normalize_entity_name(name: str) -> str:
+    """The key entities are matched on: accents, case, "the", a possessive 's and punctuation
+    removed ("The Ines's" -> "ines"; "Tomás" -> "tomas")."""
+    text = unicodedata.normalize("NFKD", name or "")
+    text = "".join(char for char in text if not unicodedata.combining(char))
+    text = text.replace("’", "'").lower().strip()
+    text = re.sub(r"'s\b", "", text)
+    text = re.sub(r"[^\w&+#\s-]", " ", text)
+    words = text.split()
+    if len(words) > 1 and words[0] == "the":
+        words = words[1:]
+    return " ".join(words)[:200]
+
+
+def entity_dates(sentence: str) -> list[str]:
+    """Date expressions in a sentence ("June 5", "next June", "in 2019", "2024-05-01")."""
+    return [match.group(0) for match in _DATE_RE.finditer(sentence or "")]
+
+
+def _tokens(text: str) -> list[_Token]:
+    return [
+        _Token(match.group(0), match.group(0).lower().replace("’", "'"), match.start(), match.end())
+        for match in _TOKEN_RE.finditer(text)
+    ]
+
+
+def _sentence_starts(tokens: list[_Token], text: str) -> set[int]:
+    """Token indexes that open a sentence (after . ! ? a line break or a "Name:" label)."""
+    starts = {0}
+    for index, token in enumerate(tokens[:-1]):
+        following = tokens[index + 1]
+        if token.text in _SENTENCE_END or token.text in {":", '"', "“", "(", "-", "–", "—"}:
+            starts.add(index + 1)
+        elif "\n" in text[token.end : following.start]:
+            starts.add(index + 1)
+    return starts
+
+
+def _is_name_token(tokens: list[_Token], index: int) -> bool:
+    token = tokens[index]
+    if not token.capitalized or not token.text[0].isalpha():
+        return False
+    # A redaction placeholder ("[EMAIL]", "<PHONE>") is not a name.
+    return not (index and tokens[index - 1].text in {"[", "<"})
+
+
+def _adjacent(tokens: list[_Token], text: str, left: int, right: int) -> bool:
+    """True when only plain spaces stand between two tokens."""
+    gap = text[tokens[left].end : tokens[right].start]
+    return gap.strip(" ") == "" and "\n" not in gap
+
+
+def _candidate_spans(tokens: list[_Token], text: str, starts: set[int]) -> list[_Span]:
+    spans: list[_Span] = []
+    index = 0
+    while index < len(tokens):
+        if not _is_name_token(tokens, index):
+            index += 1
+            continue
+        last = index
+        while True:
+            step = last + 1
+            if step < len(tokens) and _adjacent(tokens, text, last, step):
+                if _is_name_token(tokens, step):
+                    last = step
+                    continue
+                # "University of Edinburgh", "Habitat for Humanity": a connector between names.
+                if (
+                    tokens[step].lower in _CONNECTORS
+                    and step + 1 < len(tokens)
+                    and _adjacent(tokens, text, step, step + 1)
+                    and _is_name_token(tokens, step + 1)
+                    and _joins(tokens[last].lower, tokens[step + 1].lower)
+                ):
+                    last = step + 1
+                    continue
+            break
+        spans.append(_Span(index, last))
+        index = last + 1
+    return [span for span in (_trim(span, tokens, starts) for span in spans) if span]
+
+
+def _joins(left: str, right: str) -> bool:
+    """Whether a connector may join two names: not "Vancouver for Christmas"."""
+    if right in names.NOT_NAMES or right in names.HOLIDAYS:
+        return False
+    return left not in names.PLACES and left not in names.PRODUCTS
+
+
+def _common(token: _Token) -> bool:
+    lower = token.lower.rstrip(".")
+    return lower in names.NOT_NAMES or lower in _COMMON_WORDS
+
+
+def _trim(span: _Span, tokens: list[_Token], starts: set[int]) -> _Span | None:
+    first, last = span.first, span.last
+    # A common word opening a sentence ("Yesterday Oscar", "The Warriors") is not a name.
+    while first <= last and first in starts and _common(tokens[first]):
+        first += 1
+    while first <= last and tokens[first].lower.rstrip(".") in names.NOT_NAMES:
+        first += 1
+    while last >= first and (
+        tokens[last].lower in names.NOT_NAMES or tokens[last].lower in _CONNECTORS
+    ):
+        last -= 1
+    if first > last:
+        return None
+    if first == last and tokens[first].lower.rstrip(".") in names.TITLES:
+        return None
+    # "Victorian London", "Italian Alps" -> the place without its adjective.
+    if (
+        first < last
+        and tokens[first].lower in names.NATIONALITIES
+        and " ".join(token.lower for token in tokens[first + 1 : last + 1]) in names.PLACES
+    ):
+        first += 1
+    # A lone acronym we do not know ("TV", "NDA") is skipped rather than guessed.
+    word = tokens[first].text
+    if first == last and word.isupper() and len(word) > 1 and not _known(word.lower()):
+        return None
+    return _Span(first, last)
+
+
+def _known(lower: str) -> bool:
+    return (
+        lower in names.ORGANIZATIONS
+        or lower in names.PRODUCTS
+        or lower in names.PLACES
+        or lower in names.CONCEPTS
+        or lower in names.EVENTS
+    )
+
+
+def _span_text(tokens: list[_Token], text: str, span: _Span) -> str:
+    surface = text[tokens[span.first].start : tokens[span.last].end]
+    return re.sub(r"['’]s$", "", surface)
+
+
+def _previous_words(tokens: list[_Token], index: int, count: int) -> list[str]:
+    """Up to ``count`` lower-case tokens before ``index``, nearest first, stopping at a
+    sentence end."""
+    words: list[str] = []
+    position = index - 1
+    while position >= 0 and len(words) < count:
+        lower = tokens[position].lower
+        if lower in _SENTENCE_END:
+            break
+        words.append(lower)
+        position -= 1
+    return words
+
+
+def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] | None:
+    """(type, relation noun, owner) for "my sister Ines", "our startup, Brightleaf",
+    "a kitten named Pepper", "my mom's friend Linda"."""
+    before = _previous_words(tokens, span.first, 7)
+    position = 0
+    if before and before[0] == "the":
+        position = 1
+    if position < len(before) and before[position] == ",":
+        position += 1
+    if position < len(before) and before[position] in _NAMING_WORDS:
+        for word in before[position + 1 : position + 5]:
+            noun = word.rstrip("s") if word.rstrip("s") in names.RELATION_TYPES else word
+            if noun in names.RELATION_TYPES:
+                return names.RELATION_TYPES[noun], noun, ""
+            if noun in _PERSON_NAMING_NOUNS:
+                return "person", "", ""
+        return "person", "", ""
+    if position >= len(before):
+        return None
+    noun = before[position]
+    if noun not in names.RELATION_TYPES:
+        # "two guinea pigs, Salt and Pepper": a plural relation noun.
+        if noun.endswith("s") and noun[:-1] in names.RELATION_TYPES:
+            noun = noun[:-1]
+        else:
+            return None
+    owner_position = position + 1
+    while owner_position < len(before) and before[owner_position] in _ADJECTIVES:
+        owner_position += 1
+    if noun == "pig" and owner_position < len(before) and before[owner_position] == "guinea":
+        owner_position += 1
+    if owner_position >= len(before):
+        return None
+    owner = before[owner_position]
+    if owner in _POSSESSIVES or owner.endswith("'s") or owner in {"a", "an", "two", "three"}:
+        return names.RELATION_TYPES[noun], noun, owner
+    return None
+
+
+def _relation_after(tokens: list[_Token], span: _Span) -> tuple[str, str, str] | None:
+    """(type, relation noun, owner) for "Luna, our cat," and "Ben, my brother"."""
+    position = span.last + 1
+    if position + 2 >= len(tokens) or tokens[position].text != ",":
+        return None
+    owner, noun = tokens[position + 1].lower, tokens[position + 2].lower
+    if owner in _POSSESSIVES and noun in names.RELATION_TYPES:
+        return names.RELATION_TYPES[noun], noun, owner
+    return None
+
+
+def _lexicon_type(words: list[str], normalized: str) -> str:
+    if normalized in names.HOLIDAYS or normalized in names.EVENTS:
+        return "event"
+    if len(words) > 1 and words[0] in names.PRODUCT_BRANDS:
+        return "product"
+    for lexicon, kind in (
+        (names.ORGANIZATIONS, "organization"),
+        (names.PRODUCTS, "product"),
+        (names.CONCEPTS, "concept"),
+        (names.PLACES, "place"),
+    ):
+        if normalized in lexicon:
+            return kind
+    if len(words) == 1 and len(words[0]) > 5 and words[0].endswith("ism"):
+        return "concept"
+    return ""
+
+
+def _shape_type(words: list[str], surface: str) -> str:
+    if words[0].rstrip(".") in names.TITLES or words[0] in names.TITLES:
+        if words[0] not in {"st", "st."}:
+            return "person"
+    if len(words) > 1 and words[-1] in names.SUFFIX_TYPES:
+        return names.SUFFIX_TYPES[words[-1]]
+    if len(words) > 1 and words[0] in names.PREFIX_TYPES:
+        return names.PREFIX_TYPES[words[0]]
+    if re.search(r"[a-z]Con$", surface):
+        return "event"
+    return ""
+
+
+def _context_type(tokens: list[_Token], span: _Span) -> str:
+    after = tokens[span.last + 1].lower if span.last + 1 < len(tokens) else ""
+    if after in names.PROJECT_NOUNS:
+        return "project"
+    if after in names.EVENT_NOUNS:
+        return "event"
+    before = _previous_words(tokens, span.first, 5)
+    if not before:
+        return ""
+    if before[0] == "project":
+        return "project"
+    nearest = before[0]
+    skipped = 0
+    while skipped < len(before) - 1 and before[skipped] in _SKIP_BEFORE_OBJECT:
+        skipped += 1
+    verb = before[skipped]
+    if verb in names.PRODUCT_VERBS and skipped < 3:
+        return "product"
+    if verb in names.ORGANIZATION_VERBS or (
+        verb == "into" and len(before) > skipped + 1 and before[skipped + 1] in {"got", "get"}
+    ):
+        return "organization"
+    if nearest in {"at", "for", "with"} and any(word in names.WORK_CUES for word in before[1:4]):
+        return "organization"
+    if nearest in names.PLACE_CUES or nearest == "at" or verb in names.PLACE_CUES:
+        if nearest == "at" or nearest in names.PLACE_CUES or verb in {"visit", "visited"}:
+            return "place"
+    return ""
+
+
+def _type_span(tokens: list[_Token], text: str, span: _Span) -> str:
+    surface = _span_text(tokens, text, span)
+    normalized = normalize_entity_name(surface)
+    words = normalized.split() or [""]
+    relation = _relation_before(tokens, span) or _relation_after(tokens, span)
+    if relation:
+        span.relation, span.owner = relation[1], relation[2]
+        span.from_context = True
+        return relation[0]
+    for kind in (_shape_type(words, surface), _lexicon_type(words, normalized)):
+        if kind:
+            span.from_context = True
+            return kind
+    kind = _context_type(tokens, span)
+    if kind:
+        span.from_context = True
+        return kind
+    before = _previous_words(tokens, span.first, 1)
+    if span.first == span.last and words[0].endswith("s") and (not before or before[0] == "the"):
+        if tokens[span.first - 1].lower == "the" if span.first else False:
+            return "organization"
+    if span.last - span.first <= 2 and all(token.isalpha() or "-" in token for token in words):
+        return "person"
+    return "other"
+
+
+def _nationality_kind(tokens: list[_Token], span: _Span) -> str | None:
+    """For a lone nationality word: "concept" when it is a language being learnt, None when it
+    is an adjective; "" when the span is not a nationality word."""
+    if span.first != span.last or tokens[span.first].lower not in names.NATIONALITIES:
+        return ""
+    before = _previous_words(tokens, span.first, 3)
+    if any(word in names.LANGUAGE_VERBS for word in before):
+        return "concept"
+    return None
+
+
+def _inherit_conjunct_types(tokens: list[_Token], spans: list[_Span], kinds: list[str]) -> None:
+    """ "Arizona and Utah", "Salt and Pepper": an untyped name joined to a typed one by "and",
+    "or" or a comma takes its type."""
+    for index in range(1, len(spans)):
+        left, right = spans[index - 1], spans[index]
+        between = [token.lower for token in tokens[left.last + 1 : right.first]]
+        if between not in (["and"], ["or"], [","], [",", "and"]):
+            continue
+        if left.from_context and not right.from_context:
+            kinds[index] = kinds[index - 1]
+            right.relation, right.owner = left.relation, left.owner
+        elif right.from_context and not left.from_context:
+            kinds[index - 1] = kinds[index]
+
+
+def _sentence_bounds(tokens: list[_Token], text: str, starts: set[int], index: int) -> str:
+    first = max(start for start in starts if start <= index)
+    following = [start for start in starts if start > index]
+    last = (min(following) - 1) if following else len(tokens) - 1
+    return " ".join(text[tokens[first].start : tokens[last].end].split())
+
+
+def _description(relation: str, owner: str, speaker: str) -> str:
+    if not relation:
+        return ""
+    if owner in {"my", "our"}:
+        subject = speaker or "the user"
+        return f"{subject}'s {relation}"
+    if owner.endswith("'s"):
+        return f"{owner} {relation}"
+    return relation
+
+
+def extract_entities(text: str, *, speaker: str = "") -> list[ExtractedEntity]:
+    """Every named entity in ``text``, in order of appearance (one entry per mention).
+
+    ``speaker`` is who wrote the text; "my sister Ines" then reads as the speaker's sister.
+    Offsets index into ``text`` as given (only its first 20,000 characters are read).
+    """
+    if not isinstance(text, str) or not text.strip():
+        return []
+    text = text[:MAX_TEXT_CHARS]
+    tokens = _tokens(text)
+    if not tokens:
+        return []
+    starts = _sentence_starts(tokens, text)
+    spans = _candidate_spans(tokens, text, starts)
+    kept: list[_Span] = []
+    kinds: list[str] = []
+    for span in spans:
+        nationality = _nationality_kind(tokens, span)
+        if nationality is None:
+            continue
+        kind = nationality or _type_span(tokens, text, span)
+        if nationality:
+            span.from_context = True
+        kept.append(span)
+        kinds.append(kind)
+    _inherit_conjunct_types(tokens, kept, kinds)
+    found: list[ExtractedEntity] = []
+    for span, kind in zip(kept, kinds, strict=True):
+        surface = _span_text(tokens, text, span)
+        normalized = normalize_entity_name(surface)
+        if not normalized or len(normalized) < 2:
+            continue
+        start = tokens[span.first].start
+        found.append(
+            ExtractedEntity(
+                name=surface,
+                normalized=normalized,
+                type=kind,
+                start=start,
+                end=start + len(surface),
+                sentence=_sentence_bounds(tokens, text, starts, span.first)[:500],
+                description=_description(span.relation, span.owner, speaker),
+                relation=span.relation,
+            )
+        )
+    return found

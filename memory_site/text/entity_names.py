@@ -1,0 +1,294 @@
+"""Word lists the offline entity extractor (``memory_site.text.entities``) types names with.
+
+Small, general lists (well-known companies, products, places, holidays, relation nouns), not a
+knowledge base: context patterns decide most types, these settle names that have no context.
+Every entry is lower case; multi-word entries are matched on the whole normalized name.
+"""
+
+from __future__ import annotations
+
+
+def _words(block: str) -> frozenset[str]:
+    return frozenset(line.strip() for line in block.strip().splitlines() if line.strip())
+
+
+def _split(block: str) -> frozenset[str]:
+    return frozenset(block.split())
+
+
+# Relation nouns after a possessive ("my sister Ines", "our cat, Luna") and the type they give.
+RELATION_TYPES: dict[str, str] = {}
+for _noun in _split(
+    """
+    sister brother mom mother dad father wife husband partner friend boss coworker co-worker
+    colleague son daughter aunt uncle cousin grandma grandmother grandpa grandfather granddad
+    nan nana neighbor neighbour roommate flatmate housemate girlfriend boyfriend fiance fiancé
+    fiancee fiancée teacher coach therapist doctor dentist manager mentor niece nephew stepdad
+    stepmom stepmother stepfather stepson stepdaughter sister-in-law brother-in-law
+    mother-in-law father-in-law son-in-law daughter-in-law kid kids child baby twin twins
+    accountant lawyer landlord landlady tutor professor supervisor classmate teammate
+    bestie buddy pal ex spouse parents grandson granddaughter godfather godmother
+    assistant intern mate counselor counsellor trainer nurse vet physio cofounder co-founder
+    """
+):
+    RELATION_TYPES[_noun] = "person"
+for _noun in _split(
+    """
+    dog puppy pup cat kitten kitty hamster parrot horse pony rabbit bunny fish goldfish turtle
+    tortoise gecko lizard snake bird budgie canary ferret chinchilla pig guinea hedgehog rat mouse
+    greyhound labrador lab retriever terrier poodle beagle spaniel collie husky pug corgi
+    dachshund shepherd bulldog chihuahua pet cockatiel iguana axolotl alpaca goat chicken hen
+    """
+):
+    RELATION_TYPES[_noun] = "pet"
+for _noun in _split("company startup employer firm business agency band team club charity"):
+    RELATION_TYPES[_noun] = "organization"
+for _noun in _split(
+    """
+    project app game newsletter podcast blog bot website site channel repo library plugin
+    extension novel book album series tool product prototype
+    """
+):
+    RELATION_TYPES[_noun] = "project"
+for _noun in _split("car laptop phone bike guitar camera truck van motorcycle"):
+    RELATION_TYPES[_noun] = "product"
+# "book" and "album" after "my" are usually the user's own work; after "called" when someone
+# else made them they are products, which the extractor cannot tell apart: project wins.
+
+# A person's title kept in the name: "Dr. Alvarez", "Mrs. Patel".
+TITLES = _split("dr dr. mr mr. mrs mrs. ms ms. prof prof. professor sir dame aunt uncle auntie")
+
+# Words after which a span is a place (prepositions and travel verbs).
+PLACE_CUES = _split(
+    """
+    in to from near through across around into visit visited visiting visits
+    toward towards outside inside via
+    """
+)
+# Words before "at"/"for" that make the next name an employer or school, not a place.
+WORK_CUES = _split(
+    """
+    work works worked working job jobs interview interviewing intern interning internship team
+    shift shifts office career position role hired employed contract contractor manager
+    engineer developer designer nurse teacher volunteer volunteering volunteers study studying
+    studied student professor researcher lecturer
+    """
+)
+# Verbs whose object is an organization (school, employer): "got into Stanford".
+ORGANIZATION_VERBS = _split("joined joining join hired accepted graduated attends attending")
+# Verbs whose object is a product or a work (book, film, game, device).
+PRODUCT_VERBS = _split(
+    """
+    reading read reread watching watched watch playing played bought buy buying ordered order
+    using use used upgrading upgraded upgrade installed install downloaded download
+    """
+)
+# Lower-case nouns right after a name that make the name a project ("the Apollo migration").
+PROJECT_NOUNS = _split(
+    """
+    project app roadmap migration launch release rollout repo codebase sprint redesign prototype
+    mvp backend frontend website api beta milestone deadline
+    """
+)
+# Lower-case nouns right after a name that make it an event ("the Harbor Lights festival").
+EVENT_NOUNS = _split("festival conference concert parade fair summit marathon tournament gala")
+
+# Last word of a name and the type it gives.
+SUFFIX_TYPES: dict[str, str] = {}
+for _word in _split(
+    """
+    hospital university college school elementary academy bank inc inc. corp corp. llc ltd ltd.
+    foundation trust institute labs lab group company co co. clinic society association
+    agency council ministry department church museum library gym studios studio
+    airlines airways motors partners ventures capital systems technologies
+    """
+):
+    SUFFIX_TYPES[_word] = "organization"
+for _word in _split(
+    """
+    park lake river street st road avenue ave tower bridge island islands beach bay valley
+    mountains mountain hills hill city county province canyon falls forest square station
+    airport harbor harbour peninsula coast desert heights village
+    """
+):
+    SUFFIX_TYPES[_word] = "place"
+for _word in _split(
+    """
+    marathon festival conference summit cup olympics revolution war expo fair championship
+    championships tournament open games week weekend day eve gala con
+    """
+):
+    SUFFIX_TYPES[_word] = "event"
+SUFFIX_TYPES["project"] = "project"
+
+# First word of a name and the type it gives ("Mount Rainier", "Project Atlas").
+PREFIX_TYPES = {
+    "mount": "place",
+    "lake": "place",
+    "lago": "place",
+    "cape": "place",
+    "fort": "place",
+    "port": "place",
+    "saint": "place",
+    "st.": "place",
+    "project": "project",
+    "operation": "project",
+    "university": "organization",
+    "bank": "organization",
+}
+
+HOLIDAYS = _words(
+    """
+    christmas
+    christmas eve
+    new year
+    new year's
+    new year's eve
+    new year's day
+    thanksgiving
+    easter
+    hanukkah
+    diwali
+    ramadan
+    eid
+    passover
+    halloween
+    valentine's day
+    mother's day
+    father's day
+    independence day
+    lunar new year
+    chinese new year
+    holi
+    kwanzaa
+    oktoberfest
+    carnival
+    mardi gras
+    """
+)
+EVENTS = _words(
+    """
+    world cup
+    super bowl
+    olympics
+    wimbledon
+    tour de france
+    glastonbury
+    coachella
+    burning man
+    comic-con
+    sxsw
+    pycon
+    ces
+    wwdc
+    eurovision
+    the oscars
+    oscars
+    the grammys
+    grammys
+    champions league
+    world series
+    """
+)
+
+ORGANIZATIONS = _split(
+    """
+    google alphabet microsoft apple amazon meta facebook instagram whatsapp netflix spotify
+    tesla openai anthropic nvidia intel amd ibm oracle salesforce adobe uber lyft airbnb
+    stripe paypal shopify twitter linkedin reddit youtube tiktok bytedance samsung sony
+    nintendo toyota honda bmw volkswagen ford mercedes audi volvo ikea walmart target costco
+    starbucks mcdonald's nike adidas h&m deloitte pwc kpmg accenture mckinsey bain
+    goldman jpmorgan chase citibank barclays hsbc santander revolut monzo wells verizon
+    at&t t-mobile vodafone comcast disney hbo pixar nasa unicef unesco who nhs fbi cia
+    harvard stanford mit oxford cambridge yale princeton berkeley coursera udemy edx
+    red cross greenpeace ups fedex dhl boeing airbus siemens bosch philips unilever nestle
+    """
+)
+PRODUCTS = _split(
+    """
+    iphone ipad macbook imac airpods kindle android windows linux ubuntu chrome firefox
+    safari playstation xbox switch fitbit alexa siri chatgpt gpt-4 claude gemini excel word
+    powerpoint outlook gmail notion slack jira confluence trello asana figma canva zoom teams
+    discord telegram signal duolingo headspace calm strava peloton garmin roomba thinkpad
+    surface pixel galaxy aws azure gcp docker kubernetes terraform postgres postgresql mysql
+    mongodb redis django flask fastapi react vue angular svelte nextjs next.js node.js nodejs
+    rails laravel spring tensorflow pytorch github gitlab bitbucket vscode vim emacs photoshop
+    lightroom blender unity unreal minecraft fortnite zelda netflix spotify tinder bumble
+    hinge uber venmo whatsapp instagram tiktok youtube wordpress shopify webflow obsidian
+    """
+)
+# Brands whose next capitalized word names a model: "Toyota Corolla", "Kindle Paperwhite".
+PRODUCT_BRANDS = _split(
+    """
+    toyota honda ford tesla bmw audi volkswagen vw mercedes kia hyundai nissan subaru mazda
+    volvo jeep apple samsung google sony microsoft kindle macbook iphone ipad galaxy pixel
+    surface dell hp lenovo asus acer nintendo canon nikon fujifilm dyson bose
+    """
+)
+CONCEPTS = _split(
+    """
+    python javascript typescript rust golang java kotlin swift haskell scala ruby php perl
+    elixir clojure sql html css c++ c# buddhism christianity islam judaism hinduism
+    stoicism existentialism marxism keto yoga pilates crossfit
+    """
+)
+# Nationality and language words: adjectives before a noun ("Thai place"), languages when learnt.
+NATIONALITIES = _split(
+    """
+    english french spanish german italian portuguese dutch greek turkish russian polish czech
+    swedish norwegian danish finnish icelandic irish scottish welsh british american canadian
+    mexican brazilian argentinian chilean peruvian colombian cuban japanese chinese korean
+    thai vietnamese indian pakistani bangladeshi nepali indonesian filipino malaysian
+    australian african nigerian kenyan ethiopian egyptian moroccan arabic arab persian
+    hebrew israeli lebanese ukrainian hungarian romanian croatian serbian mandarin cantonese
+    hindi urdu swahili tagalog latin european asian latino latina victorian
+    """
+)
+LANGUAGE_VERBS = _split(
+    "learn learning learned learnt speak speaks speaking study studying studied practice "
+    "practicing practising fluent teach teaching translate translating"
+)
+PLACES = _split(
+    """
+    usa us uk america england scotland wales ireland canada mexico brazil argentina chile peru
+    colombia france spain portugal germany italy netherlands belgium switzerland austria
+    sweden norway denmark finland iceland poland greece turkey russia ukraine japan china korea
+    india thailand vietnam indonesia philippines australia zealand egypt morocco kenya nigeria
+    london paris berlin madrid rome lisbon porto amsterdam barcelona vienna prague budapest
+    dublin edinburgh glasgow manchester munich hamburg zurich geneva stockholm oslo copenhagen
+    helsinki warsaw krakow athens istanbul moscow tokyo kyoto osaka seoul beijing shanghai
+    singapore bangkok bali sydney melbourne toronto vancouver montreal chicago boston seattle
+    austin denver portland miami atlanta dallas houston nashville brooklyn manhattan
+    california texas florida ohio oregon arizona utah colorado vermont hawaii alaska europe
+    asia africa cairo nairobi dubai delhi mumbai bangalore tuscany provence patagonia
+    """
+)
+
+# Capitalized words that start sentences or name times, not things: never an entity alone.
+NOT_NAMES = _split(
+    """
+    i i'm i've i'd i'll im ive my me mine we our us you your yours he she it they them their
+    his her its this that these those there here what when where why how who whom which
+    whose the a an and or but so if then than because although though while after before
+    since until unless also just still even only yes no not ok okay oh hey hi hello thanks
+    thank sorry please well anyway actually honestly basically really maybe perhaps today
+    tonight tomorrow yesterday now later soon recently lately currently finally also
+    first second third next last every each some any all both many much most more few
+    can could would should will shall may might must do does did don't doesn't didn't is are
+    was were am be been being have has had having let let's lets write explain tell give
+    show help make find list describe summarize summarise translate suggest recommend create
+    compare plan draft rewrite check remind what's how's where's who's there's here's that's
+    it's he's she's we're they're you're we've they've you've we'll they'll you'll
+    monday tuesday wednesday thursday friday saturday sunday january february march april may
+    june july august september october november december mon tue wed thu fri sat sun jan feb
+    mondays tuesdays wednesdays thursdays fridays saturdays sundays weekends
+    mar apr jun jul aug sep sept oct nov dec morning afternoon evening night weekend
+    mom mum dad mother father grandma grandpa sis bro babe honey dear lol omg wow great good
+    nice cool sure right agreed exactly true sounds love happy merry dear hmm haha yeah yep
+    nope wait look listen imagine remember note btw fyi re fw fwd ps edit update
+    ai tv pc pdf usb gps dna phd ceo cto cfo hr it qa ui ux api faq diy asap eta fyi rsvp
+    id usd eur gbp am pm utc gmt est pst covid mri bmi ok ps rip
+    our their someone everyone anyone nobody somebody everybody
+    user assistant human system bot
+    """
+)

@@ -1,0 +1,58 @@
+"""Staff screens for entities: search by name and alias, and the merge action."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from ingestion_app.models import Entity, MemoryItem
+from ingestion_app.services.entities import entities_extract
+from tests.factories import make_user
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_message_hooks")]
+
+
+@pytest.fixture
+def staff():
+    admin_user = make_user("root", staff=True)
+    admin_user.is_superuser = True
+    admin_user.save()
+    client = Client()
+    client.force_login(admin_user)
+    return client
+
+
+def remember(user, text: str) -> MemoryItem:
+    item = MemoryItem.objects.create(user=user, source="fact", content=text)
+    entities_extract(items=[item])
+    return item
+
+
+def test_search_and_merge(staff, user, other_user):
+    remember(user, "My sister Ines lives in Lisbon.")
+    remember(user, "Ines called about the flowers.")
+    remember(user, "Nessa said hi too.")
+    remember(other_user, "Ines is my boss.")
+
+    found = staff.get("/admin/ingestion_app/entity/", {"q": "my sister"})
+    assert found.status_code == 200 and b"Ines" in found.content
+
+    ines = Entity.objects.get(user=user, normalized_name="ines")
+    nessa = Entity.objects.get(user=user, normalized_name="nessa")
+    response = staff.post(
+        "/admin/ingestion_app/entity/",
+        {"action": "merge_entities", "_selected_action": [ines.id, nessa.id]},
+        follow=True,
+    )
+    assert b"Merged 1 entities into Ines." in response.content
+    ines.refresh_from_db()
+    assert ines.mention_count == 3 and "nessa" in ines.aliases
+
+    theirs = Entity.objects.get(user=other_user, normalized_name="ines")
+    refused = staff.post(
+        "/admin/ingestion_app/entity/",
+        {"action": "merge_entities", "_selected_action": [ines.id, theirs.id]},
+        follow=True,
+    )
+    assert b"same user and app" in refused.content
+    assert Entity.objects.filter(id=theirs.id).exists()

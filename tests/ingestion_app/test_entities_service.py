@@ -1,0 +1,152 @@
+"""Entities from stored memories: resolution, mentions, cross-references, buckets, merges."""
+
+from __future__ import annotations
+
+import pytest
+
+from ingestion_app.models import CrossReference, Entity, EntityMention, MemoryItem
+from ingestion_app.services.entities import entities_extract
+from ingestion_app.services.entity_edits import entity_delete, entity_merge, entity_update
+from memory_site.errors import InvalidInput, NotFound
+
+pytestmark = pytest.mark.django_db
+
+
+def item(user, content: str, **metadata) -> MemoryItem:
+    return MemoryItem.objects.create(
+        user=user, source=MemoryItem.Source.CHUNK, content=content, metadata=metadata
+    )
+
+
+def entity(user, key: str) -> Entity:
+    return Entity.objects.get(user=user, normalized_name=key)
+
+
+def test_aliases_merge_into_one_entity_with_mentions_and_description(user):
+    first = item(user, "My sister Ines is getting married in Lisbon.")
+    second = item(user, "ines sent the dress photos. Ines Garcia is so happy.")
+    third = item(user, "Ines called about the wedding.")
+
+    entities_extract(items=[first])
+    entities_extract(items=[second, third])
+
+    ines = entity(user, "ines")
+    assert ines.type == "person"
+    assert ines.description == "the user's sister"
+    assert "ines garcia" in ines.aliases and "my sister" in ines.aliases
+    assert ines.mention_count == 3
+    assert set(ines.mentions.values_list("memory_id", flat=True)) == {
+        first.id,
+        second.id,
+        third.id,
+    }
+    mention = ines.mentions.get(memory=first)
+    assert first.content[mention.start : mention.end] == "Ines"
+    assert mention.sentence == "My sister Ines is getting married in Lisbon."
+    assert entity(user, "lisbon").type == "place"
+    assert not Entity.objects.filter(normalized_name="ines garcia").exists()
+
+
+def test_extraction_is_idempotent_and_links_items_and_entities(user):
+    first = item(user, "My dog Max loves the beach in Porto.")
+    second = item(user, "Max ate my sandwich.")
+    entities_extract(items=[first, second])
+    entities_extract(items=[first, second])
+
+    max_dog = entity(user, "max")
+    assert max_dog.type == "pet"
+    assert max_dog.mention_count == 2
+    assert EntityMention.objects.filter(entity=max_dog).count() == 2
+    same = CrossReference.objects.get(relationship="mentions_same_entity")
+    assert (same.source_id, same.target_id) == (second.id, first.id)
+    assert same.reason == "both mention Max"
+    related = CrossReference.objects.get(relationship="related")
+    assert {related.source_id, related.target_id} == {max_dog.id, entity(user, "porto").id}
+    assert related.strength == 1
+
+
+def test_speaker_and_description_history(user):
+    first = item(
+        user,
+        "Caroline: My friend Mel is a painter.",
+        granularity="message",
+        speaker="Caroline",
+        role="user",
+    )
+    second = item(
+        user,
+        "Caroline: Mel, my coworker, joined the team.",
+        granularity="message",
+        speaker="Caroline",
+        role="user",
+    )
+    entities_extract(items=[first])
+    entities_extract(items=[second])
+
+    caroline = entity(user, "caroline")
+    assert caroline.type == "person"
+    assert caroline.mentions.get(memory=first).kind == "speaker"
+    mel = entity(user, "mel")
+    assert mel.description == "Caroline's coworker"
+    assert [entry["description"] for entry in mel.description_history] == ["Caroline's friend"]
+    assert "caroline friend" in mel.aliases
+
+
+def test_entities_never_cross_users(user, other_user):
+    entities_extract(items=[item(user, "My sister Ines lives in Porto.")])
+    entities_extract(items=[item(other_user, "Ines is my neighbour in Porto.")])
+
+    assert Entity.objects.filter(normalized_name="ines").count() == 2
+    assert entity(other_user, "ines").mention_count == 1
+    with pytest.raises(NotFound):
+        entity_merge(
+            user=other_user,
+            target_id=entity(other_user, "ines").id,
+            source_ids=[entity(user, "ines").id],
+        )
+
+
+def test_buckets_follow_the_text(user, settings):
+    personal = item(user, "My sister Ines is getting married and my dog is sick.")
+    creator = item(user, "I fixed the bug in the API and deployed the server.")
+    entities_extract(items=[personal, creator])
+    personal.refresh_from_db()
+    creator.refresh_from_db()
+    assert (personal.bucket, creator.bucket) == ("PERSONAL_LIFE", "CREATOR")
+
+    settings.MNEMO_BUCKETS = ["PERSONAL_LIFE", "MISC"]
+    other = item(user, "Deployed the server again.")
+    entities_extract(items=[other])
+    other.refresh_from_db()
+    assert other.bucket == "MISC"
+
+
+def test_merge_moves_mentions_aliases_and_links(user):
+    entities_extract(items=[item(user, "Dr. Alvarez said to rest. Porto was rainy.")])
+    entities_extract(items=[item(user, "I saw Alvie again, she is kind.")])
+    target, source = entity(user, "dr alvarez"), entity(user, "alvie")
+
+    merged = entity_merge(user=user, target_id=target.id, source_ids=[source.id])
+
+    assert merged.mention_count == 2
+    assert "alvie" in merged.aliases
+    assert not Entity.objects.filter(id=source.id).exists()
+    with pytest.raises(InvalidInput):
+        entity_merge(user=user, target_id=target.id, source_ids=[target.id])
+
+
+def test_update_keeps_history_and_delete_removes_links(user):
+    entities_extract(items=[item(user, "My friend Priya moved to Oslo.")])
+    priya = entity(user, "priya")
+
+    updated = entity_update(
+        user=user, entity_id=priya.id, description="Runs a bakery", type="person"
+    )
+    assert updated.description == "Runs a bakery"
+    assert updated.description_history[-1]["description"] == "the user's friend"
+    with pytest.raises(InvalidInput):
+        entity_update(user=user, entity_id=priya.id, type="alien")
+
+    entity_delete(user=user, entity_id=priya.id)
+    assert not EntityMention.objects.filter(entity_id=priya.id).exists()
+    assert not CrossReference.objects.filter(source_type="entity", source_id=priya.id).exists()

@@ -1,0 +1,77 @@
+"""The offline entity extractor: names, types, relations and offsets a user would rely on."""
+
+from __future__ import annotations
+
+from memory_site.text.buckets import bucket_classify
+from memory_site.text.entities import entity_dates, extract_entities, normalize_entity_name
+
+
+def names_and_types(text: str, **kwargs) -> list[tuple[str, str]]:
+    return [(entity.name, entity.type) for entity in extract_entities(text, **kwargs)]
+
+
+def test_possessive_relations_give_type_and_description():
+    found = extract_entities("My sister Ines adopted a kitten named Pepper.", speaker="Ana")
+
+    assert [(e.name, e.type, e.description) for e in found] == [
+        ("Ines", "person", "Ana's sister"),
+        ("Pepper", "pet", "kitten"),
+    ]
+    assert found[0].relation == "sister"
+
+
+def test_offsets_and_sentence_point_at_the_mention():
+    text = "We met at noon. Later Ines flew to Lisbon!"
+    found = extract_entities(text)
+
+    assert [text[e.start : e.end] for e in found] == ["Ines", "Lisbon"]
+    assert found[1].type == "place"
+    assert found[1].sentence == "Later Ines flew to Lisbon!"
+
+
+def test_sentence_openers_dates_and_placeholders_are_not_entities():
+    text = "Yesterday I called [PERSON_NAME] on Monday. Can you remind me in June? Thanks!"
+    assert extract_entities(text) == []
+
+
+def test_context_types_places_organizations_projects_events():
+    assert names_and_types("I have an interview at Brightwave next week.") == [
+        ("Brightwave", "organization")
+    ]
+    assert names_and_types("The Apollo migration slipped again.") == [("Apollo", "project")]
+    assert names_and_types("We hiked up Mount Rainier and then drove to Tacoma.") == [
+        ("Mount Rainier", "place"),
+        ("Tacoma", "place"),
+    ]
+    assert names_and_types("I'm running the Berlin Marathon at Christmas.") == [
+        ("Berlin Marathon", "event"),
+        ("Christmas", "event"),
+    ]
+
+
+def test_conjuncts_share_a_type_and_languages_are_concepts():
+    assert names_and_types("We drove through Arizona and Nevada.") == [
+        ("Arizona", "place"),
+        ("Nevada", "place"),
+    ]
+    assert names_and_types("I'm learning Japanese, not the Thai menu.") == [("Japanese", "concept")]
+
+
+def test_normalized_names_merge_case_accents_and_possessives():
+    assert normalize_entity_name("Tomás") == normalize_entity_name("tomas") == "tomas"
+    assert normalize_entity_name("Ines's") == "ines"
+    assert normalize_entity_name("The Loose Threads") == "loose threads"
+
+
+def test_dates_are_found_in_a_sentence():
+    assert entity_dates("The wedding is on June 5, 2024, and we leave next week.") == [
+        "June 5, 2024",
+        "next week",
+    ]
+
+
+def test_bucket_rules():
+    assert bucket_classify("My sister is getting married and my dog is sick.") == "PERSONAL_LIFE"
+    assert bucket_classify("Fixed the bug in the API and deployed the server.") == "CREATOR"
+    assert bucket_classify("The project roadmap has a new milestone.") == "PROJECTS"
+    assert bucket_classify("Okay.") == "OTHER"
