@@ -58,6 +58,7 @@ QUERY_PARAMETERS: dict[str, tuple[str, ...]] = {
         *PAGINATION,
     ),
     "memory-stats": ("app_id",),
+    "entities": ("type", "bucket", "q", "app_id", *PAGINATION),
     "summaries-context": ("app_id",),
     "usage": ("since", "until"),
 }

@@ -436,6 +436,8 @@ def _cross_reference_rows(
                 strength = previous[7] + 1 if previous else 1
                 reason = f"{left.name} and {right.name} are mentioned together"
                 rows[key] = (user_id, *key, reason, strength, now, now)
+    if not inserted:
+        return list(rows.values())
     earlier = _previous_mentions(list(by_entity), before_id=min(item.id for _, item in inserted))
     names = {entity.id: entity.name for entity, _ in inserted}
     for entity_id, items in by_entity.items():

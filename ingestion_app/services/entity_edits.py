@@ -18,6 +18,7 @@ from memory_site.providers import get_embedder, get_llm
 from memory_site.providers.base import ProviderError
 from memory_site.redaction import redact
 from memory_site.text.entities import ENTITY_TYPES, normalize_entity_name
+from sessions_app.services.usage import usage_record_json
 
 logger = logging.getLogger(__name__)
 
@@ -288,10 +289,18 @@ def entities_llm_extract(*, memory_item_id: int) -> str:
         {"role": "user", "content": item.content[:6000]},
     ]
     try:
-        data = llm.chat_json(messages, schema=LLM_SCHEMA, schema_name="entities")
+        result = llm.chat_json(messages, schema=LLM_SCHEMA, schema_name="entities")
     except ProviderError as exc:
         logger.warning("entity extraction of item %s failed: %s", memory_item_id, exc)
         return "failed"
+    usage_record_json(
+        user=item.user,
+        result=result,
+        kind="entities",
+        session=item.chat_session,
+        app_id=item.app_id,
+    )
+    data = result.data
     _llm_apply(item=item, data=data if isinstance(data, dict) else {})
     return "done"
 
