@@ -40,7 +40,7 @@ from django.db import connection  # noqa: E402
 import context_app.selectors as selectors  # noqa: E402
 from context_app.selectors import memory_search  # noqa: E402
 from ingestion_app.models import Entity, MemoryItem  # noqa: E402
-from ingestion_app.services.entities import entities_extract, memory_items_bucket  # noqa: E402
+from ingestion_app.services.entities import entities_extract, memory_item_bucket  # noqa: E402
 
 PEOPLE = (
     "Ines Marco Priya Tomas Elena Raj Chen Sofia Liam Noah Hannah Omar Fatima Walter Grace "
@@ -119,7 +119,8 @@ def main() -> None:
                 new_item(user, line_text(rng), unit_vector(vectors), index)
                 for index in range(first, min(first + 1000, args.memories))
             ]
-            memory_items_bucket(batch)
+            for item in batch:
+                item.bucket = memory_item_bucket(item)  # as memory_item_build does
             MemoryItem.objects.bulk_create(batch)
             extract_started = time.perf_counter()
             entities_extract(items=batch, use_llm=False)
@@ -135,7 +136,7 @@ def main() -> None:
         write_ms = []
         for index in range(args.writes):
             item = new_item(user, line_text(rng), unit_vector(vectors), args.memories + index)
-            memory_items_bucket([item])
+            item.bucket = memory_item_bucket(item)
             MemoryItem.objects.bulk_create([item])
             started = time.perf_counter()
             entities_extract(items=[item])
