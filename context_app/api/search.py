@@ -146,6 +146,9 @@ class SearchHitOutput(serializers.Serializer):
         "({relationship, type, id, reason, strength}).",
     )
 
+    def get_provenance(self, hit) -> str | None:
+        return (hit.metadata or {}).get("provenance") or None
+
 
 class SearchEntityOutput(serializers.Serializer):
     type = serializers.SerializerMethodField()
@@ -158,9 +161,6 @@ class SearchEntityOutput(serializers.Serializer):
 
     def get_type(self, entity) -> str:
         return "entity"
-
-    def get_provenance(self, hit) -> str | None:
-        return (hit.metadata or {}).get("provenance") or None
 
 
 class MemorySearchApi(APIView):
