@@ -92,7 +92,7 @@ def assert_every_tool_worked(seen: dict) -> None:
     assert seen["search"]["results"][0]["id"] == seen["added"]["memory_id"]
     first = seen["search"]["results"][0]
     assert first["relevance"] > 0 and first["why"] and first["superseded"] is None
-    assert {entry["signal"] for entry in first["why"]} <= {"keyword", "vector", "recency"}
+    assert {entry["signal"] for entry in first["why"]} <= {"keyword", "vector", "entity", "recency"}
     assert seen["search_as_of"]["results"][0]["id"] == seen["added"]["memory_id"]
     assert [m["content"] for m in seen["listed"]["memories"]] == [
         "The user's sister Anna lives in Lisbon."
