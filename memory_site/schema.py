@@ -154,6 +154,16 @@ OPERATION_ERRORS: dict[tuple[str, str], dict[str, list[tuple]]] = {
     ("get", "/api/v1/memories/{memory_id}/history"): {
         "404": [("memory_not_found", "Memory 42 not found.", "memory_id")]
     },
+    ("get", "/api/v1/entities"): {"400": [UNKNOWN_PARAMETER], "404": [PAGE_NOT_FOUND]},
+    **{
+        (method, "/api/v1/entities/{entity_id}"): {
+            "404": [("entity_not_found", "Entity not found.", None)]
+        }
+        for method in ("get", "patch", "delete")
+    },
+    ("post", "/api/v1/entities/merge"): {
+        "404": [("entity_not_found", "Entity not found.", "target_id")]
+    },
     ("delete", "/api/v1/me"): {
         "400": [
             ("confirmation_required", "Send your username in `confirm`.", "confirm"),

@@ -63,7 +63,14 @@ def fuzz_api(
     Never raises for a failed check: failures are collected in the report (one line each).
     """
     schema = schemathesis.openapi.from_url(f"{base_url}/api/schema/?format=json")
-    operations = [result.ok() for result in schema.get_all_operations()]
+    # The OpenAI-compatible /v1 surface streams through an async upstream client that only an
+    # ASGI server can serve (production runs uvicorn; this live server is WSGI): it is driven
+    # with the real openai SDK against uvicorn in tests/gateway_app instead.
+    operations = [
+        operation
+        for operation in (result.ok() for result in schema.get_all_operations())
+        if not operation.path.startswith("/v1/")
+    ]
     report = FuzzReport(operations=len(operations))
     budget = seconds / (2 * max(1, len(operations)))
     headers = {"Authorization": f"Token {token}"}

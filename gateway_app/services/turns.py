@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from context_app.models import ContextSettings
-from context_app.services.context_pack.build import prepare_context
+from context_app.services.context_pack import prepare_context
 from context_app.services.context_pack.segments import ContextPack
 from gateway_app.services.conversations import (
     LoggedTurn,
@@ -54,7 +54,9 @@ class ProxyTurn:
     def headers(self) -> dict[str, str]:
         headers = {"X-Mnemo-Session-Id": self.session_id}
         if self.pack is not None:
-            headers["X-Mnemo-Context"] = self.pack.status
+            headers["X-Mnemo-Context"] = str(
+                self.pack.status
+            )  # a plain str: WSGI refuses subclasses
             if self.pack.hash:
                 headers["X-Mnemo-Context-Hash"] = self.pack.hash
         return headers

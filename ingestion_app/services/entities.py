@@ -33,6 +33,13 @@ from django_q.tasks import async_task
 
 from ingestion_app.models import Entity, MemoryItem
 from ingestion_app.selectors.entities import query_name_keys
+from ingestion_app.services.entity_links import (
+    COUNT_UPDATE,
+    columns,
+    cross_reference_rows,
+    cross_references_upsert,
+    mentions_insert,
+)
 from memory_site.providers import get_llm
 from memory_site.task_paths import ENTITIES_LLM_TASK, ENTITIES_RESOLVE_TASK
 from memory_site.text.buckets import bucket_classify
@@ -360,114 +367,6 @@ def entity_describe(*, entity: Entity, description: str, source: str) -> None:
     entity.description = description[:1000]
 
 
-_MENTION_INSERT = """
-INSERT INTO entity_mentions (entity_id, memory_id, user_id, kind, sentence, start, "end",
-                             created_at)
-SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::int[], %s::text[], %s::text[], %s::int[],
-                     %s::int[], %s::timestamptz[])
-ON CONFLICT (entity_id, memory_id, kind) DO NOTHING
-RETURNING entity_id, memory_id
-"""
-
-_COUNT_UPDATE = """
-UPDATE entities AS e
-SET mention_count = e.mention_count + s.added,
-    first_mentioned_at = LEAST(COALESCE(e.first_mentioned_at, s.first), s.first),
-    last_mentioned_at = GREATEST(COALESCE(e.last_mentioned_at, s.last), s.last)
-FROM (SELECT * FROM unnest(%s::bigint[], %s::int[], %s::timestamptz[], %s::timestamptz[]))
-     AS s(entity_id, added, first, last)
-WHERE e.id = s.entity_id
-"""
-
-_CROSS_REFERENCE_UPSERT = """
-INSERT INTO cross_references (user_id, source_type, source_id, target_type, target_id,
-                              relationship, reason, strength, created_at, updated_at)
-SELECT * FROM unnest(%s::int[], %s::text[], %s::bigint[], %s::text[], %s::bigint[], %s::text[],
-                     %s::text[], %s::int[], %s::timestamptz[], %s::timestamptz[])
-ON CONFLICT (user_id, source_type, source_id, target_type, target_id, relationship)
-DO UPDATE SET strength = LEAST(cross_references.strength + EXCLUDED.strength, 1000),
-              updated_at = EXCLUDED.updated_at
-"""
-
-
-def _columns(rows: list[tuple]) -> list[list]:
-    return [list(column) for column in zip(*rows, strict=True)] if rows else []
-
-
-def _insert_mentions(rows: list[tuple]) -> set[tuple[int, int]]:
-    if not rows:
-        return set()
-    with connection.cursor() as cursor:
-        cursor.execute(_MENTION_INSERT, _columns(rows))
-        return {(entity_id, memory_id) for entity_id, memory_id in cursor.fetchall()}
-
-
-def _upsert_cross_references(rows: list[tuple], *, replace_reason: bool = False) -> None:
-    """Insert links or bump their strength; ``replace_reason`` (a model's relation) also
-    replaces the rule's generic reason."""
-    if rows:
-        sql = _CROSS_REFERENCE_UPSERT
-        if replace_reason:
-            sql = sql.replace(
-                "updated_at = EXCLUDED.updated_at",
-                "updated_at = EXCLUDED.updated_at, reason = EXCLUDED.reason",
-            )
-        with connection.cursor() as cursor:
-            cursor.execute(sql, _columns(rows))
-
-
-def _cross_reference_rows(
-    *, user_id: int, inserted: list[tuple[Entity, MemoryItem]], now: datetime
-) -> list[tuple]:
-    """Entity-entity "related" links for names mentioned together, and for each new mention an
-    item-item "mentions_same_entity" link to the previous item naming that entity."""
-    rows: dict[tuple, tuple] = {}
-    by_item: dict[int, list[Entity]] = defaultdict(list)
-    by_entity: dict[int, list[MemoryItem]] = defaultdict(list)
-    for entity, item in inserted:
-        by_item[item.id].append(entity)
-        by_entity[entity.id].append(item)
-    for entities in by_item.values():
-        unique = sorted({entity.id: entity for entity in entities}.values(), key=lambda e: e.id)
-        for index, left in enumerate(unique[:12]):
-            for right in unique[index + 1 : 12]:
-                key = ("entity", left.id, "entity", right.id, "related")
-                previous = rows.get(key)
-                strength = previous[7] + 1 if previous else 1
-                reason = f"{left.name} and {right.name} are mentioned together"
-                rows[key] = (user_id, *key, reason, strength, now, now)
-    if not inserted:
-        return list(rows.values())
-    earlier = _previous_mentions(list(by_entity), before_id=min(item.id for _, item in inserted))
-    names = {entity.id: entity.name for entity, _ in inserted}
-    for entity_id, items in by_entity.items():
-        chain = [earlier.get(entity_id)] + [
-            item.id for item in sorted(items, key=lambda item: (item.occurred_at, item.id))
-        ]
-        for previous_id, item_id in zip(chain, chain[1:], strict=False):
-            if previous_id and previous_id != item_id:
-                key = ("item", item_id, "item", previous_id, "mentions_same_entity")
-                rows.setdefault(
-                    key, (user_id, *key, f"both mention {names[entity_id]}", 1, now, now)
-                )
-    return list(rows.values())
-
-
-def _previous_mentions(entity_ids: list[int], *, before_id: int) -> dict[int, int]:
-    """Entity -> the newest item below ``before_id`` naming it (one index probe each)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT e.id, (SELECT m.memory_id FROM entity_mentions m
-                          WHERE m.entity_id = e.id AND m.memory_id < %s AND m.kind = 'text'
-                          ORDER BY m.memory_id DESC LIMIT 1)
-            FROM unnest(%s::bigint[]) AS e(id)
-            """,
-            [before_id, entity_ids],
-        )
-        return {entity_id: memory_id for entity_id, memory_id in cursor.fetchall() if memory_id}
-
-
 def entities_extract(*, items: Sequence[MemoryItem | None], use_llm: bool = True) -> list[Entity]:
     """Extract, resolve and link the entities of stored items; set each item's bucket.
 
@@ -513,7 +412,7 @@ def entities_extract(*, items: Sequence[MemoryItem | None], use_llm: bool = True
                 Entity.objects.bulk_update(
                     changed, ["aliases", "type", "description", "description_history"]
                 )
-            inserted_keys = _insert_mentions(mention_rows)
+            inserted_keys = mentions_insert(mention_rows)
             _count_mentions(inserted_keys, stored)
             entities_by_id = {entity.id: entity for entity, _ in resolved.values()}
             items_by_id = {item.id: item for item in stored}
@@ -522,8 +421,8 @@ def entities_extract(*, items: Sequence[MemoryItem | None], use_llm: bool = True
                 for entity_id, memory_id in sorted(inserted_keys)
                 if entities_by_id[entity_id].normalized_name
             ]
-            _upsert_cross_references(
-                _cross_reference_rows(user_id=user_id, inserted=inserted, now=now)
+            cross_references_upsert(
+                cross_reference_rows(user_id=user_id, inserted=inserted, now=now)
             )
         _set_buckets(stored, scopes)
     if not settings.MNEMO_ENTITY_TASKS:
@@ -589,7 +488,7 @@ def entities_apply_named(
                 list({entity.id: entity for entity in changed}.values()),
                 ["aliases", "type", "description", "description_history"],
             )
-        inserted = _insert_mentions(rows)
+        inserted = mentions_insert(rows)
         _count_mentions(inserted, [item])
         by_key = {key: entity for key, (entity, _) in resolved.items()}
         links = []
@@ -602,7 +501,7 @@ def entities_apply_named(
             links.append(
                 (item.user_id, "entity", low.id, "entity", high.id, "related", reason, 1, now, now)
             )
-        _upsert_cross_references(links, replace_reason=True)
+        cross_references_upsert(links, replace_reason=True)
     return list(by_key.values())
 
 
@@ -618,7 +517,7 @@ def _count_mentions(inserted_keys: set[tuple[int, int]], items: Sequence[MemoryI
     if totals:
         rows = [(entity_id, *values) for entity_id, values in totals.items()]
         with connection.cursor() as cursor:
-            cursor.execute(_COUNT_UPDATE, _columns(rows))
+            cursor.execute(COUNT_UPDATE, columns(rows))
 
 
 def _set_buckets(items: Sequence[MemoryItem], scopes: dict) -> None:

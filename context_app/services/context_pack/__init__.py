@@ -15,17 +15,15 @@ InjectionLog and its hash to the session's metadata. A failing or slow build nev
 turn: the caller gets an empty pack (status "failed") and the reply goes out unaugmented.
 
 Modules: `segments` (text, fitting, attachments, the ContextPack result), `refresh` (policy
-and the refresh decision), `build` (the build within its budget and its record), `snapshots`
+and the refresh decision), `build` (the build within its budget and its record), `prepare` (the entry point: reuse,
+rebuild or skip, and never raising), `snapshots`
 (reads of recorded packs).
 """
 
 from __future__ import annotations
 
-from context_app.services.context_pack.build import (
-    ContextBudgetExceeded,
-    memory_rank,
-    prepare_context,
-)
+from context_app.services.context_pack.build import ContextBudgetExceeded, memory_rank
+from context_app.services.context_pack.prepare import prepare_context
 from context_app.services.context_pack.refresh import context_opted_out
 from context_app.services.context_pack.segments import (
     MIN_SEGMENT_CHARS,

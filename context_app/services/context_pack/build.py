@@ -1,6 +1,6 @@
-"""Building and recording the context pack of a turn: `prepare_context` decides (refresh),
-builds the segments within the latency budget, and writes the InjectionLog and the session's
-context state.
+"""Building and recording the context pack of a turn: the segments within the latency budget
+(summaries, topic, relevant memories, known entities), the InjectionLog row and the session's
+context state. `prepare.prepare_context` is the entry point that calls it.
 """
 
 from __future__ import annotations
@@ -13,24 +13,17 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime
 
-from django.db import DatabaseError, connection, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from context_app.models import ContextSettings, InjectionLog
 from context_app.selectors import SOURCES, SearchFilters, format_for_prompt, memory_search
-from context_app.services.context_pack.refresh import (
-    opted_out_by_environment,
-    refresh_decision,
-    turn_state,
-)
 from context_app.services.context_pack.segments import (
     ContextPack,
     Segment,
     SegmentSource,
     as_quoted_data,
     fit_segments,
-    max_pack_tokens,
-    pack_hash,
 )
 from context_app.services.topics import (
     TopicChoice,
@@ -42,7 +35,6 @@ from ingestion_app.models import MemoryItem
 from ingestion_app.selectors.entities import entities_named_in_query, entities_of_items
 from memory_site.providers import get_embedder
 from memory_site.redaction import redact
-from memory_site.tokens import count_tokens
 from sessions_app.models import ChatSession, Message
 
 # One logger for the whole context pack (its log records keep the package's name).
@@ -452,219 +444,3 @@ def _reuse(
         elapsed_ms=round(deadline.elapsed_ms(), 2),
     )
     return _record(session=session, user_message=user_message, pack=pack)
-
-
-def prepare_context(
-    *,
-    session: ChatSession,
-    user_message: Message | None = None,
-    query: str | None = None,
-    conversation_tokens: int = 0,
-    context_settings: ContextSettings | None = None,
-) -> ContextPack:
-    """The context pack for the current turn of `session` (never raises).
-
-    Call after the turn's user message is stored (the turn number counts it). `query` is the
-    text memories are matched against (default: the user message's redacted text);
-    `conversation_tokens` (messages and attachments sent with the pack) sizes the token
-    ceiling. Skips when augmentation is disabled, the user opted out or the session has fewer
-    than `min_user_turns` user turns. Reuses the last pack until the refresh cadence says
-    otherwise (a changed topic override always rebuilds). Every built or reused pack gets an
-    InjectionLog row and the session metadata keeps {"context": {...}, "last_context_hash"}.
-    Database errors, a failed build and a build over `latency_budget_ms` give status "failed",
-    are logged, and leave the turn unaugmented.
-    """
-    context_settings = context_settings or ContextSettings.load()
-    deadline = _Deadline(context_settings.latency_budget_ms)
-    turn = 0
-    try:
-        if not context_settings.augmentation_enabled:
-            pack = ContextPack(status="skipped", reason="disabled")
-        elif opted_out_by_environment(session.user):
-            pack = ContextPack(status="skipped", reason="opted_out")
-        else:
-            turn, opted_out, override = turn_state(session)
-            if opted_out:
-                pack = ContextPack(status="skipped", reason="opted_out", turn_number=turn)
-            elif turn < context_settings.min_user_turns:
-                pack = ContextPack(status="skipped", reason="too_few_turns", turn_number=turn)
-            else:
-                if query is None:
-                    query = user_message.content_sanitized if user_message else ""
-                pack = _prepare(
-                    session=session,
-                    user_message=user_message,
-                    query=redact(query or "")[:4000],
-                    turn=turn,
-                    override=override,
-                    conversation_tokens=conversation_tokens,
-                    context_settings=context_settings,
-                    deadline=deadline,
-                )
-    except Exception as exc:  # noqa: BLE001 - any failure means "answer without augmentation"
-        pack = _failed(
-            session=session, user_message=user_message, turn=turn, exc=exc, deadline=deadline
-        )
-    if context_settings.verbose_logging:
-        logger.info(
-            "context session=%s turn=%d status=%s reason=%s chars=%d topic=%s elapsed_ms=%.1f",
-            session.id,
-            pack.turn_number,
-            pack.status,
-            pack.reason,
-            len(pack.text),
-            pack.topic.key if pack.topic else "-",
-            pack.elapsed_ms,
-        )
-    return pack
-
-
-def _prepare(
-    *, session, user_message, query, turn, override, conversation_tokens, context_settings, deadline
-):
-    now = timezone.now()
-    state = dict((session.metadata or {}).get(METADATA_KEY) or {})
-    override_choice = (
-        f"{override.source}:{override.key}:{override.title}" if override is not None else ""
-    )
-    decision = refresh_decision(
-        state=state, turn=turn, override=override_choice, context_settings=context_settings, now=now
-    )
-    matched = None
-    if decision is None:
-        # The summary segments keep their cadence, but memories are matched every turn: the
-        # last pack is reused only when its memory lines would not change.
-        matched = _memories_match(
-            session=session, query=query, deadline=deadline, context_settings=context_settings
-        )
-        if matched[0] is not None and _memory_ids(matched[0]) != state.get("memory_ids", []):
-            decision = "memories_changed"
-    if decision is None:
-        reused = _reuse(
-            session=session,
-            user_message=user_message,
-            state=state,
-            turn=turn,
-            reason="not_due",
-            deadline=deadline,
-        )
-        if reused is not None:
-            return reused
-        decision = "first_build"
-    previous_topic = TopicChoice.from_dict(state.get("topic"))
-    # Reads, assembly and the log write share one transaction (fewer round trips). A caller's
-    # outer transaction would keep our statement_timeout: it is put back at the end.
-    restore_timeout = connection.in_atomic_block
-    with transaction.atomic():
-        previous_timeout = _configure_transaction(
-            statement_timeout_ms=context_settings.latency_budget_ms
-        )
-        pack = _build_and_record(
-            session=session,
-            user_message=user_message,
-            query=query,
-            turn=turn,
-            state=state,
-            decision=decision,
-            now=now,
-            previous_topic=previous_topic,
-            override=override,
-            override_choice=override_choice,
-            conversation_tokens=conversation_tokens,
-            context_settings=context_settings,
-            deadline=deadline,
-            matched=matched,
-        )
-        if restore_timeout:
-            _restore_statement_timeout(previous_timeout)
-    return pack
-
-
-def _build_and_record(
-    *,
-    session,
-    user_message,
-    query,
-    turn,
-    state,
-    decision,
-    now,
-    previous_topic,
-    override,
-    override_choice,
-    conversation_tokens,
-    context_settings,
-    deadline,
-    matched=None,
-) -> ContextPack:
-    """The rebuild path, inside the build transaction: build, compare with the last pack's
-    hash (an identical pack is marked reused), record."""
-    segments, memories, text, topic, topic_reason, embedding_ms, memory_lines = _build(
-        session=session,
-        turn=turn,
-        query=query,
-        previous_topic=previous_topic,
-        override=override,
-        max_tokens=max_pack_tokens(
-            conversation_tokens=conversation_tokens, context_settings=context_settings
-        ),
-        context_settings=context_settings,
-        deadline=deadline,
-        matched=matched,
-    )
-    digest = pack_hash(text) if text else ""
-    unchanged = bool(digest) and digest == state.get("hash")
-    reason = decision
-    if topic_reason == "drift":
-        reason = "topic_changed"
-    pack = ContextPack(
-        status=InjectionLog.Status.REUSED if unchanged else InjectionLog.Status.BUILT,
-        reason=f"{reason}:unchanged" if unchanged else reason,
-        turn_number=turn,
-        text=text,
-        hash=digest,
-        segments=segments,
-        topic=topic,
-        memories=memories,
-        tokens=count_tokens(text),
-        elapsed_ms=round(deadline.elapsed_ms(), 2),
-        embedding_ms=round(embedding_ms, 2),
-    )
-    new_state = {
-        "hash": digest,
-        "built_at": now.isoformat(),
-        "built_turn": turn,
-        "topic": topic.as_dict() if topic else None,
-        "override": override_choice,
-        "chars": len(text),
-        "memory_ids": _memory_ids(memory_lines),
-    }
-    return _record(
-        session=session, user_message=user_message, pack=pack, state=new_state, in_build=True
-    )
-
-
-def _failed(
-    *, session, user_message, turn: int, exc: Exception, deadline: _Deadline
-) -> ContextPack:
-    if isinstance(exc, ContextBudgetExceeded):
-        reason = "budget_exceeded"
-    elif isinstance(exc, DatabaseError):
-        reason = "database_error"
-    else:
-        reason = "error"
-    if isinstance(exc, ContextBudgetExceeded | DatabaseError):
-        logger.warning("context: build failed for session %s (%s): %s", session.id, reason, exc)
-    else:
-        logger.exception("context: build failed for session %s", session.id)
-    pack = ContextPack(
-        status=InjectionLog.Status.FAILED,
-        reason=reason,
-        turn_number=turn,
-        elapsed_ms=round(deadline.elapsed_ms(), 2),
-    )
-    try:
-        _record(session=session, user_message=user_message, pack=pack, error=str(exc))
-    except Exception:  # noqa: BLE001 - the database may be what failed
-        logger.warning("context: could not record the failed build for session %s", session.id)
-    return pack

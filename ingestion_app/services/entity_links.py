@@ -1,0 +1,120 @@
+"""Entity mentions and cross-references in bulk: one statement per batch for the mention rows
+and one for the links (entity-entity "related" for names mentioned together, item-item
+"mentions_same_entity" to the previous item naming an entity), whatever the batch size.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from django.db import connection
+
+from ingestion_app.models import Entity, MemoryItem
+
+MENTION_INSERT = """
+INSERT INTO entity_mentions (entity_id, memory_id, user_id, kind, sentence, start, "end",
+                             created_at)
+SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::int[], %s::text[], %s::text[], %s::int[],
+                     %s::int[], %s::timestamptz[])
+ON CONFLICT (entity_id, memory_id, kind) DO NOTHING
+RETURNING entity_id, memory_id
+"""
+
+COUNT_UPDATE = """
+UPDATE entities AS e
+SET mention_count = e.mention_count + s.added,
+    first_mentioned_at = LEAST(COALESCE(e.first_mentioned_at, s.first), s.first),
+    last_mentioned_at = GREATEST(COALESCE(e.last_mentioned_at, s.last), s.last)
+FROM (SELECT * FROM unnest(%s::bigint[], %s::int[], %s::timestamptz[], %s::timestamptz[]))
+     AS s(entity_id, added, first, last)
+WHERE e.id = s.entity_id
+"""
+
+CROSS_REFERENCE_UPSERT = """
+INSERT INTO cross_references (user_id, source_type, source_id, target_type, target_id,
+                              relationship, reason, strength, created_at, updated_at)
+SELECT * FROM unnest(%s::int[], %s::text[], %s::bigint[], %s::text[], %s::bigint[], %s::text[],
+                     %s::text[], %s::int[], %s::timestamptz[], %s::timestamptz[])
+ON CONFLICT (user_id, source_type, source_id, target_type, target_id, relationship)
+DO UPDATE SET strength = LEAST(cross_references.strength + EXCLUDED.strength, 1000),
+              updated_at = EXCLUDED.updated_at
+"""
+
+
+def columns(rows: list[tuple]) -> list[list]:
+    return [list(column) for column in zip(*rows, strict=True)] if rows else []
+
+
+def mentions_insert(rows: list[tuple]) -> set[tuple[int, int]]:
+    if not rows:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute(MENTION_INSERT, columns(rows))
+        return {(entity_id, memory_id) for entity_id, memory_id in cursor.fetchall()}
+
+
+def cross_references_upsert(rows: list[tuple], *, replace_reason: bool = False) -> None:
+    """Insert links or bump their strength; ``replace_reason`` (a model's relation) also
+    replaces the rule's generic reason."""
+    if rows:
+        sql = CROSS_REFERENCE_UPSERT
+        if replace_reason:
+            sql = sql.replace(
+                "updated_at = EXCLUDED.updated_at",
+                "updated_at = EXCLUDED.updated_at, reason = EXCLUDED.reason",
+            )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, columns(rows))
+
+
+def cross_reference_rows(
+    *, user_id: int, inserted: list[tuple[Entity, MemoryItem]], now: datetime
+) -> list[tuple]:
+    """Entity-entity "related" links for names mentioned together, and for each new mention an
+    item-item "mentions_same_entity" link to the previous item naming that entity."""
+    rows: dict[tuple, tuple] = {}
+    by_item: dict[int, list[Entity]] = defaultdict(list)
+    by_entity: dict[int, list[MemoryItem]] = defaultdict(list)
+    for entity, item in inserted:
+        by_item[item.id].append(entity)
+        by_entity[entity.id].append(item)
+    for entities in by_item.values():
+        unique = sorted({entity.id: entity for entity in entities}.values(), key=lambda e: e.id)
+        for index, left in enumerate(unique[:12]):
+            for right in unique[index + 1 : 12]:
+                key = ("entity", left.id, "entity", right.id, "related")
+                previous = rows.get(key)
+                strength = previous[7] + 1 if previous else 1
+                reason = f"{left.name} and {right.name} are mentioned together"
+                rows[key] = (user_id, *key, reason, strength, now, now)
+    if not inserted:
+        return list(rows.values())
+    earlier = mentions_previous(list(by_entity), before_id=min(item.id for _, item in inserted))
+    names = {entity.id: entity.name for entity, _ in inserted}
+    for entity_id, items in by_entity.items():
+        chain = [earlier.get(entity_id)] + [
+            item.id for item in sorted(items, key=lambda item: (item.occurred_at, item.id))
+        ]
+        for previous_id, item_id in zip(chain, chain[1:], strict=False):
+            if previous_id and previous_id != item_id:
+                key = ("item", item_id, "item", previous_id, "mentions_same_entity")
+                rows.setdefault(
+                    key, (user_id, *key, f"both mention {names[entity_id]}", 1, now, now)
+                )
+    return list(rows.values())
+
+
+def mentions_previous(entity_ids: list[int], *, before_id: int) -> dict[int, int]:
+    """Entity -> the newest item below ``before_id`` naming it (one index probe each)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT e.id, (SELECT m.memory_id FROM entity_mentions m
+                          WHERE m.entity_id = e.id AND m.memory_id < %s AND m.kind = 'text'
+                          ORDER BY m.memory_id DESC LIMIT 1)
+            FROM unnest(%s::bigint[]) AS e(id)
+            """,
+            [before_id, entity_ids],
+        )
+        return {entity_id: memory_id for entity_id, memory_id in cursor.fetchall() if memory_id}
