@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import socket
+import threading
+import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import pytest  # noqa: E402
+import uvicorn  # noqa: E402
 from django.core.checks import run_checks  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
@@ -94,3 +98,29 @@ def mnemo_startup_checks():
     if errors:
         listing = "\n".join(str(error) for error in errors)
         pytest.exit(f"Mnemo start-up checks failed:\n{listing}", returncode=3)
+
+
+@pytest.fixture
+def live_url():
+    """uvicorn serving memory_site.asgi (the real ASGI app, streaming included) on a free loopback port, in a background thread."""
+    from memory_site.asgi import application
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(
+            application, log_level="warning", lifespan="off", timeout_graceful_shutdown=2
+        )
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+    sock.close()

@@ -3,45 +3,18 @@ what happens when the client goes away mid-reply."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
 import httpx
 import pytest
-import uvicorn
 from rest_framework.authtoken.models import Token
 
-from memory_site.asgi import application
 from sessions_app.models import Message, UsageLog
 from tests.context_app.stream_helpers import STREAM_URL, generous_budget, parse_sse  # noqa: F401
 from tests.factories import open_session
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("generous_budget")]
-
-
-@pytest.fixture
-def live_url():
-    """uvicorn serving memory_site.asgi on a free loopback port, in a background thread."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(
-            application, log_level="warning", lifespan="off", timeout_graceful_shutdown=2
-        )
-    )
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
 
 
 def auth_headers(user) -> dict:
