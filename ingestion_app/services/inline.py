@@ -34,7 +34,14 @@ from ingestion_app.models import MemoryItem
 from ingestion_app.parsers.base import Conversation, TurnPair
 from ingestion_app.parsers.detect import LOCAL_MARKDOWN
 from ingestion_app.services.headers import header_messages, headers_ask
-from ingestion_app.services.memory_store import MemoryScope, memory_item_create
+from ingestion_app.services.memory_store import (
+    MemoryScope,
+    exchange_key,
+    memory_item_create,
+    memory_provenance,
+    memory_text_indexable,
+    memory_text_is_boilerplate,
+)
 from ingestion_app.services.pending_items import PendingItem, pending_items_store
 from memory_site.providers import get_embedder, model_or_offline
 from memory_site.providers.base import LLM, ProviderError, prompt_tokens
@@ -102,7 +109,7 @@ def exchange_prepare(*, message: Message) -> PendingItem | None:
     if message.role != Message.Role.ASSISTANT:
         return None
     exchange = exchange_load(message=message)
-    if exchange is None:
+    if exchange is None or not exchange_indexable(exchange):
         return None
     conversation, chunk = exchange_chunk(exchange)
     existing = MemoryItem.objects.filter(chunk_id=chunk.chunk_id).first()
@@ -150,6 +157,20 @@ def exchange_prepare(*, message: Message) -> PendingItem | None:
         return item
 
     return PendingItem(embedding_text=embedding_text, store=store)
+
+
+def exchange_indexable(exchange: Exchange) -> bool:
+    """Whether an exchange is stored as a turn-pair chunk (memory_store's rule, per side).
+
+    Not when the reply is the offline "no model configured" reply or echoes the pack (the
+    user's statement is kept by its own message item), nor when neither side says anything
+    (a greeting answered by a greeting, a question answered by a question)."""
+    reply = exchange.assistant_message
+    if reply.is_no_model_reply or memory_text_is_boilerplate(reply.content_sanitized):
+        return False
+    return memory_text_indexable(exchange.user_message.content_sanitized) or (
+        memory_text_indexable(reply.content_sanitized)
+    )
 
 
 def exchange_load(*, message: Message) -> Exchange | None:
@@ -245,6 +266,12 @@ def _chunk_store(
         "session_id": str(session.id),
         "pair_number": exchange.pair_number,
         "header_status": status,
+        "exchange_key": exchange_key(
+            conversation_key=chunk.conversation_key, turn_range=chunk.turn_range
+        ),
+        "provenance": memory_provenance(
+            source="chat", title=conversation.title or "", moment=exchange.user_message.created_at
+        ),
     }
     if exchange.assistant_message.incomplete:
         metadata["incomplete"] = True

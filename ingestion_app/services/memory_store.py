@@ -6,6 +6,27 @@ summaries, consolidation) goes through `memory_item_build` / `memory_item_create
 is added once. Embeddings: bulk writers embed their built rows with `memory_items_embed`
 (batches of EMBEDDING_BATCH_SIZE); the per-reply writers keep their one embedder call for both
 items of a reply (`pending_items_store`) and hand the vector in.
+
+What every item says about itself (the read side ranks, collapses and labels with it):
+
+- ``occurred_at``: when the thing was said (the message's time; for an import the original
+  message or conversation date, never the import time).
+- ``metadata["provenance"]``: where it came from in words a user understands
+  (`memory_provenance`): "Chat 'Trip planning', 3 Nov 2026", "Imported from ChatGPT export,
+  conversation 'X', 12 Feb 2024", "Document 'handbook.pdf'", "Committed fact".
+- ``metadata["exchange_key"]``: one key shared by every item of one exchange (a user turn and
+  the reply to it: message items, their passages and the turn-pair chunk), so search and the
+  pack give one exchange at most one slot (`exchange_key`).
+- a passage of a long message: ``metadata["message_id"]`` and
+  ``metadata["passage"] = {"index", "count", "start", "end"}`` (memory_site.text.passages).
+
+What is NOT stored as a memory (`memory_text_indexable`, applied by every conversation writer
+where its items are built): text with no information of its own. That is a greeting or an
+acknowledgement ("hi", "thanks!", "ok got it"); a short message made only of questions and
+filler ("what am I allergic to?": the statement that answers it is the memory, the question
+would outrank it on the same words); the offline "no model configured" reply; and any reply
+that echoes a context pack. The words of a skipped message still help: they stay in the
+keyword context of its neighbours' items.
 """
 
 from __future__ import annotations
@@ -18,12 +39,27 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from ingestion_app.models import MemoryItem
 from ingestion_app.services.entities import entities_extract, memory_item_bucket
 from memory_site.providers import get_embedder
 from memory_site.providers.base import ProviderError
+from memory_site.providers.local import NO_MODEL_NOTICE
+from memory_site.text.sentences import is_content_free
 from memory_site.tokens import count_tokens
+
+# Markers of a context pack (its segment titles and the offline reply's lead-in): a reply that
+# carries one is echoing memory back, not adding to it.
+PACK_ECHO_MARKERS = ("[Relevant memories]", "[Long-term history]", "Context it would have used:")
+PLATFORM_NAMES = {
+    "chatgpt": "ChatGPT",
+    "claude": "Claude",
+    "gemini": "Gemini",
+    "openwebui": "Open WebUI",
+    "api": "API log",
+    "local": "Markdown chat log",
+}
 
 
 @dataclass(frozen=True)
@@ -47,6 +83,65 @@ class MemoryScope:
         if project_id is not None:
             fields["project_id"] = project_id
         return cls(**fields, rag_session_id=rag_session_id)
+
+
+def memory_text_indexable(text: str) -> bool:
+    """Whether a message's text is stored as a memory (the rule is in the module docstring)."""
+    if not text or not text.strip() or memory_text_is_boilerplate(text):
+        return False
+    return not is_content_free(text)
+
+
+def memory_text_is_boilerplate(text: str) -> bool:
+    """The offline "no model configured" reply, or a reply echoing a context pack."""
+    return text.lstrip().startswith(NO_MODEL_NOTICE) or any(m in text for m in PACK_ECHO_MARKERS)
+
+
+def memory_date_label(moment: datetime | None) -> str:
+    """'3 Nov 2026' (the short date of provenance labels); '' without a date."""
+    if moment is None:
+        return ""
+    local = timezone.localtime(moment) if timezone.is_aware(moment) else moment
+    return f"{local.day} {local:%b %Y}"
+
+
+def memory_provenance(
+    *,
+    source: str,
+    title: str = "",
+    platform: str = "",
+    moment: datetime | None = None,
+) -> str:
+    """Where an item came from, as a user would say it.
+
+    source: "chat" (a live chat), "import" (a chat export; `platform` names it), "document",
+    "fact" or "summary". The title is quoted as given; an empty one reads "untitled".
+    """
+    date = memory_date_label(moment)
+    named = f"'{' '.join(title.split())[:80]}'" if title and title.strip() else ""
+    if source == "fact":
+        label = "Committed fact"
+    elif source == "document":
+        label = f"Document {named}" if named else "Document"
+    elif source == "import":
+        origin = PLATFORM_NAMES.get(platform, platform or "chat")
+        label = f"Imported from {origin} export"
+        label += f", conversation {named}" if named else ", untitled conversation"
+    elif source == "summary":
+        label = f"Summary of chat {named}" if named else "Summary of an untitled chat"
+    else:
+        label = f"Chat {named}" if named else "Untitled chat"
+    return f"{label}, {date}" if date and source not in ("fact", "document") else label
+
+
+def exchange_key(*, conversation_key: str, turn_range: str) -> str:
+    """The key every item of one exchange shares: its conversation and its turn number(s).
+
+    A live chat's conversation key is `conversation_key(namespace=user id, platform="local",
+    conversation_id=session id)` and its turn number the user's ordinal prompt, exactly as the
+    turn-pair chunk of that exchange names them, so message items, passages and the chunk agree.
+    """
+    return f"{conversation_key}:{turn_range}"
 
 
 def memory_content_hash(*, text: str, normalized: bool) -> str:

@@ -94,6 +94,7 @@ _FILLER_SENTENCE_RE = re.compile(
     r"awesome|perfect|sure|yes|no|yep|nope|lol|haha\w*|got it|sounds good|makes sense|"
     r"good (?:morning|afternoon|evening|night)|bye|goodbye|you're welcome|no problem|"
     r"i see|i agree|i understand|let me know(?: if .*)?|hope (?:this|that) helps.*|"
+    r"(?:(?:i.m|so) )?glad to hear (?:it|that)|"
     r"(?:is there )?anything else.*|feel free .*|happy to help.*|glad (?:i could|to) help.*|"
     r"here(?:'s| is| are) (?:a|an|some|the|what|how)\b[^.]{0,60}:)[\s!.?:]*$",
     re.IGNORECASE,
@@ -135,3 +136,36 @@ def _is_request(sentence: str) -> bool:
         return True
     first = sentence.split(" ", 1)[0].strip(",.:;!").lower()
     return first in _IMPERATIVE_VERBS
+
+
+# A message of questions and filler this short asks; it does not tell (see is_content_free).
+CONTENT_FREE_MAX_WORDS = 20
+
+
+def is_content_free(text: str) -> bool:
+    """Whether a message says nothing worth remembering: only greetings, acknowledgements and
+    filler ("hi!", "thanks, got it"), or a short message (up to CONTENT_FREE_MAX_WORDS words)
+    made only of questions and filler ("what am I allergic to?")."""
+    sentences = _sentences(text)
+    if all(_is_filler(sentence) for sentence in sentences):
+        return True
+    if sum(len(sentence.split()) for sentence in sentences) > CONTENT_FREE_MAX_WORDS:
+        return False
+    return all(_is_filler(sentence) or sentence.rstrip().endswith("?") for sentence in sentences)
+
+
+def _is_filler(sentence: str) -> bool:
+    """A greeting or acknowledgement, alone or with a name ("Hey Mel!", "Thanks, got it!")."""
+    if _FILLER_SENTENCE_RE.match(sentence):
+        return True
+    rest = _FILLER_OPENER_RE.sub("", sentence)
+    if rest == sentence:
+        return False
+    rest = rest.strip(" !.,;:-")
+    if not rest or _FILLER_SENTENCE_RE.match(rest):
+        return True
+    # "Hey Mel!": a greeting with a name; "Yes, Paris." is an answer and stays.
+    return bool(_GREETING_RE.match(sentence)) and len(rest.split()) <= 1
+
+
+_GREETING_RE = re.compile(r"^(?:hi|hello|hey|thanks|thank you|bye|goodbye)\b", re.IGNORECASE)

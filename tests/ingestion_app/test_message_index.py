@@ -28,25 +28,26 @@ def test_each_message_becomes_an_item_with_speaker_date_and_position(user, fake_
     when = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
     first = add_message(session, "user", "I planted tomatoes today.", created_at=when)
     second = add_message(
-        session, "assistant", "Which variety did you choose?", created_at=when + timedelta(1)
+        session, "assistant", "Cherry tomatoes grow well in pots.", created_at=when + timedelta(1)
     )
 
     items = message_items(session)
 
     assert [item.content for item in items] == [
         "User: I planted tomatoes today.",
-        "Assistant: Which variety did you choose?",
+        "Assistant: Cherry tomatoes grow well in pots.",
     ]
     first_item = items[0]
     assert first_item.source == MemoryItem.Source.CHUNK
     assert first_item.source_message_ids == [first.id]
     assert first_item.occurred_at == when
-    assert first_item.header == "8 May 2023"
+    assert first_item.header == "8 May 2023: User"
     assert first_item.embedding is not None
     assert first_item.embedding_text == "(8 May 2023) User: I planted tomatoes today."
     # A reply is embedded with the message it answers, after its own text.
     assert items[1].embedding_text == (
-        "(9 May 2023) Assistant: Which variety did you choose?\nUser: I planted tomatoes today."
+        "(9 May 2023) Assistant: Cherry tomatoes grow well in pots.\n"
+        "User: I planted tomatoes today."
     )
     assert (first_item.project_id, first_item.agent_id) == ("garden", "helper")
     assert first_item.metadata["speaker"] == "user"
@@ -94,7 +95,7 @@ def test_neighbours_are_keyword_context_two_on_each_side(user, fake_embedder):
 
 def test_a_neighbours_words_find_the_message_but_are_not_returned(user, fake_embedder):
     session = open_session(user)
-    add_message(session, "user", "What did you think of the Zanzibar trip?")
+    add_message(session, "user", "Tell me how the Zanzibar trip went, I planned it for you.")
     add_message(session, "assistant", "It was the best holiday of my life.")
     add_message(session, "user", "Glad to hear it.")
 
@@ -129,12 +130,12 @@ def test_hook_is_idempotent(user, fake_embedder):
 
     again = message_index(message=message)
 
-    assert again is not None and [item.id for item in message_items(session)] == [again.id]
+    assert [item.id for item in message_items(session)] == [item.id for item in again]
 
 
 def test_turn_pair_chunk_and_message_items_both_written(user, fake_embedder):
     session = open_session(user)
-    prompt = add_message(session, "user", "How do I prune roses?")
+    prompt = add_message(session, "user", "I want to prune my roses this weekend.")
     reply = add_message(session, "assistant", "Cut just above an outward-facing bud.")
 
     chunks = MemoryItem.objects.filter(chat_session=session, source="chunk")
