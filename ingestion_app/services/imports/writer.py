@@ -20,12 +20,22 @@ from ingestion_app.parsers import (
 )
 from ingestion_app.services.headers import chunks_describe
 from ingestion_app.services.memory_store import (
+    PLATFORM_NAMES,
     MemoryScope,
+    exchange_key,
     memory_item_build,
     memory_items_copy,
     memory_items_embed,
+    memory_provenance,
+    memory_text_indexable,
 )
+from ingestion_app.services.message_index import EMBEDDING_PREVIOUS_CHARS, message_date_label
 from memory_site.providers import get_embedder, get_llm
+from memory_site.text.passages import PASSAGE_WHOLE_MAX_CHARS, passages_split
+
+# Import passages are their own kind of chunk (not "message": there is no Message row, no
+# session position and no neighbour context).
+PASSAGE_GRANULARITY = "passage"
 
 
 @dataclass
@@ -177,10 +187,13 @@ class ChunkWriter:
         raw_pairs: dict[int, dict[int, TurnPair]] = {
             id(original): {p.index: p for p in original.pairs} for original in raw
         }
-        items = [
+        chunk_items = [
             self._memory_item(chunk, redacted, original, raw_pairs[id(original)])
             for chunk, redacted, original in planned
         ]
+        items = [*chunk_items]
+        for (chunk, redacted, _original), chunk_item in zip(planned, chunk_items, strict=True):
+            items.extend(self._passage_items(chunk, redacted, chunk_item))
         if self.embedder is not None:
             memory_items_embed(items, embedder=self.embedder)
         memory_items_copy(items)
@@ -190,7 +203,7 @@ class ChunkWriter:
             unique_fields=["user", "conversation_key"],
             update_fields=["pair_keys", "title", "last_file", "updated_at"],
         )
-        self.outcome.chunk_ids.extend(item.chunk_id for item in items)
+        self.outcome.chunk_ids.extend(item.chunk_id for item in chunk_items)
 
     def _resolve_collisions(self, chunks: list[Chunk]) -> None:
         """Give a revision suffix to a chunk whose id exists with other content (an edited
@@ -236,6 +249,13 @@ class ChunkWriter:
         if chunk.part is not None:
             metadata["part"] = chunk.part
             metadata["parts"] = chunk.parts
+        moment = chunk.timestamp or redacted.created_at
+        metadata["exchange_key"] = exchange_key(
+            conversation_key=chunk.conversation_key, turn_range=chunk.turn_range
+        )
+        metadata["provenance"] = memory_provenance(
+            source="import", platform=raw.platform, title=redacted.title or "", moment=moment
+        )
         attachments = [name for p in chunk.pairs for name in p.attachments]
         if attachments:
             metadata["attachments"] = attachments
@@ -256,5 +276,85 @@ class ChunkWriter:
             chunk_id=chunk.chunk_id,
             # The chunker counted the pairs' tokens already; 0 when it did not.
             token_count=chunk.token_count or None,
-            occurred_at=chunk.timestamp or timezone.now(),
+            # When it was said: the pair's own time, else the conversation's; never the import.
+            occurred_at=moment or timezone.now(),
         )
+
+    def _passage_items(
+        self, chunk: Chunk, redacted: Conversation, chunk_item: MemoryItem
+    ) -> list[MemoryItem]:
+        """The passages of the chunk's long messages (memory_site.text.passages), beside the
+        chunk: the chunk stays the exchange's record (export, verification, ledger), the
+        passages are what search returns from a long reply. Short messages add nothing (the
+        chunk holds them whole), nor do messages that are not memories (memory_text_indexable).
+        A split reply's section is cut on its own, so offsets are into that section."""
+        items: list[MemoryItem] = []
+        for pair in chunk.pairs:
+            reply = chunk.assistant_override if chunk.assistant_override is not None else None
+            sides = (
+                ("user", pair.user_text, pair.user_at, 0),
+                (
+                    "assistant",
+                    pair.assistant_text if reply is None else reply,
+                    pair.assistant_at,
+                    1,
+                ),
+            )
+            for role, text, said_at, side in sides:
+                if len(text) <= PASSAGE_WHOLE_MAX_CHARS or not memory_text_indexable(text):
+                    continue
+                spans = passages_split(text)
+                moment = said_at or chunk_item.occurred_at
+                date_label = message_date_label(moment)
+                label = role.capitalize()
+                where = redacted.title or "untitled conversation"
+                header = f"{date_label}: {label} in {PLATFORM_NAMES.get(redacted.platform, redacted.platform)} conversation '{where}'"
+                message_id = (
+                    pair.message_ids[side] if len(pair.message_ids) > side else ""
+                ) or f"{redacted.conversation_id}#{pair.index}:{role}"
+                for index, (start, end) in enumerate(spans):
+                    content = f"{label}: {text[start:end]}"
+                    embedding_text = f"({date_label}) {content}"
+                    if role == "assistant" and pair.user_text:
+                        embedding_text += (
+                            "\n" + f"User: {pair.user_text}"[:EMBEDDING_PREVIOUS_CHARS]
+                        )
+                    items.append(
+                        memory_item_build(
+                            scope=MemoryScope(
+                                user_id=chunk_item.user_id,
+                                app_id=chunk_item.app_id,
+                                project_id=chunk_item.project_id,
+                                agent_id=chunk_item.agent_id,
+                            ),
+                            source=MemoryItem.Source.CHUNK,
+                            content=content,
+                            header=header,
+                            embedding_text=embedding_text,
+                            topics=chunk_item.topics,
+                            metadata={
+                                "granularity": PASSAGE_GRANULARITY,
+                                "role": role,
+                                "speaker": role,
+                                "message_id": message_id,
+                                "passage": {
+                                    "index": index,
+                                    "count": len(spans),
+                                    "start": start,
+                                    "end": end,
+                                },
+                                "chunk_id": chunk_item.chunk_id,
+                                "exchange_key": chunk_item.metadata["exchange_key"],
+                                "provenance": chunk_item.metadata["provenance"],
+                                "conversation_title": redacted.title or "",
+                                "source_platform": redacted.platform,
+                                "conversation_key": chunk.conversation_key,
+                                "import_job_id": str(self.job.id),
+                            },
+                            chunk_id=f"{chunk_item.chunk_id}-{role[0]}{pair.index}p{index}",
+                            # ~4 characters a token: the exact count would slow big imports.
+                            token_count=max(1, len(content) // 4),
+                            occurred_at=moment,
+                        )
+                    )
+        return items
