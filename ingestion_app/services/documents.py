@@ -204,6 +204,14 @@ def document_ingest_text(
                     "start_offset": start,
                     "end_offset": end,
                     "strategy": piece.strategy,
+                    # A document chunk is already a passage (at most max_chunk_size
+                    # characters); offsets are into the document's text.
+                    "passage": {
+                        "index": piece.index,
+                        "count": piece.total,
+                        "start": start,
+                        "end": end,
+                    },
                 },
             )
         )

@@ -134,6 +134,35 @@ def memory_provenance(
     return f"{label}, {date}" if date and source not in ("fact", "document") else label
 
 
+def memory_provenance_default(
+    *,
+    source: str,
+    scope: MemoryScope,
+    header: str,
+    metadata: dict,
+    occurred_at: datetime | None,
+) -> str:
+    """The provenance of an item whose writer did not set one: a committed fact, a document
+    (by its title, else file name), a chat's summary or chunk (by the chat's title)."""
+    if source == MemoryItem.Source.FACT:
+        return memory_provenance(source="fact")
+    if source == MemoryItem.Source.DOCUMENT:
+        return memory_provenance(source="document", title=metadata.get("filename") or header or "")
+    session = scope.chat_session
+    title = (getattr(session, "title", "") or "") if session is not None else ""
+    moment = occurred_at or (getattr(session, "created_at", None) if session else None)
+    if source == MemoryItem.Source.SUMMARY:
+        return memory_provenance(source="summary", title=title, moment=moment)
+    if metadata.get("source_platform") not in (None, "", "local") or session is None:
+        return memory_provenance(
+            source="import",
+            platform=metadata.get("source_platform") or "",
+            title=metadata.get("conversation_title") or "",
+            moment=moment,
+        )
+    return memory_provenance(source="chat", title=title, moment=moment)
+
+
 def exchange_key(*, conversation_key: str, turn_range: str) -> str:
     """The key every item of one exchange shares: its conversation and its turn number(s).
 
@@ -192,8 +221,15 @@ def memory_item_build(
 
     token_count defaults to the tokens of `content` (memory_site.tokens.count_tokens); writers
     that already counted the parts (a turn pair's two messages plus its header, an import
-    chunk) pass their figure. occurred_at and created_at default to now.
+    chunk) pass their figure. occurred_at and created_at default to now. Every item gets a
+    `metadata["provenance"]`: writers that know more (chats, imports) set it, the others get
+    the label of their source (`memory_provenance_default`).
     """
+    metadata = dict(metadata) if metadata is not None else {}
+    if not metadata.get("provenance"):
+        metadata["provenance"] = memory_provenance_default(
+            source=source, scope=scope, header=header, metadata=metadata, occurred_at=occurred_at
+        )
     optional: dict[str, Any] = {}
     if occurred_at is not None:
         optional["occurred_at"] = occurred_at
@@ -214,7 +250,7 @@ def memory_item_build(
         embedding_text=embedding_text,
         keyword_context=keyword_context,
         topics=list(topics),
-        metadata=metadata if metadata is not None else {},
+        metadata=metadata,
         chunk_id=chunk_id,
         content_hash=memory_content_hash_for(source=source, text=content),
         source_message_ids=list(source_message_ids),

@@ -86,8 +86,14 @@ def test_export_round_trip(user, tmp_path, fake_embedder, upload_dir):
         raw_yaml = text.split("---\n")[1]
         frontmatter = yaml.load(raw_yaml, Loader=yaml.SafeLoader)  # pure-Python parser
         chunk = stored[frontmatter["chunk_id"]]
-        assert frontmatter == {key: chunk.metadata[key] for key in FRONTMATTER_FIELDS}
-        assert list(frontmatter) == list(FRONTMATTER_FIELDS)
+        assert {key: frontmatter[key] for key in FRONTMATTER_FIELDS} == {
+            key: chunk.metadata[key] for key in FRONTMATTER_FIELDS
+        }
+        assert list(frontmatter) == [*FRONTMATTER_FIELDS, "kind", "provenance"]
+        assert frontmatter["kind"] == "turn_pair"
+        assert frontmatter["provenance"].startswith(
+            "Imported from ChatGPT export, conversation 'Title: with colon & 'quotes''"
+        )
         assert frontmatter["agent_id"] == "malcolm"
         _, header, exchange = parse_markdown(text)
         assert header == chunk.header and exchange == chunk.content

@@ -1,4 +1,8 @@
-"""Write every stored turn-pair chunk as a Markdown file with YAML frontmatter.
+"""Write every stored memory item as a Markdown file with YAML frontmatter.
+
+Turn-pair chunks (live and imported), message items and passages, document chunks, summaries
+and committed facts: each file carries the reference's nine fields (title, source, session
+file, original date, ...) plus its kind and provenance.
 
     python manage.py export_chunks DIR [--user alice] [--platform chatgpt] [--agent-id ID]
 
@@ -18,7 +22,7 @@ from ingestion_app.services.imports.verification import chunks_export
 
 
 class Command(BaseCommand):
-    help = "Export turn-pair chunks as Markdown files with YAML frontmatter."
+    help = "Export memory items (every kind) as Markdown files with YAML frontmatter."
 
     def add_arguments(self, parser):
         parser.add_argument("directory")
@@ -35,4 +39,4 @@ class Command(BaseCommand):
                 raise CommandError(f"No user named {user!r}.") from exc
         target = Path(directory)
         written = chunks_export(directory=target, user=owner, platform=platform, agent_id=agent_id)
-        self.stdout.write(f"Wrote {written} chunk files to {target}")
+        self.stdout.write(f"Wrote {written} files to {target}")

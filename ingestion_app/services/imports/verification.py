@@ -12,9 +12,11 @@ from typing import Any
 from django.db.models.functions import Substr
 
 from ingestion_app.chunking.markdown import (
+    DEFAULT_AGENT_ID,
     chunk_filename,
     chunks_unparseable,
     frontmatter_from_metadata,
+    iso_utc,
     render_markdown,
 )
 from ingestion_app.models import ImportFile, ImportJob, MemoryItem
@@ -172,14 +174,16 @@ def chunks_export(
     platform: str | None = None,
     agent_id: str | None = None,
 ) -> int:
-    """Write each stored turn-pair chunk to ``directory`` as the reference's Markdown file.
+    """Write each stored memory item to ``directory`` as the reference's Markdown file: turn-pair
+    chunks (live and imported), message items and passages, document chunks, summaries and
+    committed facts, each with real frontmatter (`item_frontmatter`).
 
-    Files are named by ``chunk_filename``; two chunks that would share a name (same minute,
+    Files are named by ``chunk_filename``; two items that would share a name (same minute,
     pair and topic) get their chunk id appended. Rows are streamed (bounded memory). Returns
     the number of files written.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    rows = MemoryItem.objects.filter(source=MemoryItem.Source.CHUNK, chunk_id__isnull=False)
+    rows = MemoryItem.objects.select_related("chat_session")
     if user is not None:
         rows = rows.filter(user=user)
     if platform:
@@ -188,19 +192,68 @@ def chunks_export(
         rows = rows.filter(agent_id=agent_id)
     used: set[str] = set()
     written = 0
-    for chunk_id, metadata, header, content in (
-        rows.order_by("id").values_list("chunk_id", "metadata", "header", "content").iterator(2000)
-    ):
-        frontmatter = frontmatter_from_metadata(metadata or {})
-        frontmatter["chunk_id"] = chunk_id
+    for item in rows.order_by("id").iterator(2000):
+        frontmatter = item_frontmatter(item)
         name = chunk_filename(frontmatter)
         if name in used:
-            name = f"{name[:-3]}_{chunk_id}.md"
+            name = f"{name[:-3]}_{frontmatter['chunk_id']}.md"
         used.add(name)
-        text = render_markdown(frontmatter=frontmatter, header=header, exchange=content)
+        text = render_markdown(frontmatter=frontmatter, header=item.header, exchange=item.content)
         (directory / name).write_text(text, encoding="utf-8", newline="\n")
         written += 1
     return written
+
+
+def item_kind(item: MemoryItem) -> str:
+    """turn_pair | message | passage | document | fact | summary (what export calls an item)."""
+    metadata = item.metadata or {}
+    if item.source != MemoryItem.Source.CHUNK:
+        return item.source
+    if metadata.get("granularity") == "message":
+        return "passage" if metadata.get("passage") else "message"
+    return metadata.get("granularity") or "turn_pair"
+
+
+def item_frontmatter(item: MemoryItem) -> dict:
+    """The nine reference fields of any item, then its kind and provenance.
+
+    A turn-pair chunk has them stored; other items get them from what they are: the chat
+    session (file, title, turn number), the document (file name, title), the item's date
+    (`occurred_at`: when it was said, never the export time)."""
+    metadata = item.metadata or {}
+    frontmatter = frontmatter_from_metadata(metadata)
+    session = item.chat_session
+    kind = item_kind(item)
+    exchange = str(metadata.get("exchange_key") or "")
+    defaults = {
+        "source_file": (
+            metadata.get("filename")
+            or (f"{session.id}.md" if session is not None else "")
+            or ("facts.md" if kind == "fact" else "")
+        ),
+        "source_platform": "document" if kind == "document" else "local",
+        "model_used": metadata.get("model") or "unknown",
+        "timestamp": iso_utc(item.occurred_at) or "",
+        "conversation_title": (
+            item.header
+            if kind == "document"
+            else (session.title if session is not None else "") or ""
+        ),
+        "turn_range": (
+            exchange.rsplit(":", 1)[-1]
+            if exchange
+            else str(metadata.get("chunk_index", metadata.get("position", 0)))
+        ),
+        "chunk_id": item.chunk_id or f"{item.source}-{item.id}",
+        "agent_id": item.agent_id or DEFAULT_AGENT_ID,
+    }
+    for key, value in defaults.items():
+        if frontmatter.get(key) in (None, ""):
+            frontmatter[key] = value
+    frontmatter["topics"] = list(frontmatter.get("topics") or item.topics or [])
+    frontmatter["kind"] = kind
+    frontmatter["provenance"] = metadata.get("provenance") or ""
+    return frontmatter
 
 
 def import_summary_lines(summary: dict) -> Iterable[str]:
