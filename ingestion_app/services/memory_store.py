@@ -150,7 +150,7 @@ def memory_provenance_default(
         return memory_provenance(source="document", title=metadata.get("filename") or header or "")
     session = scope.chat_session
     title = (getattr(session, "title", "") or "") if session is not None else ""
-    moment = occurred_at or (getattr(session, "created_at", None) if session else None)
+    moment = occurred_at or (getattr(session, "opened_at", None) if session else None)
     if source == MemoryItem.Source.SUMMARY:
         return memory_provenance(source="summary", title=title, moment=moment)
     if metadata.get("source_platform") not in (None, "", "local") or session is None:

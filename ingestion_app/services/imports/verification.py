@@ -250,6 +250,7 @@ def item_frontmatter(item: MemoryItem) -> dict:
     for key, value in defaults.items():
         if frontmatter.get(key) in (None, ""):
             frontmatter[key] = value
+    frontmatter["chunk_id"] = defaults["chunk_id"]
     frontmatter["topics"] = list(frontmatter.get("topics") or item.topics or [])
     frontmatter["kind"] = kind
     frontmatter["provenance"] = metadata.get("provenance") or ""

@@ -193,7 +193,17 @@ class ChunkWriter:
         ]
         items = [*chunk_items]
         for (chunk, redacted, _original), chunk_item in zip(planned, chunk_items, strict=True):
-            items.extend(self._passage_items(chunk, redacted, chunk_item))
+            items.extend(
+                chunk_passage_items(
+                    chunk_item=chunk_item,
+                    pairs=chunk.pairs,
+                    assistant_override=chunk.assistant_override,
+                    title=redacted.title or "",
+                    platform=redacted.platform,
+                    conversation_id=redacted.conversation_id,
+                    job_id=str(self.job.id),
+                )
+            )
         if self.embedder is not None:
             memory_items_embed(items, embedder=self.embedder)
         memory_items_copy(items)
@@ -280,81 +290,87 @@ class ChunkWriter:
             occurred_at=moment or timezone.now(),
         )
 
-    def _passage_items(
-        self, chunk: Chunk, redacted: Conversation, chunk_item: MemoryItem
-    ) -> list[MemoryItem]:
-        """The passages of the chunk's long messages (memory_site.text.passages), beside the
-        chunk: the chunk stays the exchange's record (export, verification, ledger), the
-        passages are what search returns from a long reply. Short messages add nothing (the
-        chunk holds them whole), nor do messages that are not memories (memory_text_indexable).
-        A split reply's section is cut on its own, so offsets are into that section."""
-        items: list[MemoryItem] = []
-        for pair in chunk.pairs:
-            reply = chunk.assistant_override if chunk.assistant_override is not None else None
-            sides = (
-                ("user", pair.user_text, pair.user_at, 0),
-                (
-                    "assistant",
-                    pair.assistant_text if reply is None else reply,
-                    pair.assistant_at,
-                    1,
-                ),
-            )
-            for role, text, said_at, side in sides:
-                if len(text) <= PASSAGE_WHOLE_MAX_CHARS or not memory_text_indexable(text):
-                    continue
-                spans = passages_split(text)
-                moment = said_at or chunk_item.occurred_at
-                date_label = message_date_label(moment)
-                label = role.capitalize()
-                where = redacted.title or "untitled conversation"
-                header = f"{date_label}: {label} in {PLATFORM_NAMES.get(redacted.platform, redacted.platform)} conversation '{where}'"
-                message_id = (
-                    pair.message_ids[side] if len(pair.message_ids) > side else ""
-                ) or f"{redacted.conversation_id}#{pair.index}:{role}"
-                for index, (start, end) in enumerate(spans):
-                    content = f"{label}: {text[start:end]}"
-                    embedding_text = f"({date_label}) {content}"
-                    if role == "assistant" and pair.user_text:
-                        embedding_text += (
-                            "\n" + f"User: {pair.user_text}"[:EMBEDDING_PREVIOUS_CHARS]
-                        )
-                    items.append(
-                        memory_item_build(
-                            scope=MemoryScope(
-                                user_id=chunk_item.user_id,
-                                app_id=chunk_item.app_id,
-                                project_id=chunk_item.project_id,
-                                agent_id=chunk_item.agent_id,
-                            ),
-                            source=MemoryItem.Source.CHUNK,
-                            content=content,
-                            header=header,
-                            embedding_text=embedding_text,
-                            topics=chunk_item.topics,
-                            metadata={
-                                "granularity": PASSAGE_GRANULARITY,
-                                "role": role,
-                                "speaker": role,
-                                "message_id": message_id,
-                                "passage": {
-                                    "index": index,
-                                    "count": len(spans),
-                                    "start": start,
-                                    "end": end,
-                                },
-                                "chunk_id": chunk_item.chunk_id,
-                                "exchange_key": chunk_item.metadata["exchange_key"],
-                                "provenance": chunk_item.metadata["provenance"],
-                                "conversation_title": redacted.title or "",
-                                "source_platform": redacted.platform,
-                                "conversation_key": chunk.conversation_key,
-                                "import_job_id": str(self.job.id),
+
+def chunk_passage_items(
+    *,
+    chunk_item: MemoryItem,
+    pairs: list[TurnPair],
+    assistant_override: str | None = None,
+    title: str = "",
+    platform: str = "",
+    conversation_id: str = "",
+    job_id: str = "",
+) -> list[MemoryItem]:
+    """The passages of the chunk's long messages (memory_site.text.passages), beside the
+    chunk: the chunk stays the exchange's record (export, verification, ledger), the
+    passages are what search returns from a long reply. Short messages add nothing (the
+    chunk holds them whole), nor do messages that are not memories (memory_text_indexable).
+    A split reply's section is cut on its own, so offsets are into that section."""
+    items: list[MemoryItem] = []
+    for pair in pairs:
+        reply = assistant_override
+        sides = (
+            ("user", pair.user_text, pair.user_at, 0),
+            (
+                "assistant",
+                pair.assistant_text if reply is None else reply,
+                pair.assistant_at,
+                1,
+            ),
+        )
+        for role, text, said_at, side in sides:
+            if len(text) <= PASSAGE_WHOLE_MAX_CHARS or not memory_text_indexable(text):
+                continue
+            spans = passages_split(text)
+            moment = said_at or chunk_item.occurred_at
+            date_label = message_date_label(moment)
+            label = role.capitalize()
+            where = title or "untitled conversation"
+            header = f"{date_label}: {label} in {PLATFORM_NAMES.get(platform, platform)} conversation '{where}'"
+            message_id = (
+                pair.message_ids[side] if len(pair.message_ids) > side else ""
+            ) or f"{conversation_id}#{pair.index}:{role}"
+            for index, (start, end) in enumerate(spans):
+                content = f"{label}: {text[start:end]}"
+                embedding_text = f"({date_label}) {content}"
+                if role == "assistant" and pair.user_text:
+                    embedding_text += "\n" + f"User: {pair.user_text}"[:EMBEDDING_PREVIOUS_CHARS]
+                items.append(
+                    memory_item_build(
+                        scope=MemoryScope(
+                            user_id=chunk_item.user_id,
+                            app_id=chunk_item.app_id,
+                            project_id=chunk_item.project_id,
+                            agent_id=chunk_item.agent_id,
+                        ),
+                        source=MemoryItem.Source.CHUNK,
+                        content=content,
+                        header=header,
+                        embedding_text=embedding_text,
+                        topics=chunk_item.topics,
+                        metadata={
+                            "granularity": PASSAGE_GRANULARITY,
+                            "role": role,
+                            "speaker": role,
+                            "message_id": message_id,
+                            "passage": {
+                                "index": index,
+                                "count": len(spans),
+                                "start": start,
+                                "end": end,
                             },
-                            chunk_id=f"{chunk_item.chunk_id}-{role[0]}{pair.index}p{index}",
-                            # ~4 characters a token: the exact count would slow big imports.
-                            token_count=max(1, len(content) // 4),
-                            occurred_at=moment,
-                        )
+                            "parent_chunk_id": chunk_item.chunk_id,
+                            "exchange_key": chunk_item.metadata["exchange_key"],
+                            "provenance": chunk_item.metadata["provenance"],
+                            "conversation_title": title or "",
+                            "source_platform": platform,
+                            "conversation_key": chunk_item.metadata.get("conversation_key", ""),
+                            "import_job_id": job_id,
+                        },
+                        chunk_id=f"{chunk_item.chunk_id}-{role[0]}{pair.index}p{index}",
+                        # ~4 characters a token: the exact count would slow big imports.
+                        token_count=max(1, len(content) // 4),
+                        occurred_at=moment,
                     )
-        return items
+                )
+    return items
