@@ -140,12 +140,15 @@ def _is_request(sentence: str) -> bool:
 
 # A message of questions and filler this short asks; it does not tell (see is_content_free).
 CONTENT_FREE_MAX_WORDS = 20
+CONTENT_FREE_MAX_CHARS = 400
 
 
 def is_content_free(text: str) -> bool:
     """Whether a message says nothing worth remembering: only greetings, acknowledgements and
     filler ("hi!", "thanks, got it"), or a short message (up to CONTENT_FREE_MAX_WORDS words)
     made only of questions and filler ("what am I allergic to?")."""
+    if len(text) > CONTENT_FREE_MAX_CHARS:
+        return False  # no run of filler is this long; the check would cost a long reply's split
     sentences = _sentences(text)
     if all(_is_filler(sentence) for sentence in sentences):
         return True
