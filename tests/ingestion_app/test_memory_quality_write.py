@@ -11,6 +11,7 @@ import pytest
 import yaml
 from django.core.management import call_command
 
+from context_app.selectors import memory_search
 from ingestion_app.models import MemoryItem
 from ingestion_app.services.documents import document_ingest
 from ingestion_app.services.memory_store import MemoryScope, memory_item_create
@@ -67,6 +68,11 @@ def test_a_fact_in_the_middle_of_a_long_reply_is_its_own_passage(user, fake_embe
     assert passage.occurred_at == when
     # Every passage is embedded (in the hook's one embedder call).
     assert all(p.embedding is not None for p in passages)
+    # Search finds the passage itself, not only the whole reply.
+    result = memory_search(
+        user=user, query="ferry Hallstatt pier", mode="keyword", sources=["chunk"], top_k=5
+    )
+    assert passage.id in [hit.id for hit in result.items]
 
 
 def test_short_turns_stay_whole(user, fake_embedder):
