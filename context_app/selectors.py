@@ -466,16 +466,15 @@ def format_hit(hit: SearchHit) -> str:
     """One memory as the pack shows it: `(8 May 2023) "Caroline: text"` (quoted data).
 
     The date is the one thing a reader cannot infer from the text and temporal questions need
-    it; the provenance (or the source, for everything but conversation messages) is named, and
+    it; the source is named for everything but conversation messages and their passages, and
     a superseded memory says so with the date of the one that replaces it ("superseded 2 April
-    2026"), kept short because every character of the label comes out of the budget. The contextual header
-    is indexed, never shown: a 2-4 sentence header would eat the budget of a whole memory.
+    2026"). Kept short because every character of the label comes out of the budget: the full
+    provenance ("Chat 'Trip planning', 3 Nov 2026") is on the search result, not in the pack.
+    The contextual header is indexed, never shown: a 2-4 sentence header would eat the budget
+    of a whole memory.
     """
     parts = [format_date(hit.occurred_at)]
-    provenance = (hit.metadata or {}).get("provenance")
-    if provenance:
-        parts.append(str(provenance))
-    elif (hit.metadata or {}).get("granularity") != "message":
+    if (hit.metadata or {}).get("granularity") not in ("message", "passage"):
         parts.append(hit.source)
     if hit.superseded:
         later = hit.superseded.get("by_occurred_at")

@@ -324,7 +324,15 @@ def _copied_entities_extract(items: Sequence[MemoryItem]) -> None:
     )
     for item in items:
         item.id = ids.get(item.chunk_id)
-    entities_extract(items=[item for item in items if item.id], use_llm=False)
+    # An import passage repeats words of its chunk, whose mentions already name the entities.
+    entities_extract(
+        items=[
+            item
+            for item in items
+            if item.id and (item.metadata or {}).get("granularity") != "passage"
+        ],
+        use_llm=False,
+    )
 
 
 def memory_item_content_set(

@@ -227,16 +227,16 @@ def test_token_budget_and_top_k_are_honoured(user):
 
 def test_messages_are_never_returned_twice(user):
     session = open_session(user)
-    add_message(session, "user", "Which wood is best for a sauna bench?")
-    add_message(session, "assistant", "Abachi or aspen: they stay cool to the touch.")
+    add_message(session, "user", "Which wood is best for a sauna bench? Mine is rotting.")
+    reply = add_message(session, "assistant", "Abachi or aspen: they stay cool to the touch.")
 
     result = memory_search(user=user, query="sauna bench wood abachi aspen", top_k=10)
 
     seen: set[int] = set()
     for hit in result.items:
-        assert not set(hit.source_message_ids) <= seen, "an item repeated covered messages"
+        assert not set(hit.source_message_ids) & seen, "an item repeated covered messages"
         seen |= set(hit.source_message_ids)
-    assert len(seen) == 2
+    assert reply.id in seen
 
 
 # --- ranking rules ------------------------------------------------------------------------------
