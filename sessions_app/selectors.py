@@ -40,6 +40,23 @@ def session_get_for_user(
         ) from exc
 
 
+def session_open_locked(*, user, session_id: uuid.UUID | str) -> ChatSession | None:
+    """The caller's session if it is still open, locked for the current transaction; else None.
+
+    SELECT ... FOR UPDATE re-reads the status after waiting for a concurrent close, so a session
+    returned here stays open until the caller commits. The user is set on the instance (no
+    second read of it).
+    """
+    session = (
+        ChatSession.objects.select_for_update()
+        .filter(id=session_id, user=user, status=ChatSession.Status.OPEN)
+        .first()
+    )
+    if session is not None:
+        session.user = user
+    return session
+
+
 def sessions_for_user(*, user, app_id: str | None = None) -> QuerySet[ChatSession]:
     queryset = ChatSession.objects.filter(user=user).order_by("-opened_at")
     if app_id:

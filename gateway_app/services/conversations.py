@@ -20,13 +20,14 @@ import json
 import uuid
 from dataclasses import dataclass, field
 
-from django.db import IntegrityError, transaction
+from django.db import connection, transaction
+from django.utils import timezone
 
 from gateway_app.models import GatewayConversation
 from memory_site.errors import Conflict
 from sessions_app.models import ChatSession, Message
-from sessions_app.selectors import session_get_for_user, session_messages
-from sessions_app.services.messages import MAX_MESSAGE_CHARS, message_append
+from sessions_app.selectors import session_get_for_user, session_messages, session_open_locked
+from sessions_app.services.messages import MAX_MESSAGE_CHARS, message_append, messages_create
 from sessions_app.services.sessions import session_open, session_require_open
 from sessions_app.services.usage import usage_record
 
@@ -105,17 +106,33 @@ class LoggedTurn:
 
 
 def _locked_conversation(*, user, key: str) -> tuple[GatewayConversation, bool]:
-    """Get or create the conversation row and lock it for this transaction."""
-    queryset = GatewayConversation.objects.select_for_update()
-    conversation = queryset.filter(user=user, key=key).first()
-    if conversation is not None:
-        return conversation, False
-    try:
-        with transaction.atomic():
-            return GatewayConversation.objects.create(user=user, key=key), True
-    except IntegrityError:
-        # A concurrent call created it first: wait for its lock, then continue from its state.
-        return queryset.get(user=user, key=key), False
+    """Get or create the conversation row and lock it for this transaction (one upsert).
+
+    A row another call is creating makes the insert wait for that call's commit, then take
+    the update branch; either branch leaves the row locked until this transaction ends.
+    """
+    table = GatewayConversation._meta.db_table
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""INSERT INTO {table} (user_id, key, message_hashes, created_at, updated_at)
+                VALUES (%s, %s, '[]'::jsonb, %s, %s)
+                ON CONFLICT (user_id, key) DO UPDATE SET updated_at = EXCLUDED.updated_at
+                RETURNING id, session_id, message_hashes::text, created_at, xmax = 0""",
+            [user.pk, key, now, now],
+        )
+        row_id, session_id, hashes, created_at, inserted = cursor.fetchone()
+    # xmax = 0 only on a freshly inserted row version (PostgreSQL's insert-or-update tell).
+    conversation = GatewayConversation(
+        id=row_id,
+        user=user,
+        key=key,
+        session_id=session_id,
+        message_hashes=json.loads(hashes),
+        created_at=created_at,
+        updated_at=now,
+    )
+    return conversation, inserted
 
 
 def _stored_hashes(session: ChatSession) -> list[str]:
@@ -157,13 +174,13 @@ def conversation_turn_log(
             session_require_open(explicit)
         conversation, created = _locked_conversation(user=user, key=key)
         stored = list(conversation.message_hashes or [])
-        if explicit is not None and created:
-            stored = _stored_hashes(explicit)
+        if explicit is not None:
+            explicit.user = user  # the caller's own session: spares a read of its user
+            if created:
+                stored = _stored_hashes(explicit)
         session = explicit
         if session is None and conversation.session_id is not None:
-            session = ChatSession.objects.filter(
-                id=conversation.session_id, status=ChatSession.Status.OPEN
-            ).first()
+            session = session_open_locked(user=user, session_id=conversation.session_id)
         common = _common_prefix(stored, incoming_hashes)
         new_session = session is None
         if new_session:
@@ -177,18 +194,11 @@ def conversation_turn_log(
             )
             if common == len(incoming_hashes):
                 common = 0
-        appended = []
-        for role, text in incoming[common:]:
-            appended.append(
-                message_append(
-                    user=user,
-                    session_id=session.id,
-                    role=role,
-                    content=text,
-                    metadata={"source": "openai_compat"},
-                    run_hooks=False,
-                )
-            )
+        # The session is locked (explicit or continued) or new in this transaction: the new
+        # messages go in as one insert.
+        appended = messages_create(
+            session=session, messages=incoming[common:], metadata={"source": "openai_compat"}
+        )
         conversation.message_hashes = incoming_hashes if incoming_hashes else stored
         conversation.session = session
         conversation.save(update_fields=["message_hashes", "session", "updated_at"])

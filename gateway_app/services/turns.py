@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from context_app.models import ContextSettings
-from context_app.services.context_pack import prepare_context
+from context_app.services.context_pack import prepare_context, query_embedding_start
 from context_app.services.context_pack.segments import ContextPack
 from gateway_app.services.conversations import (
     LoggedTurn,
@@ -107,20 +107,31 @@ def proxy_turn_start(
     (`proxy_turn_hooks`), so indexing runs beside the upstream call instead of before it.
     """
     messages = body["messages"]
-    logged = conversation_turn_log(user=user, messages=messages, session_id=session_id)
     upstream_messages = [_redacted(message) for message in messages]
-    conversation_tokens = sum(count_tokens(message_text(m)) for m in upstream_messages)
-    pack = None
+    query_embedding = None
     if memory:
         last_user = next(
             (m for m in reversed(upstream_messages) if m.get("role") == Message.Role.USER), None
         )
+        query = message_text(last_user) if last_user else ""
+        # The embedder works on the query while the database stores the turn.
+        query_embedding = query_embedding_start(query)
+    try:
+        logged = conversation_turn_log(user=user, messages=messages, session_id=session_id)
+    except BaseException:
+        if query_embedding is not None:
+            query_embedding.cancel()
+        raise
+    conversation_tokens = sum(count_tokens(message_text(m)) for m in upstream_messages)
+    pack = None
+    if memory:
         pack = prepare_context(
             session=logged.session,
             user_message=logged.user_message,
-            query=message_text(last_user) if last_user else "",
+            query=query,
             conversation_tokens=conversation_tokens,
             context_settings=_gateway_context_settings(),
+            query_embedding=query_embedding,
         )
         if pack.system_message:
             upstream_messages.insert(0, pack.system_message)

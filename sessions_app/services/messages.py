@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 
 from django.conf import settings
 from django.db import transaction
@@ -83,6 +84,34 @@ def message_create(
     )
     ChatSession.objects.filter(id=session.id).update(last_activity_at=now)
     return message
+
+
+def messages_create(
+    *, session: ChatSession, messages: Sequence[tuple[str, str]], metadata: dict | None = None
+) -> list[Message]:
+    """Insert (role, content) messages in one statement, each row as `message_create` writes
+    it (redacted copy, token count, its own created_at), and move the session's
+    last_activity_at once. For callers that hold the session's lock; no checks, no hooks."""
+    rows = []
+    for role, content in messages:
+        sanitized = redact(content)
+        rows.append(
+            Message(
+                session=session,
+                user_id=session.user_id,
+                role=role,
+                content=content,
+                content_sanitized=sanitized,
+                token_count=count_tokens(sanitized),
+                metadata=dict(metadata or {}),
+                created_at=timezone.now(),
+            )
+        )
+    if not rows:
+        return []
+    created = Message.objects.bulk_create(rows)
+    ChatSession.objects.filter(id=session.id).update(last_activity_at=rows[-1].created_at)
+    return created
 
 
 def message_run_hooks(*, message: Message) -> None:

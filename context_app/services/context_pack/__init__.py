@@ -22,7 +22,12 @@ rebuild or skip, and never raising), `snapshots`
 
 from __future__ import annotations
 
-from context_app.services.context_pack.build import ContextBudgetExceeded, memory_rank
+from context_app.services.context_pack.build import (
+    ContextBudgetExceeded,
+    QueryEmbedding,
+    memory_rank,
+    query_embedding_start,
+)
 from context_app.services.context_pack.prepare import prepare_context
 from context_app.services.context_pack.refresh import context_opted_out
 from context_app.services.context_pack.segments import (
@@ -48,6 +53,7 @@ from context_app.services.context_pack.snapshots import (
 __all__ = [
     "MIN_SEGMENT_CHARS",
     "PREAMBLE",
+    "QueryEmbedding",
     "TRUNCATION_MARK",
     "AttachmentBlock",
     "ContextBudgetExceeded",
@@ -62,6 +68,7 @@ __all__ = [
     "memory_rank",
     "pack_hash",
     "prepare_context",
+    "query_embedding_start",
     "render_pack",
     "session_context_last",
     "user_context_snapshot",

@@ -9,8 +9,9 @@ import json
 import logging
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection, transaction
@@ -115,6 +116,35 @@ def _embed_query(query: str) -> list[float]:
     return get_embedder().embed([query])[0]
 
 
+def pack_query(query: str) -> str:
+    """The text a pack matches memories against: redacted, at most 4,000 characters."""
+    return redact(query or "")[:4000]
+
+
+@dataclass
+class QueryEmbedding:
+    """A query embedding started ahead of `prepare_context` (see `query_embedding_start`)."""
+
+    text: str
+    future: Future
+
+    def cancel(self) -> None:
+        self.future.cancel()
+
+
+def query_embedding_start(query: str) -> QueryEmbedding | None:
+    """Start embedding the pack's query for `query` now, in the background.
+
+    A caller that knows the turn's query before it has stored the turn (the gateway) starts
+    the embedding first, so the embedder works while the database does; `prepare_context`
+    uses it when its query is the same text. None for a query with no text.
+    """
+    text = pack_query(query)
+    if not text.strip():
+        return None
+    return QueryEmbedding(text=text, future=_embedding_pool.submit(_embed_query, text))
+
+
 def _known_entity_lines(*, session: ChatSession, query: str, memory_ids: list[int]) -> str:
     """One line per entity the turn names, then per entity the chosen memories name."""
     chosen = {
@@ -198,12 +228,18 @@ def _relevant_memory_lines(
 
 
 def _memories_match(
-    *, session: ChatSession, query: str, deadline: _Deadline, context_settings
+    *,
+    session: ChatSession,
+    query: str,
+    deadline: _Deadline,
+    context_settings,
+    query_future: Future | None = None,
 ) -> tuple[list[tuple[str, dict]], float]:
-    """This turn's memory lines outside a build (the not-due path): ([], 0) without a query."""
+    """This turn's memory lines outside a build (the not-due path): ([], 0) without a query.
+    `query_future`: the query's embedding when it was started earlier."""
     if not query.strip() or context_settings.memory_top_k <= 0:
         return [], 0.0
-    query_future = _embedding_pool.submit(_embed_query, query)
+    query_future = query_future or _embedding_pool.submit(_embed_query, query)
     try:
         return _relevant_memory_lines(
             session=session,
@@ -242,17 +278,19 @@ def _build(
     context_settings: ContextSettings,
     deadline: _Deadline,
     matched: tuple[list[tuple[str, dict]], float] | None = None,
+    query_future: Future | None = None,
 ) -> tuple[list[Segment], list[dict], str, TopicChoice | None, str, float, list]:
     """Read and assemble, inside the caller's build transaction (see `_prepare`).
 
     `matched`: the memory lines and embedding time when the caller already matched them this
-    turn. Raises DatabaseError or ContextBudgetExceeded; the only write is an upserted topic
-    summary.
+    turn; `query_future`: the query's embedding when it was started earlier. Raises
+    DatabaseError or ContextBudgetExceeded; the only write is an upserted topic summary.
     """
     wants_memories = bool(query.strip()) and context_settings.memory_top_k > 0
-    query_future = (
-        _embedding_pool.submit(_embed_query, query) if wants_memories and matched is None else None
-    )
+    if not wants_memories or matched is not None:
+        query_future = None
+    elif query_future is None:
+        query_future = _embedding_pool.submit(_embed_query, query)
     try:
         rollups = user_rollups(user=session.user, app_id=session.app_id)
         deadline.check("rollups")

@@ -14,6 +14,7 @@ from context_app.models import ContextSettings, InjectionLog
 from context_app.services.context_pack.build import (
     METADATA_KEY,
     ContextBudgetExceeded,
+    QueryEmbedding,
     _build,
     _configure_transaction,
     _Deadline,
@@ -22,6 +23,7 @@ from context_app.services.context_pack.build import (
     _record,
     _restore_statement_timeout,
     _reuse,
+    pack_query,
 )
 from context_app.services.context_pack.refresh import (
     opted_out_by_environment,
@@ -36,7 +38,6 @@ from context_app.services.context_pack.segments import (
 from context_app.services.topics import (
     TopicChoice,
 )
-from memory_site.redaction import redact
 from memory_site.tokens import count_tokens
 from sessions_app.models import ChatSession, Message
 
@@ -50,6 +51,7 @@ def prepare_context(
     query: str | None = None,
     conversation_tokens: int = 0,
     context_settings: ContextSettings | None = None,
+    query_embedding: QueryEmbedding | None = None,
 ) -> ContextPack:
     """The context pack for the current turn of `session` (never raises).
 
@@ -61,7 +63,8 @@ def prepare_context(
     otherwise (a changed topic override always rebuilds). Every built or reused pack gets an
     InjectionLog row and the session metadata keeps {"context": {...}, "last_context_hash"}.
     Database errors, a failed build and a build over `latency_budget_ms` give status "failed",
-    are logged, and leave the turn unaugmented.
+    are logged, and leave the turn unaugmented. `query_embedding` (from
+    `query_embedding_start`) is used when it embeds this turn's query, else cancelled.
     """
     context_settings = context_settings or ContextSettings.load()
     deadline = _Deadline(context_settings.latency_budget_ms)
@@ -80,10 +83,16 @@ def prepare_context(
             else:
                 if query is None:
                     query = user_message.content_sanitized if user_message else ""
+                query = pack_query(query)
                 pack = _prepare(
                     session=session,
                     user_message=user_message,
-                    query=redact(query or "")[:4000],
+                    query=query,
+                    query_future=(
+                        query_embedding.future
+                        if query_embedding is not None and query_embedding.text == query
+                        else None
+                    ),
                     turn=turn,
                     override=override,
                     conversation_tokens=conversation_tokens,
@@ -94,6 +103,9 @@ def prepare_context(
         pack = _failed(
             session=session, user_message=user_message, turn=turn, exc=exc, deadline=deadline
         )
+    finally:
+        if query_embedding is not None:
+            query_embedding.cancel()  # unused (skipped, another query): not worth computing
     if context_settings.verbose_logging:
         logger.info(
             "context session=%s turn=%d status=%s reason=%s chars=%d topic=%s elapsed_ms=%.1f",
@@ -109,7 +121,16 @@ def prepare_context(
 
 
 def _prepare(
-    *, session, user_message, query, turn, override, conversation_tokens, context_settings, deadline
+    *,
+    session,
+    user_message,
+    query,
+    turn,
+    override,
+    conversation_tokens,
+    context_settings,
+    deadline,
+    query_future=None,
 ):
     now = timezone.now()
     state = dict((session.metadata or {}).get(METADATA_KEY) or {})
@@ -124,7 +145,11 @@ def _prepare(
         # The summary segments keep their cadence, but memories are matched every turn: the
         # last pack is reused only when its memory lines would not change.
         matched = _memories_match(
-            session=session, query=query, deadline=deadline, context_settings=context_settings
+            session=session,
+            query=query,
+            deadline=deadline,
+            context_settings=context_settings,
+            query_future=query_future,
         )
         if matched[0] is not None and _memory_ids(matched[0]) != state.get("memory_ids", []):
             decision = "memories_changed"
@@ -163,6 +188,7 @@ def _prepare(
             context_settings=context_settings,
             deadline=deadline,
             matched=matched,
+            query_future=query_future,
         )
         if restore_timeout:
             _restore_statement_timeout(previous_timeout)
@@ -185,6 +211,7 @@ def _build_and_record(
     context_settings,
     deadline,
     matched=None,
+    query_future=None,
 ) -> ContextPack:
     """The rebuild path, inside the build transaction: build, compare with the last pack's
     hash (an identical pack is marked reused), record."""
@@ -200,6 +227,7 @@ def _build_and_record(
         context_settings=context_settings,
         deadline=deadline,
         matched=matched,
+        query_future=query_future,
     )
     digest = pack_hash(text) if text else ""
     unchanged = bool(digest) and digest == state.get("hash")
