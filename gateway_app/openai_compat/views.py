@@ -32,6 +32,7 @@ from gateway_app.services.turns import (
     ProxyTurn,
     proxy_turn_finish,
     proxy_turn_hooks,
+    proxy_turn_record,
     proxy_turn_start,
 )
 from memory_site.errors import DomainError
@@ -176,8 +177,10 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
         turn = await sync_to_async(_turn_start)(
             key=key, body=body, session_id=session_id, memory=memory
         )
-        # A non-streamed reply: the new messages are indexed while the upstream works on it. A
-        # stream: after it (indexing competes for the CPU with relaying the first tokens).
+        # A non-streamed reply: the pack is recorded and the new messages are indexed while the
+        # upstream works on it. A stream: the pack is recorded once the first line is relayed,
+        # the messages indexed after the stream (both would compete for the CPU with relaying
+        # the first tokens).
         stream = bool(body.get("stream"))
         hooks = _done() if stream else asyncio.ensure_future(sync_to_async(proxy_turn_hooks)(turn))
         try:
@@ -251,6 +254,7 @@ class _StreamState:
         self.tokens_in = 0
         self.tokens_out = 0
         self.stored = False
+        self.answering = False  # a chunk carried the reply's first content or tool call
 
     def read(self, chunk: dict) -> bool:
         """Take what the reply needs from one chunk; True when the chunk only carries usage."""
@@ -265,6 +269,8 @@ class _StreamState:
             if not isinstance(choice, dict):
                 continue
             delta = choice.get("delta") or {}
+            if delta.get("content") or delta.get("tool_calls"):
+                self.answering = True
             if isinstance(delta.get("content"), str):
                 self.parts.append(delta["content"])
             if choice.get("finish_reason"):
@@ -273,10 +279,12 @@ class _StreamState:
 
 
 async def _relay(turn: ProxyTurn, upstream, hooks: asyncio.Future):
-    """The upstream's SSE lines, passed on as they arrive. The reply is stored before
-    `data: [DONE]` is relayed (so the next turn finds it), its hooks run after. A client that
-    goes away mid-reply still gets the text so far stored."""
+    """The upstream's SSE lines, passed on as they arrive. The pack is recorded once the first
+    token is relayed; the reply is stored before `data: [DONE]` is relayed (so the next turn
+    finds it), its hooks run after. A client that goes away mid-reply still gets the text so
+    far stored."""
     state = _StreamState()
+    recording = False
 
     async def store(finish: str) -> None:
         state.stored = True
@@ -306,6 +314,10 @@ async def _relay(turn: ProxyTurn, upstream, hooks: asyncio.Future):
                 if isinstance(chunk, dict) and state.read(chunk) and not turn.caller_wants_usage:
                     continue
             yield (line + "\n").encode()
+            if state.answering and not recording:
+                # The first token is out: now the pack's audit row (see proxy_turn_record).
+                recording = True
+                hooks = asyncio.ensure_future(sync_to_async(proxy_turn_record)(turn))
         if not state.stored:  # an upstream that ends without [DONE]
             await asyncio.shield(store(state.finish_reason))
     except Exception as exc:  # noqa: BLE001 - after the first byte an error is a stream frame

@@ -17,7 +17,11 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from context_app.models import ContextSettings
-from context_app.services.context_pack import prepare_context, query_embedding_start
+from context_app.services.context_pack import (
+    context_pack_record,
+    prepare_context,
+    query_embedding_start,
+)
 from context_app.services.context_pack.segments import ContextPack
 from gateway_app.services.conversations import (
     LoggedTurn,
@@ -132,6 +136,7 @@ def proxy_turn_start(
             conversation_tokens=conversation_tokens,
             context_settings=_gateway_context_settings(),
             query_embedding=query_embedding,
+            defer_record=True,  # see proxy_turn_record
         )
         if pack.system_message:
             upstream_messages.insert(0, pack.system_message)
@@ -154,8 +159,18 @@ def proxy_turn_start(
     )
 
 
+def proxy_turn_record(turn: ProxyTurn) -> None:
+    """Write the pack's InjectionLog row and session state, which `proxy_turn_start` leaves
+    for after the first token (they are an audit trail and the next turn's refresh state, not
+    part of what the upstream needs). Idempotent; never raises."""
+    if turn.pack is not None:
+        context_pack_record(turn.pack)
+
+
 def proxy_turn_hooks(turn: ProxyTurn) -> None:
-    """Run the after-message hooks of the call's new messages (indexing, consolidation)."""
+    """Record the pack if still pending, then run the after-message hooks of the call's new
+    messages (indexing, consolidation)."""
+    proxy_turn_record(turn)
     pending, turn.hooks_pending = turn.hooks_pending, []
     for message in pending:
         message_run_hooks(message=message)
@@ -172,7 +187,9 @@ def proxy_turn_finish(
     response_id: str = "",
 ) -> Message | None:
     """Store the reply and its usage (see `conversation_reply_store`); returns the stored
-    message, whose hooks are queued in `hooks_pending`."""
+    message, whose hooks are queued in `hooks_pending`. The pack is recorded first (if still
+    pending), so the reply names its InjectionLog row."""
+    proxy_turn_record(turn)
     metadata = {"finish": finish_reason or "stop"}
     if response_id:
         metadata["provider_response_id"] = response_id

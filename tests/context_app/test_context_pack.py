@@ -19,7 +19,9 @@ from context_app.services.context_pack import (
     TRUNCATION_MARK,
     attachments_block,
     clip_text,
+    context_pack_record,
     prepare_context,
+    query_embedding_start,
 )
 from context_app.services.context_pack import build as context_pack_build
 from ingestion_app.models import MemoryItem
@@ -313,6 +315,53 @@ def test_rebuild_after_t_minutes(user, embeddings):
         metadata={**session.metadata, "context": state}
     )
     assert prepare(session, turn(session, "Later.")).reason.startswith("every_t_minutes")
+
+
+def test_a_deferred_record_is_written_once_when_the_caller_runs_it(user, embeddings):
+    rollups(user, recent="- The user bakes rye bread.")
+    session, message = session_at_turn(user, 3)
+    pack = prepare(session, message, defer_record=True)
+    assert pack.status == "built" and "rye bread" in pack.text
+    assert pack.injection_log_id is None
+    assert not InjectionLog.objects.filter(session=session).exists()
+
+    context_pack_record(pack)
+    context_pack_record(pack)  # a second run writes nothing more
+
+    log = InjectionLog.objects.get(session=session)
+    assert (log.id, log.user_message_id, log.pack_text) == (
+        pack.injection_log_id,
+        message.id,
+        pack.text,
+    )
+    session.refresh_from_db()
+    assert session.metadata["context"]["log_id"] == log.id
+    # The next turn finds the recorded state: within the cooldown the pack is reused.
+    assert prepare(session, turn(session, "Another rye question.")).reason == "not_due"
+
+
+def test_an_early_query_embedding_is_used_only_for_its_own_query(user, embeddings, monkeypatch):
+    embedded = []
+
+    def recording(query):
+        embedded.append(query)
+        return hashed_embedding(query, 384)
+
+    monkeypatch.setattr(context_pack_build, "_embed_query", recording)
+    tune(memory_min_similarity=0.3)
+    memory(user, "rye bread baking needs a sour starter")
+    session, message = session_at_turn(user, 3)
+
+    early = query_embedding_start("rye bread baking with a starter")
+    early.future.result(timeout=30)
+    pack = prepare(session, message, query="rye bread baking with a starter", query_embedding=early)
+    assert embedded == ["rye bread baking with a starter"]  # not embedded a second time
+    assert "sour starter" in pack.text
+
+    stale = query_embedding_start("something said earlier")
+    stale.future.result(timeout=30)
+    prepare(session, turn(session, "x"), query="rye bread baking again", query_embedding=stale)
+    assert embedded[-1] == "rye bread baking again"  # another query: embedded afresh
 
 
 # --- memories ---------------------------------------------------------------------------------

@@ -114,6 +114,27 @@ def test_a_conversation_resent_in_full_is_one_session_without_duplicates(live_ur
     assert UsageLog.objects.filter(user=user, session=session, kind="chat").count() == 4
 
 
+def test_every_turn_records_its_pack_and_each_reply_names_it(live_url, user, upstream):
+    """The injection log is written after the first token, yet each turn has its row, tied
+    to the turn's question and named by its reply, and the next turn sees the last build."""
+    client = client_for(live_url, user)
+    history, _ = chat_like_an_app(
+        client, ["I grow tomatoes on my balcony.", "What else fits a small balcony?"], stream=True
+    )
+    history.append({"role": "user", "content": "And which herbs?"})
+    client.chat.completions.create(model="fake-model", messages=history)  # not streamed
+
+    session = ChatSession.objects.get(user=user)
+    logs = list(InjectionLog.objects.filter(session=session).order_by("id"))
+    questions = Message.objects.filter(session=session, role="user").order_by("id")
+    replies = Message.objects.filter(session=session, role="assistant").order_by("id")
+    assert [log.user_message_id for log in logs] == [m.id for m in questions]
+    assert [log.turn_number for log in logs] == [1, 2, 3]
+    assert [m.metadata["injection_log_id"] for m in replies] == [log.id for log in logs]
+    assert logs[0].status == "built"
+    assert session.metadata["context"]["log_id"] in [log.id for log in logs]
+
+
 def test_concurrent_calls_of_one_conversation_store_it_once(live_url, user, upstream):
     upstream.delay_seconds = 0.2
     client = client_for(live_url, user)

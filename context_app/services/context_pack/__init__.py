@@ -28,7 +28,7 @@ from context_app.services.context_pack.build import (
     memory_rank,
     query_embedding_start,
 )
-from context_app.services.context_pack.prepare import prepare_context
+from context_app.services.context_pack.prepare import context_pack_record, prepare_context
 from context_app.services.context_pack.refresh import context_opted_out
 from context_app.services.context_pack.segments import (
     MIN_SEGMENT_CHARS,
@@ -62,6 +62,7 @@ __all__ = [
     "as_quoted_data",
     "attachments_block",
     "clip_text",
+    "context_pack_record",
     "context_opted_out",
     "fit_segments",
     "max_pack_tokens",

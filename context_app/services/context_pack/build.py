@@ -5,6 +5,7 @@ context state. `prepare.prepare_context` is the entry point that calls it.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -401,10 +402,17 @@ def _record(
     error: str = "",
     state: dict | None = None,
     in_build: bool = False,
+    defer: bool = False,
 ) -> ContextPack:
     """Write the injection log row (and the session's context state when given) in one
     transaction: the build's own (`in_build`, already configured) or a new one, committed
-    asynchronously."""
+    asynchronously. `defer`: write nothing now; `pack.pending_record` does it later, in a
+    transaction of its own."""
+    if defer:
+        pack.pending_record = functools.partial(
+            _record, session=session, user_message=user_message, pack=pack, error=error, state=state
+        )
+        return pack
     with transaction.atomic(savepoint=not in_build):
         if not in_build:
             _configure_transaction(statement_timeout_ms=None)
@@ -453,7 +461,14 @@ def _json(value: dict) -> str:
 
 
 def _reuse(
-    *, session, user_message, state: dict, turn: int, reason: str, deadline: _Deadline
+    *,
+    session,
+    user_message,
+    state: dict,
+    turn: int,
+    reason: str,
+    deadline: _Deadline,
+    defer: bool = False,
 ) -> ContextPack | None:
     """The last pack again (its log row holds the text), recorded for this turn; None when
     that row is gone."""
@@ -481,4 +496,4 @@ def _reuse(
         tokens=previous.pack_tokens,
         elapsed_ms=round(deadline.elapsed_ms(), 2),
     )
-    return _record(session=session, user_message=user_message, pack=pack)
+    return _record(session=session, user_message=user_message, pack=pack, defer=defer)

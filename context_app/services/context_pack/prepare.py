@@ -52,6 +52,7 @@ def prepare_context(
     conversation_tokens: int = 0,
     context_settings: ContextSettings | None = None,
     query_embedding: QueryEmbedding | None = None,
+    defer_record: bool = False,
 ) -> ContextPack:
     """The context pack for the current turn of `session` (never raises).
 
@@ -64,7 +65,10 @@ def prepare_context(
     InjectionLog row and the session metadata keeps {"context": {...}, "last_context_hash"}.
     Database errors, a failed build and a build over `latency_budget_ms` give status "failed",
     are logged, and leave the turn unaugmented. `query_embedding` (from
-    `query_embedding_start`) is used when it embeds this turn's query, else cancelled.
+    `query_embedding_start`) is used when it embeds this turn's query, else cancelled. With
+    `defer_record` the InjectionLog row and the session state are written only when the
+    caller runs `context_pack_record(pack)` (after the reply has started); until then
+    `pack.injection_log_id` is None.
     """
     context_settings = context_settings or ContextSettings.load()
     deadline = _Deadline(context_settings.latency_budget_ms)
@@ -93,6 +97,7 @@ def prepare_context(
                         if query_embedding is not None and query_embedding.text == query
                         else None
                     ),
+                    defer_record=defer_record,
                     turn=turn,
                     override=override,
                     conversation_tokens=conversation_tokens,
@@ -101,7 +106,12 @@ def prepare_context(
                 )
     except Exception as exc:  # noqa: BLE001 - any failure means "answer without augmentation"
         pack = _failed(
-            session=session, user_message=user_message, turn=turn, exc=exc, deadline=deadline
+            session=session,
+            user_message=user_message,
+            turn=turn,
+            exc=exc,
+            deadline=deadline,
+            defer_record=defer_record,
         )
     finally:
         if query_embedding is not None:
@@ -131,6 +141,7 @@ def _prepare(
     context_settings,
     deadline,
     query_future=None,
+    defer_record=False,
 ):
     now = timezone.now()
     state = dict((session.metadata or {}).get(METADATA_KEY) or {})
@@ -161,6 +172,7 @@ def _prepare(
             turn=turn,
             reason="not_due",
             deadline=deadline,
+            defer=defer_record,
         )
         if reused is not None:
             return reused
@@ -189,6 +201,7 @@ def _prepare(
             deadline=deadline,
             matched=matched,
             query_future=query_future,
+            defer_record=defer_record,
         )
         if restore_timeout:
             _restore_statement_timeout(previous_timeout)
@@ -212,6 +225,7 @@ def _build_and_record(
     deadline,
     matched=None,
     query_future=None,
+    defer_record=False,
 ) -> ContextPack:
     """The rebuild path, inside the build transaction: build, compare with the last pack's
     hash (an identical pack is marked reused), record."""
@@ -257,12 +271,23 @@ def _build_and_record(
         "memory_ids": _memory_ids(memory_lines),
     }
     return _record(
-        session=session, user_message=user_message, pack=pack, state=new_state, in_build=True
+        session=session,
+        user_message=user_message,
+        pack=pack,
+        state=new_state,
+        in_build=True,
+        defer=defer_record,
     )
 
 
 def _failed(
-    *, session, user_message, turn: int, exc: Exception, deadline: _Deadline
+    *,
+    session,
+    user_message,
+    turn: int,
+    exc: Exception,
+    deadline: _Deadline,
+    defer_record: bool = False,
 ) -> ContextPack:
     if isinstance(exc, ContextBudgetExceeded):
         reason = "budget_exceeded"
@@ -281,7 +306,30 @@ def _failed(
         elapsed_ms=round(deadline.elapsed_ms(), 2),
     )
     try:
-        _record(session=session, user_message=user_message, pack=pack, error=str(exc))
+        _record(
+            session=session,
+            user_message=user_message,
+            pack=pack,
+            error=str(exc),
+            defer=defer_record,
+        )
     except Exception:  # noqa: BLE001 - the database may be what failed
         logger.warning("context: could not record the failed build for session %s", session.id)
+    return pack
+
+
+def context_pack_record(pack: ContextPack) -> ContextPack:
+    """Write what `prepare_context(defer_record=True)` left pending: the InjectionLog row (and
+    `pack.injection_log_id`) and the session's context state, in one transaction.
+
+    Runs once (a second call, or a pack with nothing pending, is a no-op). Never raises: the
+    reply has gone out with the pack already, so a failed write is logged and dropped.
+    """
+    pending, pack.pending_record = pack.pending_record, None
+    if pending is None:
+        return pack
+    try:
+        pending()
+    except Exception:  # noqa: BLE001 - the audit row must never fail the reply it describes
+        logger.exception("context: could not record the injected pack (%s)", pack.status)
     return pack

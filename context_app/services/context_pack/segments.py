@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from context_app.models import ContextSettings, InjectionLog
@@ -79,6 +80,9 @@ class ContextPack:
     elapsed_ms: float = 0.0
     embedding_ms: float = 0.0
     injection_log_id: int | None = None
+    # Set by prepare_context(defer_record=True): writes the InjectionLog row and the session's
+    # context state when `context_pack_record` runs it.
+    pending_record: Callable[[], object] | None = field(default=None, repr=False, compare=False)
 
     @property
     def reused(self) -> bool:
