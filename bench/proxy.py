@@ -159,31 +159,59 @@ class CpuMeter:
         )
 
     @staticmethod
-    def _cpu(process) -> float:
+    def _cpu(process) -> dict[str, float]:
+        """Seconds on the CPU per thread: the scheduler's nanosecond count
+        (/proc/PID/task/TID/sched) where Linux shows it, else psutil's 10 ms ticks."""
+        threads: dict[str, float] = {}
+        try:
+            for task in Path(f"/proc/{process.pid}/task").iterdir():
+                for line in (task / "sched").read_text().splitlines():
+                    if line.startswith("se.sum_exec_runtime"):
+                        threads[f"{process.pid}/{task.name}"] = float(line.split(":")[1]) / 1000
+            if threads:
+                return threads
+        except OSError:
+            pass
         try:
             times = process.cpu_times()
         except psutil.Error:
-            return 0.0
-        return times.user + times.system
+            return {}
+        return {str(process.pid): times.user + times.system}
 
-    def snapshot(self) -> dict[int, float]:
+    def snapshot(self) -> dict[str, float]:
         processes = [self.server, *self.server.children(recursive=True)]
         if self.postgres is not None:
             processes += [self.postgres, *self.postgres.children()]
-        return {process.pid: self._cpu(process) for process in processes}
+        snapshot: dict[str, float] = {}
+        for process in processes:
+            snapshot.update(self._cpu(process))
+        return snapshot
 
     @staticmethod
-    def spent_ms(before: dict[int, float], after: dict[int, float]) -> float:
-        return sum(value - before.get(pid, 0.0) for pid, value in after.items()) * 1000
+    def spent_ms(
+        before: dict[str, float], after: dict[str, float], pids: set[int] | None = None
+    ) -> float:
+        """CPU ms between two snapshots (only the processes in `pids` when given)."""
+        return 1000 * sum(
+            value - before.get(key, 0.0)
+            for key, value in after.items()
+            if pids is None or int(key.split("/")[0]) in pids
+        )
+
+    def postgres_pids(self) -> set[int]:
+        if self.postgres is None:
+            return set()
+        return {self.postgres.pid, *(child.pid for child in self.postgres.children())}
 
 
 def timed_stream(
     client: httpx.Client, url: str, body: dict, headers: dict, meter: CpuMeter | None = None
-) -> tuple[float, float, str, float]:
+) -> tuple[float, float, str, tuple[float, float]]:
     """(time to first content delta, whole call) in ms, the reply text, and with `meter` the
-    server-side CPU ms spent until the first content delta."""
+    server-side CPU ms spent until the first content delta (Mnemo and PostgreSQL, and
+    PostgreSQL's part)."""
     cpu_before = meter.snapshot() if meter else {}
-    cpu_ms = 0.0
+    cpu_ms = (0.0, 0.0)
     started = time.perf_counter()
     first = None
     parts: list[str] = []
@@ -199,7 +227,11 @@ def timed_stream(
                     if first is None:
                         first = time.perf_counter()
                         if meter:
-                            cpu_ms = CpuMeter.spent_ms(cpu_before, meter.snapshot())
+                            cpu_after = meter.snapshot()
+                            cpu_ms = (
+                                CpuMeter.spent_ms(cpu_before, cpu_after),
+                                CpuMeter.spent_ms(cpu_before, cpu_after, meter.postgres_pids()),
+                            )
                     parts.append(text)
     ended = time.perf_counter()
     return (first - started) * 1000, (ended - started) * 1000, "".join(parts), cpu_ms
@@ -226,6 +258,8 @@ def main() -> None:
         headers = {"Authorization": f"Bearer {key}"}
         meter = CpuMeter(process.pid)
         direct, proxied, direct_total, proxied_total, cpu = [], [], [], [], []
+        first_turn: list[bool] = []
+        cpu_postgres: list[float] = []
         with httpx.Client(timeout=60) as client:
             history: list[dict] = []
             for call in range(args.calls + 10):
@@ -247,7 +281,9 @@ def main() -> None:
                 proxied.append(ttft_proxied)
                 direct_total.append(total_direct)
                 proxied_total.append(total_proxied)
-                cpu.append(cpu_ms)
+                cpu.append(cpu_ms[0])
+                cpu_postgres.append(cpu_ms[1])
+                first_turn.append(call % 10 == 0)
         overhead = [p - d for p, d in zip(proxied, direct, strict=True)]
         overhead_total = [p - d for p, d in zip(proxied_total, direct_total, strict=True)]
         packs = sum(
@@ -263,7 +299,17 @@ def main() -> None:
         print(line("TTFT upstream directly", direct))
         print(line("TTFT through Mnemo", proxied))
         print(line("TTFT overhead (paired)", overhead))
+        print(
+            line(
+                "  first turns of a conversation",
+                [o for o, f in zip(overhead, first_turn, strict=True) if f],
+            )
+        )
+        print(
+            line("  later turns", [o for o, f in zip(overhead, first_turn, strict=True) if not f])
+        )
         print(line("server CPU until first token", cpu))
+        print(line("  of which PostgreSQL", cpu_postgres))
         print(line("whole call upstream directly", direct_total))
         print(line("whole call through Mnemo", proxied_total))
         print(line("whole-call overhead (paired)", overhead_total))
