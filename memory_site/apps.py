@@ -23,6 +23,10 @@ class MemorySiteConfig(AppConfig):
         if os.environ.get("MNEMO_WARM_EMBEDDER") == "1":
             from django.conf import settings
 
+            from memory_site.tokens import count_tokens
+
+            # The token counter's BPE table too: ~0.5 s that the first stored message would wait.
+            count_tokens("warm up")
             if settings.EMBEDDING_PROVIDER == "local":
                 from memory_site.providers import get_embedder
 
