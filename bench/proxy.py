@@ -14,18 +14,23 @@ call, p50/p95, for both, and the difference. The client is `httpx` in this proce
 
 Run: ``.venv/bin/python bench/proxy.py [--calls 200] [--history-sessions 20]``.
 
-Measured (2 cores shared with other jobs; commit of this text):
-- 200 calls, 20 sessions of history, load average 11.8 / 11.2 / 10.3 (~6 runnable processes per
-  core): TTFT upstream directly p50 6.2 / p95 18.0 ms, through Mnemo p50 65.4 / p95 166.5 ms,
-  paired overhead p50 59.0 / p95 151.0 ms; whole-call overhead p50 482 / p95 1175 ms (it
-  includes storing the reply and indexing both messages with the local embedder, after the
-  last token).
-- 40 calls, load 15.7: overhead p50 78 / p95 140 ms; server + PostgreSQL CPU until the first
-  token p50 30 / p95 50 ms (Linux counts CPU in 10 ms ticks). The p95 is the first turn of each
-  conversation, where the pack is built (query embedding + search); later turns reuse it per
-  the refresh cadence. A turn costs ~16 SQL statements and two commits (conversation log,
-  pack record). The < 30 ms p95 target is not shown on this machine; the CPU figures suggest
-  reuse turns meet it on an idle one and build turns do not.
+Measured (2 cores shared with other sessions' test suites; the machine was never quiet):
+- Before the statement cuts (the code of bc128ed, earlier figures): idle p50 35.2 / p95 49.6 ms;
+  200 calls at load 6.2: overhead p50 67.8 / p95 105.8 ms, server CPU p50 40 / p95 60 ms (10 ms
+  ticks then). A later turn cost ~28 SQL statements and three commits before the first token,
+  a first turn ~37; the query embedding (~5-8 ms) ran after the messages were stored.
+- Now (conversation row in one upsert, the continued session locked once, new messages in one
+  insert, the query embedded while they are stored, the injection log written after the first
+  token): a later turn ~21 statements and three commits (the pack build's now writes nothing),
+  a first turn ~26-31.
+- Back to back, 100 calls each, 20 sessions of history: before at load 15.6 overhead p50 142.9
+  / p95 432.8 ms, server CPU until the first token p50 51.4 ms (PostgreSQL 11.2); now at load
+  17.8 overhead p50 127.6 / p95 343.6 ms, CPU p50 44.0 ms (PostgreSQL 9.9). 40 calls, 5
+  sessions, load 12-13: before p50 162.0 / p95 235.5 ms, CPU 44.9 (9.8); now at load 11.3 p50
+  123.5 / p95 179.1 ms, CPU 35.3 (7.5). About a sixth to a fifth less CPU per call.
+- Wall-clock figures at these loads measure the queue for the CPU (each SQL round trip waits to
+  be scheduled twice); the < 30 ms p95 target is for an idle machine and could not be shown
+  here. Rerun on a quiet machine (`uptime` under 3) for it.
 """
 
 from __future__ import annotations
