@@ -125,10 +125,13 @@ class DocumentIngestApi(APIView):
         request=DocumentIngestInput,
         responses={202: IngestJobOutput},
         description=(
-            "Validates the document (type, options, size: 413 over MNEMO_MAX_DOCUMENT_BYTES) "
-            "and answers 202 with a job at once; a task worker extracts, redacts, chunks and "
-            "embeds it. Poll `GET /knowledge/ingest/{job_id}` for progress and the result "
-            "(the document and its chunks); `DELETE` cancels it."
+            "Checks the request without reading the content (type, options, an empty file or "
+            "blank text: 400; size: 413 over MNEMO_MAX_DOCUMENT_BYTES), stores the payload and "
+            "answers 202 with a job at once; a task worker extracts the text (PDF included), "
+            "redacts, chunks and embeds it. Poll `GET /knowledge/ingest/{job_id}` for progress "
+            "and the result (the document and its chunks); a file that does not read as its "
+            "type fails the job with error code `document_unreadable` and the reason. `DELETE` "
+            "cancels it."
         ),
     )
     def post(self, request):
@@ -153,7 +156,15 @@ class DocumentIngestApi(APIView):
 class DocumentIngestJobApi(APIView):
     """GET (progress and result) or DELETE (cancel) one document ingest job."""
 
-    @extend_schema(tags=["knowledge"], responses={200: IngestJobOutput})
+    @extend_schema(
+        tags=["knowledge"],
+        responses={200: IngestJobOutput},
+        description=(
+            "The job's status and progress; once `done`, the document and its chunks under "
+            "`result`. A `failed` job carries `error`: `document_unreadable` (the file does not "
+            "read as its type: a broken PDF, invalid JSON, no text) or `embedding_failed`."
+        ),
+    )
     def get(self, request, job_id):
         job = document_ingest_job_get_for_user(user=request.user, job_id=job_id)
         return Response(ingest_job_body(job, with_chunks=True))

@@ -1,10 +1,11 @@
 """Document ingest as a background job: validated in the request, run by a task worker.
 
-``document_ingest_job_create`` checks what can be checked at once (exactly one of text or
-file, size, type, options, and that the file reads to some text: a broken PDF is still a 400),
-writes the extracted text under the upload folder and queues the task after commit, so the
-request answers 202 before the CPU-heavy work (redaction, chunking, embedding: minutes for a
-large document). The worker (``document_ingest_job_run``) claims the job with a lease
+``document_ingest_job_create`` checks what can be checked without reading the content
+(exactly one of text or file, size, type, options, an empty file or blank text), writes the
+payload as sent (the file's bytes or the text) under the upload folder and queues the task
+after commit, so the request answers 202 before any CPU-heavy work: text extraction (a PDF can
+take seconds per page), redaction, chunking and embedding. A file that cannot be read (a broken
+PDF, invalid JSON) fails the job with ``document_unreadable`` and the reason. The worker (``document_ingest_job_run``) claims the job with a lease
 (memory_site.leases) and embeds in batches, reporting progress and stopping at the next batch
 when the job is cancelled; the document is stored in one transaction at the end, so a job
 cancelled or killed midway stores nothing, and a resumed one starts again from the payload.
@@ -22,7 +23,11 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from ingestion_app.models import DocumentIngestJob
-from ingestion_app.services.documents import document_ingest_text, document_text_extract
+from ingestion_app.services.documents import (
+    document_ingest_text,
+    document_request_check,
+    document_text_extract,
+)
 from memory_site.errors import DomainError, InvalidInput, NotFound, PayloadTooLarge
 from memory_site.leases import LeaseKeeper, lease_expired_before
 from memory_site.task_paths import DOCUMENT_INGEST_TASK
@@ -30,6 +35,9 @@ from memory_site.task_paths import DOCUMENT_INGEST_TASK
 logger = logging.getLogger(__name__)
 
 TASK_TIMEOUT_SECONDS = 3600
+# params["payload"] of a job whose payload is the content as sent (jobs queued before have the
+# extracted text instead, without this marker).
+RAW_PAYLOAD = "raw"
 
 
 class IngestCancelled(Exception):
@@ -55,9 +63,10 @@ def document_ingest_job_create(
 ) -> DocumentIngestJob:
     """Validate the request, store its payload and queue the ingest; returns the queued job.
 
-    Raises InvalidInput (neither or both of text and file, no text, unsupported type, an
-    unreadable file, bad options) and PayloadTooLarge (over MNEMO_MAX_DOCUMENT_BYTES), before
-    anything is written. The payload stored for the worker is the extracted text.
+    Raises InvalidInput (neither or both of text and file, blank text, an empty file,
+    unsupported type, bad options) and PayloadTooLarge (over MNEMO_MAX_DOCUMENT_BYTES), before
+    anything is written. The content is not parsed here: the payload stored for the worker is
+    the file's bytes or the text as sent.
     """
     if (text is None) == (upload is None):
         raise InvalidInput("Send either 'text' or a 'file'.", field="text")
@@ -74,14 +83,18 @@ def document_ingest_job_create(
             f"The document is {size} bytes; the limit is {limit} (MNEMO_MAX_DOCUMENT_BYTES).",
             field=field,
         )
-    kind, body = document_text_extract(
+    kind = document_request_check(
         text=text,
-        data=b"".join(upload.chunks()) if upload is not None else None,
+        head=next(upload.chunks(1024), b"") if upload is not None else None,
+        size=size,
         filename=filename,
         mime_type=mime_type,
         options=options,
     )
-    payload = body.encode("utf-8", "surrogatepass")
+    if upload is not None:
+        payload = b"".join(upload.chunks())
+    else:
+        payload = text.encode("utf-8", "surrogatepass")
 
     job = DocumentIngestJob(
         user=user,
@@ -95,6 +108,7 @@ def document_ingest_job_create(
             "app_id": app_id or settings.MNEMO_DEFAULT_APP_ID,
             "project_id": project_id or "",
             "agent_id": agent_id or "",
+            "payload": RAW_PAYLOAD,
         },
     )
     directory = _job_dir()
@@ -176,11 +190,11 @@ def document_ingest_job_run(*, job_id) -> DocumentIngestJob:
     params = job.params
     try:
         with LeaseKeeper(DocumentIngestJob, job.id, attempt=attempt):
-            body = Path(job.payload_path).read_bytes().decode("utf-8", "surrogatepass")
+            kind, body = _payload_text(job)
             document, created = document_ingest_text(
                 user=job.user,
                 body=body,
-                kind=params.get("mime_type", "text/plain"),
+                kind=kind,
                 filename=params.get("filename", ""),
                 title=params.get("title", ""),
                 options=params.get("options") or None,
@@ -227,6 +241,26 @@ def document_ingest_jobs_resume_abandoned() -> int:
         logger.warning("ingest job %s was abandoned by its worker; queued again", job_id)
         document_ingest_job_enqueue(job_id=job_id)
     return len(abandoned)
+
+
+def _payload_text(job: DocumentIngestJob) -> tuple[str, str]:
+    """The job's canonical type and extracted text; raises InvalidInput (document_unreadable)
+    when the payload does not read as its type (a broken PDF, invalid JSON, no text)."""
+    params = job.params
+    payload = Path(job.payload_path).read_bytes()
+    kind = params.get("mime_type", "text/plain")
+    if params.get("payload") != RAW_PAYLOAD:
+        return kind, payload.decode("utf-8", "surrogatepass")
+    try:
+        return document_text_extract(
+            text=None if job.is_file else payload.decode("utf-8", "surrogatepass"),
+            data=payload if job.is_file else None,
+            filename=params.get("filename", ""),
+            mime_type=kind,
+            options=params.get("options") or None,
+        )
+    except InvalidInput as exc:
+        raise InvalidInput(exc.message, code="document_unreadable", field=exc.field) from exc
 
 
 def _finish(job: DocumentIngestJob, *, attempt: int, **fields) -> None:

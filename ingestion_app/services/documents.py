@@ -137,6 +137,42 @@ def document_text_extract(
     return kind, body
 
 
+def document_request_check(
+    *,
+    text: str | None = None,
+    head: bytes | None = None,
+    size: int = 0,
+    filename: str = "",
+    mime_type: str = "",
+    options: dict | None = None,
+) -> str:
+    """The document's canonical type, from what a request can check without parsing it.
+
+    ``head`` is the first KiB of an uploaded file (None for a text body), ``size`` its length.
+    Reading the content (a PDF, HTML, JSON) is left to the worker (``document_text_extract``),
+    so the request answers at once whatever the file. Raises InvalidInput when neither or both
+    of text and file are given, the options are bad, the type is unsupported, the file is empty,
+    the text is blank, or a text body is declared as a PDF (a PDF must be sent as a file).
+    """
+    if (text is None) == (head is None):
+        raise InvalidInput("Send either 'text' or a 'file'.", field="text")
+    _chunking_options(options)
+    if head is not None:
+        try:
+            kind = document_type(filename=filename, mime_type=mime_type, data=head)
+        except UnsupportedDocument as exc:
+            raise InvalidInput(str(exc), field="file") from exc
+        if size <= 0:
+            raise InvalidInput("The file is empty.", field="file")
+        return kind
+    kind = _declared_kind(filename=filename, mime_type=mime_type)
+    if kind == "application/pdf":
+        raise InvalidInput("Send a PDF as a file, not as text.", field="mime_type")
+    if not text.strip():
+        raise InvalidInput("The document has no text to ingest.", field="text")
+    return kind
+
+
 def _chunking_options(options: dict | None) -> ChunkingOptions:
     try:
         return ChunkingOptions(**_option_kwargs(options or {}))

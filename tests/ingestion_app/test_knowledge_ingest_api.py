@@ -172,6 +172,54 @@ def test_files_are_extracted_by_type(
     assert body["filename"] == name
 
 
+def test_a_pdf_is_read_by_the_worker_not_in_the_request(
+    api, user, fake_embedder, upload_dir, monkeypatch
+):
+    """The request stores the PDF's bytes and answers 202; pypdf runs only in the task."""
+    from ingestion_app.services import documents as documents_service
+    from ingestion_app.tasks import document_ingest_job_task
+
+    real_extract = documents_service.extract_text
+    extracted = []
+
+    def recording_extract(data, *, kind):
+        extracted.append(kind)
+        return real_extract(data, kind=kind)
+
+    monkeypatch.setattr(documents_service, "extract_text", recording_extract)
+    upload = SimpleUploadedFile(
+        "paper.pdf", _pdf("Tides are caused by the moon."), content_type="application/pdf"
+    )
+
+    response = api.post("/api/v1/knowledge/ingest", {"file": upload}, format="multipart")
+
+    assert response.status_code == 202 and response.json()["status"] == "queued"
+    assert extracted == []
+    stored = list((upload_dir / "ingest").iterdir())
+    assert [path.read_bytes()[:5] for path in stored] == [b"%PDF-"]
+    document_ingest_job_task(response.json()["job_id"])
+    job = api.get(response.json()["status_url"]).json()
+    assert extracted == ["application/pdf"]
+    assert job["status"] == "done"
+    assert job["result"]["chunks"][0]["content"] == "Tides are caused by the moon."
+
+
+def test_a_broken_pdf_fails_its_job_with_the_reason(ingest, user, fake_embedder, upload_dir):
+    upload = SimpleUploadedFile(
+        "scan.pdf", b"%PDF-1.7\n" + b"\x00garbage" * 50, content_type="application/pdf"
+    )
+
+    response = ingest(format="multipart", file=upload)
+
+    assert response.status_code == 202
+    assert response.job["status"] == "failed"
+    assert response.job["error"]["code"] == "document_unreadable"
+    assert "cannot read the PDF" in response.job["error"]["message"]
+    assert not Document.objects.filter(user=user).exists()
+    assert not fake_embedder.bodies("/embeddings")
+    assert not list((upload_dir / "ingest").iterdir())
+
+
 def test_bad_requests_are_refused_with_the_field(ingest, user, fake_embedder):
     assert ingest().json()["error"]["field"] == "text"
     bad_strategy = ingest(text="x" * 200, options={"strategy": "random"})
