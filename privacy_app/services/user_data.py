@@ -39,7 +39,12 @@ from ingestion_app.models import MemoryItem
 from memory_site import task_paths
 from memory_site.crypto import EncryptedTextField
 from memory_site.errors import Conflict, InvalidInput
-from memory_site.task_records import TaskReferences, task_records_forget
+from memory_site.task_records import (
+    TaskReferences,
+    task_queue_forget,
+    task_queue_restore,
+    task_records_forget,
+)
 from sessions_app.models import ChatSession, RetentionLog
 
 logger = logging.getLogger(__name__)
@@ -459,7 +464,9 @@ def user_erase(*, user) -> ErasureReport:
     rows, web sessions and the user's session ids in retention logs are removed as well. Files
     under MNEMO_UPLOAD_DIR that hold the user's bytes (see `user_upload_paths`) and files of
     FileFields are removed after commit. Queued, finished and scheduled background tasks that
-    name the user (see `user_task_references`) are deleted first, in the same transaction.
+    name the user (see `user_task_references`) are deleted first, in the same transaction; with
+    REDIS_URL the queued ones are removed from the Redis list then, and put back if the erasure
+    fails.
     Raises Conflict when another row protects one of the user's rows (on_delete=PROTECT).
     """
     user_model = get_user_model()
@@ -472,10 +479,14 @@ def user_erase(*, user) -> ErasureReport:
         str(sid) for sid in ChatSession.objects.filter(user=user).values_list("id", flat=True)
     }
     deleted: Counter[str] = Counter()
+    unqueued: list[bytes] = []
     try:
         with transaction.atomic():
             references = user_task_references(user=user, owned=owned)
             deleted.update(task_records_forget(references=references))
+            unqueued = task_queue_forget(references=references)
+            if unqueued:
+                deleted["django_q.RedisQueue"] += len(unqueued)
             for entry in owned:
                 if not entry.direct:
                     continue  # cascades from a direct owner
@@ -496,7 +507,10 @@ def user_erase(*, user) -> ErasureReport:
                 deleted["sessions.Session"] += web_sessions
             deleted.update(user_model._base_manager.filter(pk=user.pk).delete()[1])
             transaction.on_commit(partial(_remove_files, paths=upload_paths, stored=stored_files))
-    except (ProtectedError, RestrictedError) as exc:
+    except BaseException as exc:
+        task_queue_restore(entries=unqueued)  # the erasure did not happen: its tasks stay due
+        if not isinstance(exc, (ProtectedError, RestrictedError)):
+            raise
         raise Conflict(
             f"Cannot erase: other data depends on this user's rows ({exc.args[0]})",
             code="erasure_blocked",
