@@ -14,6 +14,9 @@ The web server is uvicorn (ASGI, as `make run` serves it) on its own embedded da
 OpenAI-compatible fake (tests/fake_openai.py), so only Mnemo's own behaviour is measured.
 3. Imports (``--imports-mib 10,200``) through API, upload page and CLI, and a worker killed
    mid-import (``--kill-worker``), against ``manage.py serve`` (bench/faults_imports.py).
+4. A real full disk (``--disk-full``, root): a tmpfs on the upload folder, uploads refused with
+   507 and nothing kept, then accepted again once space is freed, without a restart
+   (bench/faults_disk.py).
 
 Run: ``.venv/bin/python bench/faults.py --data-dir /tmp/faults_<branch>``; only the import
 part: ``--fuzz-seconds 0 --outage 0 --imports-mib 10 --kill-worker``.
@@ -228,6 +231,12 @@ def main() -> None:
         "--import-entries", default="api,page,cli", help="entry points for --imports-mib"
     )
     parser.add_argument("--kill-worker", action="store_true", help="kill a worker mid-import")
+    parser.add_argument(
+        "--disk-full",
+        action="store_true",
+        help="a real full disk (a tmpfs mounted on the upload folder; needs root)",
+    )
+    parser.add_argument("--disk-full-mib", type=int, default=8, help="size of that tmpfs")
     parser.add_argument("--serve-port", type=int, default=8766)
     args = parser.parse_args()
 
@@ -237,23 +246,28 @@ def main() -> None:
     try:
         env = setup_django(args.data_dir, model.base_url)
         token = make_token("faults-bench-user")
-        server = start_server(env, args.port)
-        base_url = f"http://127.0.0.1:{args.port}"
-        try:
-            if args.fuzz_seconds > 0:
-                run_fuzz(base_url, token, args.fuzz_seconds)
-            if args.outage > 0:
-                run_database_outage(
-                    base_url,
-                    token,
-                    args.data_dir,
-                    clients=args.clients,
-                    before=args.before,
-                    outage=args.outage,
-                )
-        finally:
-            server.terminate()
-            server.wait(timeout=15)
+        if args.fuzz_seconds > 0 or args.outage > 0:
+            server = start_server(env, args.port)
+            base_url = f"http://127.0.0.1:{args.port}"
+            try:
+                if args.fuzz_seconds > 0:
+                    run_fuzz(base_url, token, args.fuzz_seconds)
+                if args.outage > 0:
+                    run_database_outage(
+                        base_url,
+                        token,
+                        args.data_dir,
+                        clients=args.clients,
+                        before=args.before,
+                        outage=args.outage,
+                    )
+            finally:
+                server.terminate()
+                server.wait(timeout=15)
+        if args.disk_full:
+            from bench.faults_disk import run_disk_full
+
+            run_disk_full(env, args.port, Path(args.data_dir), size_mib=args.disk_full_mib)
         if args.imports_mib or args.kill_worker:
             from bench.faults_imports import run_imports, run_worker_kill
 

@@ -231,7 +231,8 @@ MNEMO_MAX_UPLOAD_BYTES = env_int("MNEMO_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
 MNEMO_UPLOAD_PATHS = ["/api/v1/imports", "/api/v1/knowledge/ingest", "/memories/imports"]
 DATA_UPLOAD_MAX_MEMORY_SIZE = MNEMO_MAX_BODY_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
-MNEMO_UPLOAD_DIR = DATA_DIR / "uploads"
+# Where uploads wait for their job (a volume of its own, or shared by worker nodes).
+MNEMO_UPLOAD_DIR = Path(env_str("MNEMO_UPLOAD_DIR", str(DATA_DIR / "uploads")))
 # Zip archives in an import (checked on the upload before anything is written, and again while
 # members are extracted, since the sizes an archive declares can lie): total uncompressed
 # bytes, members, and the largest uncompressed/compressed ratio of one member.
