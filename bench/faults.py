@@ -237,6 +237,12 @@ def main() -> None:
         help="a real full disk (a tmpfs mounted on the upload folder; needs root)",
     )
     parser.add_argument("--disk-full-mib", type=int, default=8, help="size of that tmpfs")
+    parser.add_argument(
+        "--ingest-pdf-pages",
+        type=int,
+        default=0,
+        help="time POST /knowledge/ingest of a generated PDF of this many pages",
+    )
     parser.add_argument("--serve-port", type=int, default=8766)
     args = parser.parse_args()
 
@@ -264,6 +270,10 @@ def main() -> None:
             finally:
                 server.terminate()
                 server.wait(timeout=15)
+        if args.ingest_pdf_pages:
+            from bench.faults_ingest import run_ingest_latency
+
+            run_ingest_latency(env, args.port, pages=args.ingest_pdf_pages)
         if args.disk_full:
             from bench.faults_disk import run_disk_full
 
