@@ -139,7 +139,10 @@ def api_exception_handler(exc, context):
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
     if isinstance(exc, DomainError):
-        return Response(error_body(exc.code, exc.message, exc.field), status=exc.status_code)
+        response = Response(error_body(exc.code, exc.message, exc.field), status=exc.status_code)
+        if exc.status_code == 503:
+            response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
     if is_disk_full(exc):
         response = Response(error_body("storage_full", DISK_FULL_MESSAGE), status=507)
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)

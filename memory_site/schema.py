@@ -170,6 +170,13 @@ OPERATION_ERRORS: dict[tuple[str, str], dict[str, list[tuple]]] = {
             ("confirmation_mismatch", "`confirm` does not match your username.", "confirm"),
         ],
         "409": [("erasure_blocked", "Cannot erase: other data depends on this user's rows.", None)],
+        "503": [
+            (
+                "task_queue_unavailable",
+                "The task queue (Redis) is unavailable; nothing was erased. Retry shortly.",
+                None,
+            )
+        ],
     },
     ("get", "/api/v1/usage"): {
         "400": [("invalid_range", "until must be after since.", "until")],
@@ -277,7 +284,7 @@ def _statuses(method: str, path: str, operation: dict) -> dict[str, list[tuple]]
     if "requestBody" in operation or method in ("post", "put", "patch"):
         statuses["413"] = GENERIC["413"]
         statuses["415"] = GENERIC["415"]
-    statuses["503"] = GENERIC["503"]
+    statuses["503"] = GENERIC["503"] + list(extra.get("503", []))
     for status, entries in extra.items():
         statuses.setdefault(status, entries)
     return dict(sorted(statuses.items()))

@@ -110,4 +110,5 @@ def test_redis_unreachable_is_503_and_erases_nothing(api, user, monkeypatch):
 
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "task_queue_unavailable"
+    assert response["Retry-After"]
     assert type(user).objects.filter(pk=user.pk).exists()
