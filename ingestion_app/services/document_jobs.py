@@ -3,9 +3,10 @@
 ``document_ingest_job_create`` checks what can be checked without reading the content
 (exactly one of text or file, size, type, options, an empty file or blank text), writes the
 payload as sent (the file's bytes or the text) under the upload folder and queues the task
-after commit, so the request answers 202 before any CPU-heavy work: text extraction (a PDF can
-take seconds per page), redaction, chunking and embedding. A file that cannot be read (a broken
-PDF, invalid JSON) fails the job with ``document_unreadable`` and the reason. The worker (``document_ingest_job_run``) claims the job with a lease
+after commit, so the request answers 202 before any CPU-heavy work: text extraction (pypdf
+needs seconds for a PDF of a few hundred pages), redaction, chunking and embedding. A file that
+cannot be read (a broken PDF, invalid JSON) fails the job with ``document_unreadable`` and the
+reason. The worker (``document_ingest_job_run``) claims the job with a lease
 (memory_site.leases) and embeds in batches, reporting progress and stopping at the next batch
 when the job is cancelled; the document is stored in one transaction at the end, so a job
 cancelled or killed midway stores nothing, and a resumed one starts again from the payload.
