@@ -9,6 +9,10 @@ from ingestion_app.services.document_jobs import (
     document_ingest_jobs_resume_abandoned,
 )
 from ingestion_app.services.entity_edits import entities_embed_and_resolve, entities_llm_extract
+from ingestion_app.services.imports.entity_backfill import (
+    import_file_entities_backfill,
+    import_files_entities_resume,
+)
 from ingestion_app.services.imports.jobs import import_job_run, import_jobs_resume_abandoned
 from ingestion_app.services.inline import chunk_header_backfill
 from sessions_app.services.sessions import sessions_close_resume_abandoned
@@ -29,11 +33,13 @@ def document_ingest_job_task(job_id: str) -> dict:
 
 
 def jobs_resume_abandoned_task() -> dict:
-    """Every minute: queue again the imports, ingests and session closes whose worker died."""
+    """Every minute: queue again the imports, ingests, session closes and import entity
+    backfills whose worker died."""
     return {
         "imports": import_jobs_resume_abandoned(),
         "ingests": document_ingest_jobs_resume_abandoned(),
         "closes": sessions_close_resume_abandoned(),
+        "import_entities": import_files_entities_resume(),
     }
 
 
@@ -64,3 +70,14 @@ def entities_llm_extract_task(memory_item_id: int) -> str:
     except Exception:
         logger.exception("entity extraction of item %s failed", memory_item_id)
         return "failed"
+
+
+def import_entities_backfill_task(import_file_id: int) -> int:
+    """Extract the entities of an imported file's chunks (resumable, safe to deliver twice).
+    Failures are logged, not raised: with synchronous tasks they would fail the import that
+    queued the backfill; the resume schedule queues an unfinished backfill again."""
+    try:
+        return import_file_entities_backfill(import_file_id=int(import_file_id))
+    except Exception:
+        logger.exception("entity backfill of import file %s failed", import_file_id)
+        return 0

@@ -18,9 +18,11 @@ IMPORT_TASK = "ingestion_app.tasks.import_job_task"
 DOCUMENT_INGEST_TASK = "ingestion_app.tasks.document_ingest_job_task"
 JOBS_RESUME_TASK = "ingestion_app.tasks.jobs_resume_abandoned_task"
 BACKFILL_TASK = "ingestion_app.tasks.chunk_header_backfill_task"
-# ingestion_app: entity name embeddings + similarity merges, the model's entity extraction.
+# ingestion_app: entity name embeddings + similarity merges, the model's entity extraction,
+# the entities of an imported file (extracted after its import).
 ENTITIES_RESOLVE_TASK = "ingestion_app.tasks.entities_resolve_task"
 ENTITIES_LLM_TASK = "ingestion_app.tasks.entities_llm_extract_task"
+IMPORT_ENTITIES_TASK = "ingestion_app.tasks.import_entities_backfill_task"
 # sessions_app: the periodic schedules (`manage.py upsert_schedules`).
 CLOSE_STALE_SESSIONS_TASK = "sessions_app.tasks.close_stale_sessions_task"
 RETENTION_TASK = "sessions_app.tasks.retention_task"
@@ -36,6 +38,7 @@ TASK_PATHS = (
     BACKFILL_TASK,
     ENTITIES_RESOLVE_TASK,
     ENTITIES_LLM_TASK,
+    IMPORT_ENTITIES_TASK,
     CLOSE_STALE_SESSIONS_TASK,
     RETENTION_TASK,
 )

@@ -70,6 +70,8 @@ class ImportFile(models.Model):
         "conversations",
         "turn_pairs",
         "chunks_written",
+        # Chunks whose entities are extracted so far (a backfill after the import).
+        "entities_extracted",
         "duplicates_skipped",
         "size_bytes",
         "content_hash",
@@ -107,6 +109,9 @@ class ImportFile(models.Model):
     chunks_written = models.PositiveIntegerField(default=0)
     duplicates_skipped = models.PositiveIntegerField(default=0)
     chunk_ids = ArrayField(models.CharField(max_length=255), default=list, blank=True)
+    # How many of ``chunk_ids`` (in order) the entity backfill has read: entities are extracted
+    # after the file's transaction, in batches, and a backfill resumes from here.
+    entities_extracted = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True, default="")
     processed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)

@@ -42,7 +42,7 @@ from django.db import connection
 from django.utils import timezone
 
 from ingestion_app.models import MemoryItem
-from ingestion_app.services.entities import entities_extract, memory_item_bucket
+from ingestion_app.services.entities import bucket_for, entities_extract, memory_item_bucket
 from memory_site.providers import get_embedder
 from memory_site.providers.base import ProviderError
 from memory_site.providers.local import NO_MODEL_NOTICE
@@ -216,14 +216,18 @@ def memory_item_build(
     token_count: int | None = None,
     occurred_at: datetime | None = None,
     created_at: datetime | None = None,
+    bucket_from_entities: bool = True,
 ) -> MemoryItem:
-    """An unsaved MemoryItem with its content hash and token count filled in.
+    """An unsaved MemoryItem with its content hash, token count and bucket filled in.
 
     token_count defaults to the tokens of `content` (memory_site.tokens.count_tokens); writers
     that already counted the parts (a turn pair's two messages plus its header, an import
     chunk) pass their figure. occurred_at and created_at default to now. Every item gets a
     `metadata["provenance"]`: writers that know more (chats, imports) set it, the others get
-    the label of their source (`memory_provenance_default`).
+    the label of their source (`memory_provenance_default`). The bucket counts the entity
+    types of the text (the extractor runs once, its result is reused by `entities_extract`);
+    imports pass ``bucket_from_entities=False`` (cue words only, the entity backfill corrects
+    the bucket of a chunk later) to keep the extractor out of their transaction.
     """
     metadata = dict(metadata) if metadata is not None else {}
     if not metadata.get("provenance"):
@@ -258,7 +262,7 @@ def memory_item_build(
         **optional,
     )
     # Chosen before the insert: an UPDATE afterwards would write every index entry twice.
-    item.bucket = memory_item_bucket(item)
+    item.bucket = memory_item_bucket(item) if bucket_from_entities else bucket_for(content)
     return item
 
 
@@ -295,9 +299,8 @@ def memory_items_copy(items: Sequence[MemoryItem]) -> None:
     """Insert rag_store rows with COPY: several times cheaper than a multi-row INSERT for
     thousands of chunks. Field values are prepared exactly as ``save()`` prepares them
     (defaults, auto_now, encryption, JSON, arrays, vectors); the generated search vector is
-    computed by PostgreSQL. Runs in the caller's transaction. The entities of the rows are
-    then extracted in bulk (offline rules only: a model call per imported chunk is too many),
-    which reads their ids back by chunk id."""
+    computed by PostgreSQL. Runs in the caller's transaction. Entities are not extracted here:
+    an import extracts them after its transaction (``imports.entity_backfill``)."""
     if not items:
         return
     fields = [f for f in MemoryItem._meta.concrete_fields if not f.generated and not f.primary_key]
@@ -312,27 +315,6 @@ def memory_items_copy(items: Sequence[MemoryItem]) -> None:
                         for field in fields
                     ]
                 )
-    _copied_entities_extract(items)
-
-
-def _copied_entities_extract(items: Sequence[MemoryItem]) -> None:
-    ids = dict(
-        MemoryItem.objects.filter(
-            user_id=items[0].user_id,
-            chunk_id__in=[item.chunk_id for item in items if item.chunk_id],
-        ).values_list("chunk_id", "id")
-    )
-    for item in items:
-        item.id = ids.get(item.chunk_id)
-    # An import passage repeats words of its chunk, whose mentions already name the entities.
-    entities_extract(
-        items=[
-            item
-            for item in items
-            if item.id and (item.metadata or {}).get("granularity") != "passage"
-        ],
-        use_llm=False,
-    )
 
 
 def memory_item_content_set(

@@ -30,6 +30,7 @@ from ingestion_app.parsers import (
     skipped_note,
 )
 from ingestion_app.services.imports.archives import UNRECOGNIZED, archive_depth, archive_expand
+from ingestion_app.services.imports.entity_backfill import import_entities_enqueue
 from ingestion_app.services.imports.writer import ChunkWriter, ImportOutcome
 from memory_site.db_locks import advisory_transaction_lock
 from memory_site.providers import ProviderError
@@ -161,6 +162,11 @@ def import_file_process(
                 import_file.chunk_ids = outcome.chunk_ids
                 import_file.status = ImportFile.Status.IMPORTED
                 import_file.error = skipped_note(outcome.skipped)
+                if outcome.chunk_ids:
+                    # Entities are extracted after the commit, outside the file's transaction.
+                    transaction.on_commit(
+                        lambda: import_entities_enqueue(import_file_id=import_file.id)
+                    )
                 return _finish(import_file, progress)
 
         parallel = path.stat().st_size >= PARALLEL_MIN_BYTES

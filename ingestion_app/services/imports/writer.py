@@ -288,6 +288,7 @@ class ChunkWriter:
             token_count=chunk.token_count or None,
             # When it was said: the pair's own time, else the conversation's; never the import.
             occurred_at=moment or timezone.now(),
+            bucket_from_entities=False,  # entities are extracted after the import
         )
 
 
@@ -371,6 +372,7 @@ def chunk_passage_items(
                         # ~4 characters a token: the exact count would slow big imports.
                         token_count=max(1, len(content) // 4),
                         occurred_at=moment,
+                        bucket_from_entities=False,
                     )
                 )
     return items
