@@ -27,15 +27,12 @@ from functools import lru_cache
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import CharField, F, Func, Q, Value
 from django.utils import timezone
 from django_q.tasks import async_task
 
 from ingestion_app.models import Entity, MemoryItem
 from ingestion_app.selectors.entities import query_name_keys
 from ingestion_app.services.entity_links import (
-    COUNT_UPDATE,
-    columns,
     cross_reference_rows,
     cross_references_upsert,
     mentions_insert,
@@ -143,61 +140,59 @@ def _sentence_at(text: str, start: int) -> str:
     return " ".join(text[left + 1 if left >= 0 else 0 : right].split())[:500]
 
 
-def _add_known_mentions(scopes: dict, items: Sequence[MemoryItem]) -> None:
-    """Mentions the rules miss but the user's entities explain: "ines" in lower case, "my
-    sister" for the entity with that alias. Names of 4+ characters only ("max" is a word too);
-    small batches only (an import's names come from the rules alone)."""
-    if len(items) > KNOWN_NAMES_MAX_ITEMS:
-        return
-    keys_by_item: dict[int, list[str]] = {}
-    for item in items:
-        found = scopes[(item.user_id, item.app_id)]
-        keys_by_item[item.id] = [
+def _known_keys(found: dict[str, _Found], items: Sequence[MemoryItem]) -> dict[int, list[str]]:
+    """Per item, the lower-case names it holds that the rules did not find and that may name a
+    known entity: "ines" in lower case, "my sister". Names of 4+ characters only ("max" is a
+    word too)."""
+    return {
+        item.id: [
             key
             for key in query_name_keys(_item_text(item)[0])
             if key not in found and (len(key) >= 4 or " " in key)
         ]
-    for (user_id, app_id), found in scopes.items():
-        scope_items = [item for item in items if (item.user_id, item.app_id) == (user_id, app_id)]
-        keys = sorted({key for item in scope_items for key in keys_by_item[item.id]})
-        if not keys:
-            continue
-        known = list(
-            Entity.objects.filter(user_id=user_id, app_id=app_id)
-            .filter(Q(normalized_name__in=keys) | Q(aliases__overlap=keys))
-            .only("id", "name", "normalized_name", "aliases", "type")
-        )
-        by_key: dict[str, list[Entity]] = defaultdict(list)
-        for entity in known:
-            for key in {entity.normalized_name, *entity.aliases}:
-                by_key[key].append(entity)
-        for item in scope_items:
-            text, offset, _, _ = _item_text(item)
-            lowered = text.lower()
-            for key in keys_by_item[item.id]:
-                matches = by_key.get(key, [])
-                if len(matches) != 1 or matches[0].normalized_name in found:
-                    continue
-                entity = matches[0]
-                start = lowered.find(key)
-                if start < 0:
-                    continue
-                entry = found.setdefault(
-                    entity.normalized_name, _Found(name=entity.name, type=entity.type)
+        for item in items
+    }
+
+
+def _add_known_mentions(
+    found: dict[str, _Found],
+    items: Sequence[MemoryItem],
+    keys_by_item: dict[int, list[str]],
+    known: Sequence[Entity],
+) -> None:
+    """Mentions the rules miss but the scope's entities (``known``, read once with the
+    candidates of resolution) explain: a key that names exactly one entity."""
+    by_key: dict[str, list[Entity]] = defaultdict(list)
+    for entity in known:
+        for key in {entity.normalized_name, *entity.aliases}:
+            by_key[key].append(entity)
+    for item in items:
+        text, offset, _, _ = _item_text(item)
+        lowered = text.lower()
+        for key in keys_by_item.get(item.id, ()):
+            matches = by_key.get(key, [])
+            if len(matches) != 1 or matches[0].normalized_name in found:
+                continue
+            entity = matches[0]
+            start = lowered.find(key)
+            if start < 0:
+                continue
+            entry = found.setdefault(
+                entity.normalized_name, _Found(name=entity.name, type=entity.type)
+            )
+            entry.mentions.append(
+                (
+                    item,
+                    ExtractedEntity(
+                        name=entity.name,
+                        normalized=entity.normalized_name,
+                        type=entity.type,
+                        start=start + offset,
+                        end=start + offset + len(key),
+                        sentence=_sentence_at(text, start),
+                    ),
                 )
-                entry.mentions.append(
-                    (
-                        item,
-                        ExtractedEntity(
-                            name=entity.name,
-                            normalized=entity.normalized_name,
-                            type=entity.type,
-                            start=start + offset,
-                            end=start + offset + len(key),
-                            sentence=_sentence_at(text, start),
-                        ),
-                    )
-                )
+            )
 
 
 def _shifted(extracted: ExtractedEntity, offset: int) -> ExtractedEntity:
@@ -222,30 +217,60 @@ def _untitled(key: str) -> str:
     return ""
 
 
-def _resolve_scope(
-    *, user_id: int, app_id: str, found: dict[str, _Found]
-) -> dict[str, tuple[Entity, bool]]:
-    """Each normalized name -> (its entity, created now); creates the missing ones."""
-    keys = set(found)
+# The scope's entities a batch's names may resolve to (name, alias, or the full name of a lone
+# first name), with the newest item below the batch that mentions each: one round trip, raw
+# SQL (no ORM compilation on the message path), without the name embedding.
+_CANDIDATES = """
+SELECT e.id, e.user_id, e.app_id, e.name, e.normalized_name, e.aliases, e.type, e.description,
+       e.description_history, e.mention_count, e.first_mentioned_at, e.last_mentioned_at,
+       e.created_at, e.updated_at,
+       (SELECT m.memory_id FROM entity_mentions m
+        WHERE m.entity_id = e.id AND m.memory_id < %(before)s AND m.kind = 'text'
+        ORDER BY m.memory_id DESC LIMIT 1) AS previous_memory_id
+FROM entities e
+WHERE e.user_id = %(user)s AND e.app_id = %(app)s
+  AND (e.normalized_name = ANY(%(names)s::text[])
+       OR e.aliases && %(aliases)s::varchar[]
+       OR (e.type = 'person' AND split_part(e.normalized_name, ' ', 1) = ANY(%(firsts)s::text[])))
+"""
+
+
+def _candidates(
+    *, user_id: int, app_id: str, keys: set[str], known_keys: set[str], before_id: int
+) -> list[Entity]:
+    """Entities of the scope named by ``keys`` (names the rules found) or ``known_keys``
+    (lower-case names that may be known), each with ``previous_memory_id``."""
     first_words = {key for key in keys if " " not in key}
     full_first = {key.split()[0] for key in keys if " " in key}
-    existing = list(
-        Entity.objects.filter(user_id=user_id, app_id=app_id)
-        .annotate(
-            first_word=Func(
-                F("normalized_name"),
-                Value(" "),
-                Value(1),
-                function="split_part",
-                output_field=CharField(),
-            )
-        )
-        .filter(
-            Q(normalized_name__in=keys | full_first)
-            | Q(aliases__overlap=sorted(keys))
-            | Q(type="person", first_word__in=first_words)
+    return list(
+        Entity.objects.raw(
+            _CANDIDATES,
+            {
+                "before": before_id,
+                "user": user_id,
+                "app": app_id,
+                "names": sorted(keys | full_first | known_keys),
+                "aliases": sorted(keys | known_keys),
+                "firsts": sorted(first_words),
+            },
         )
     )
+
+
+def _resolve_scope(
+    *,
+    user_id: int,
+    app_id: str,
+    found: dict[str, _Found],
+    existing: Sequence[Entity] | None = None,
+) -> dict[str, tuple[Entity, bool]]:
+    """Each normalized name -> (its entity, created now); creates the missing ones.
+    ``existing``: the scope's candidates when the caller read them already."""
+    keys = set(found)
+    if existing is None:
+        existing = _candidates(
+            user_id=user_id, app_id=app_id, keys=keys, known_keys=set(), before_id=0
+        )
     by_name = {entity.normalized_name: entity for entity in existing}
     by_alias = {alias: entity for entity in existing for alias in entity.aliases}
     people_by_first: dict[str, list[Entity]] = defaultdict(list)
@@ -382,11 +407,31 @@ def entities_extract(*, items: Sequence[MemoryItem | None], use_llm: bool = True
     created_entities: list[Entity] = []
     with transaction.atomic(savepoint=False):
         scopes = _collect(stored)
-        _add_known_mentions(scopes, stored)
+        # Lower-case mentions of known names: small batches only (an import's names come from
+        # the rules alone).
+        look_for_known = len(stored) <= KNOWN_NAMES_MAX_ITEMS
         for (user_id, app_id), found in scopes.items():
+            scope_items = [
+                item for item in stored if (item.user_id, item.app_id) == (user_id, app_id)
+            ]
+            keys_by_item = _known_keys(found, scope_items) if look_for_known else {}
+            known_keys = {key for keys in keys_by_item.values() for key in keys}
+            if not found and not known_keys:
+                continue
+            candidates = _candidates(
+                user_id=user_id,
+                app_id=app_id,
+                keys=set(found),
+                known_keys=known_keys,
+                before_id=min(item.id for item in scope_items),
+            )
+            if known_keys:
+                _add_known_mentions(found, scope_items, keys_by_item, candidates)
             if not found:
                 continue
-            resolved = _resolve_scope(user_id=user_id, app_id=app_id, found=found)
+            resolved = _resolve_scope(
+                user_id=user_id, app_id=app_id, found=found, existing=candidates
+            )
             changed = []
             mention_rows = []
             for key, entry in found.items():
@@ -412,17 +457,23 @@ def entities_extract(*, items: Sequence[MemoryItem | None], use_llm: bool = True
                 Entity.objects.bulk_update(
                     changed, ["aliases", "type", "description", "description_history"]
                 )
-            inserted_keys = mentions_insert(mention_rows)
-            _count_mentions(inserted_keys, stored)
+            inserted_keys = mentions_insert(
+                mention_rows, moments={item.id: item.occurred_at for item in scope_items}
+            )
             entities_by_id = {entity.id: entity for entity, _ in resolved.values()}
-            items_by_id = {item.id: item for item in stored}
+            items_by_id = {item.id: item for item in scope_items}
             inserted = [
                 (entities_by_id[entity_id], items_by_id[memory_id])
                 for entity_id, memory_id in sorted(inserted_keys)
                 if entities_by_id[entity_id].normalized_name
             ]
+            earlier = {
+                entity.id: entity.previous_memory_id
+                for entity in candidates
+                if entity.previous_memory_id
+            }
             cross_references_upsert(
-                cross_reference_rows(user_id=user_id, inserted=inserted, now=now)
+                cross_reference_rows(user_id=user_id, inserted=inserted, now=now, earlier=earlier)
             )
         _set_buckets(stored, scopes)
     if not settings.MNEMO_ENTITY_TASKS:
@@ -488,8 +539,7 @@ def entities_apply_named(
                 list({entity.id: entity for entity in changed}.values()),
                 ["aliases", "type", "description", "description_history"],
             )
-        inserted = mentions_insert(rows)
-        _count_mentions(inserted, [item])
+        mentions_insert(rows, moments={item.id: item.occurred_at})
         by_key = {key: entity for key, (entity, _) in resolved.items()}
         links = []
         for source, target, reason in relations:
@@ -503,21 +553,6 @@ def entities_apply_named(
             )
         cross_references_upsert(links, replace_reason=True)
     return list(by_key.values())
-
-
-def _count_mentions(inserted_keys: set[tuple[int, int]], items: Sequence[MemoryItem]) -> None:
-    moments = {item.id: item.occurred_at for item in items}
-    totals: dict[int, list] = {}
-    for entity_id, memory_id in inserted_keys:
-        moment = moments[memory_id]
-        total = totals.setdefault(entity_id, [0, moment, moment])
-        total[0] += 1
-        total[1] = min(total[1], moment)
-        total[2] = max(total[2], moment)
-    if totals:
-        rows = [(entity_id, *values) for entity_id, values in totals.items()]
-        with connection.cursor() as cursor:
-            cursor.execute(COUNT_UPDATE, columns(rows))
 
 
 def _set_buckets(items: Sequence[MemoryItem], scopes: dict) -> None:

@@ -12,23 +12,32 @@ from django.db import connection
 
 from ingestion_app.models import Entity, MemoryItem
 
+# New mentions and, for the (entity, item) pairs that are new, the entities' counts and first
+# and last mention: one statement, so a stored message pays one round trip for both.
 MENTION_INSERT = """
-INSERT INTO entity_mentions (entity_id, memory_id, user_id, kind, sentence, start, "end",
-                             created_at)
-SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::int[], %s::text[], %s::text[], %s::int[],
-                     %s::int[], %s::timestamptz[])
-ON CONFLICT (entity_id, memory_id, kind) DO NOTHING
-RETURNING entity_id, memory_id
-"""
-
-COUNT_UPDATE = """
-UPDATE entities AS e
-SET mention_count = e.mention_count + s.added,
-    first_mentioned_at = LEAST(COALESCE(e.first_mentioned_at, s.first), s.first),
-    last_mentioned_at = GREATEST(COALESCE(e.last_mentioned_at, s.last), s.last)
-FROM (SELECT * FROM unnest(%s::bigint[], %s::int[], %s::timestamptz[], %s::timestamptz[]))
-     AS s(entity_id, added, first, last)
-WHERE e.id = s.entity_id
+WITH inserted AS (
+    INSERT INTO entity_mentions (entity_id, memory_id, user_id, kind, sentence, start, "end",
+                                 created_at)
+    SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::int[], %s::text[], %s::text[],
+                         %s::int[], %s::int[], %s::timestamptz[])
+    ON CONFLICT (entity_id, memory_id, kind) DO NOTHING
+    RETURNING entity_id, memory_id
+), moments AS (
+    SELECT * FROM unnest(%s::bigint[], %s::timestamptz[]) AS t(memory_id, moment)
+), counted AS (
+    SELECT i.entity_id, count(DISTINCT i.memory_id) AS added, min(t.moment) AS first,
+           max(t.moment) AS last
+    FROM inserted i JOIN moments t ON t.memory_id = i.memory_id
+    GROUP BY i.entity_id
+), updated AS (
+    UPDATE entities AS e
+    SET mention_count = e.mention_count + c.added,
+        first_mentioned_at = LEAST(COALESCE(e.first_mentioned_at, c.first), c.first),
+        last_mentioned_at = GREATEST(COALESCE(e.last_mentioned_at, c.last), c.last)
+    FROM counted c
+    WHERE e.id = c.entity_id
+)
+SELECT DISTINCT entity_id, memory_id FROM inserted
 """
 
 CROSS_REFERENCE_UPSERT = """
@@ -46,11 +55,18 @@ def columns(rows: list[tuple]) -> list[list]:
     return [list(column) for column in zip(*rows, strict=True)] if rows else []
 
 
-def mentions_insert(rows: list[tuple]) -> set[tuple[int, int]]:
+def mentions_insert(rows: list[tuple], *, moments: dict[int, datetime]) -> set[tuple[int, int]]:
+    """Insert mention rows (entity, item, user, kind, sentence, start, end, created_at) that do
+    not exist yet and count each new (entity, item) pair once on its entity; ``moments`` gives
+    each item's occurred_at. Returns the new (entity id, item id) pairs."""
     if not rows:
         return set()
+    memory_ids = sorted({row[1] for row in rows})
     with connection.cursor() as cursor:
-        cursor.execute(MENTION_INSERT, columns(rows))
+        cursor.execute(
+            MENTION_INSERT,
+            [*columns(rows), memory_ids, [moments[memory_id] for memory_id in memory_ids]],
+        )
         return {(entity_id, memory_id) for entity_id, memory_id in cursor.fetchall()}
 
 
@@ -69,10 +85,15 @@ def cross_references_upsert(rows: list[tuple], *, replace_reason: bool = False) 
 
 
 def cross_reference_rows(
-    *, user_id: int, inserted: list[tuple[Entity, MemoryItem]], now: datetime
+    *,
+    user_id: int,
+    inserted: list[tuple[Entity, MemoryItem]],
+    now: datetime,
+    earlier: dict[int, int] | None = None,
 ) -> list[tuple]:
     """Entity-entity "related" links for names mentioned together, and for each new mention an
-    item-item "mentions_same_entity" link to the previous item naming that entity."""
+    item-item "mentions_same_entity" link to the previous item naming that entity (``earlier``:
+    entity id -> that item when the caller read it already, else it is queried)."""
     rows: dict[tuple, tuple] = {}
     by_item: dict[int, list[Entity]] = defaultdict(list)
     by_entity: dict[int, list[MemoryItem]] = defaultdict(list)
@@ -90,7 +111,8 @@ def cross_reference_rows(
                 rows[key] = (user_id, *key, reason, strength, now, now)
     if not inserted:
         return list(rows.values())
-    earlier = mentions_previous(list(by_entity), before_id=min(item.id for _, item in inserted))
+    if earlier is None:
+        earlier = mentions_previous(list(by_entity), before_id=min(item.id for _, item in inserted))
     names = {entity.id: entity.name for entity, _ in inserted}
     for entity_id, items in by_entity.items():
         chain = [earlier.get(entity_id)] + [

@@ -81,6 +81,12 @@ _DATE_RE = re.compile(
 )
 
 
+_POSSESSIVE_S_RE = re.compile(r"'s\b")
+_NAME_PUNCTUATION_RE = re.compile(r"[^\w&+#\s-]")
+_SURFACE_POSSESSIVE_RE = re.compile(r"['’]s$")
+_CON_RE = re.compile(r"[a-z]Con$")
+
+
 @dataclass(frozen=True)
 class ExtractedEntity:
     """One mention of a named thing: its surface name, type and where it stands."""
@@ -127,8 +133,8 @@ def normalize_entity_name(name: str) -> str:
     text = unicodedata.normalize("NFKD", name or "")
     text = "".join(char for char in text if not unicodedata.combining(char))
     text = text.replace("’", "'").lower().strip()
-    text = re.sub(r"'s\b", "", text)
-    text = re.sub(r"[^\w&+#\s-]", " ", text)
+    text = _POSSESSIVE_S_RE.sub("", text)
+    text = _NAME_PUNCTUATION_RE.sub(" ", text)
     words = text.split()
     if len(words) > 1 and words[0] == "the":
         words = words[1:]
@@ -256,7 +262,7 @@ def _known(lower: str) -> bool:
 
 def _span_text(tokens: list[_Token], text: str, span: _Span) -> str:
     surface = text[tokens[span.first].start : tokens[span.last].end]
-    return re.sub(r"['’]s$", "", surface)
+    return _SURFACE_POSSESSIVE_RE.sub("", surface)
 
 
 def _previous_words(tokens: list[_Token], index: int, count: int) -> list[str]:
@@ -349,7 +355,7 @@ def _shape_type(words: list[str], surface: str) -> str:
         return names.SUFFIX_TYPES[words[-1]]
     if len(words) > 1 and words[0] in names.PREFIX_TYPES:
         return names.PREFIX_TYPES[words[0]]
-    if re.search(r"[a-z]Con$", surface):
+    if _CON_RE.search(surface):
         return "event"
     return ""
 
@@ -463,6 +469,9 @@ def extract_entities(text: str, *, speaker: str = "") -> list[ExtractedEntity]:
     if not isinstance(text, str) or not text.strip():
         return []
     text = text[:MAX_TEXT_CHARS]
+    if text == text.lower():
+        # No capital letter, no name: most chat lines of a lower-case typist.
+        return []
     tokens = _tokens(text)
     if not tokens:
         return []
