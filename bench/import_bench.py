@@ -22,6 +22,12 @@ this benchmark's own busy processes), 200 MB export, 61,688 pairs:
   1.04-1.08, PostgreSQL 0.37, nearly all of it the COPY's search vector and indexes), peak RSS
   202 MB. Before the throughput work: 404 pairs/s, 2.76 ms CPU per pair (main 0.39, workers
   1.9, PostgreSQL 0.38), peak 183 MB.
+- Entities (issue 17): extracting them inside the import's transaction took 4.17 ms CPU per pair
+  (main 2.90, workers 1.30) on a 30 MB export (9,253 pairs) at load 11-15: 23.7 pairs/s wall.
+  With the extraction moved to the backfill task after each file, the same export at load 12-15:
+  2.08 ms CPU per pair (main 0.84, workers 1.28), 71.7 pairs/s wall; the backfill then read the
+  9,253 chunks at 1.33 ms CPU per chunk (112 chunks/s wall, 133 entities). (The PostgreSQL
+  column of those runs reads <= 0: the import reconnects, so that backend's CPU is not counted.)
 - embed (10 MB, 3,101 pairs): 23 pairs/s, 76 ms CPU per pair, nearly all of it the model.
   With the onnx backend (int8, one text per pass), 2 MB / 630 pairs at load average 18.5:
   38.2 ms CPU per pair (main 37.1), 7.9 pairs/s wall on the overloaded machine, peak 341 MB;
