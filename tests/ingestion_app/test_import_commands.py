@@ -11,7 +11,7 @@ import yaml
 from django.core.management import CommandError, call_command
 
 from ingestion_app.chunking.markdown import FRONTMATTER_FIELDS, parse_markdown
-from ingestion_app.models import MemoryItem
+from ingestion_app.models import Entity, MemoryItem
 from tests.ingestion_app.export_builders import (
     chatgpt_linear,
     claude_conversation,
@@ -32,7 +32,7 @@ def test_folder_and_zip_import_with_summary(user, tmp_path, fake_embedder, uploa
     folder.mkdir()
     write_json(
         folder / "conversations.json",
-        [chatgpt_linear("Kyoto", [("Plan three days in Kyoto", "Day 1: temples.")])],
+        [chatgpt_linear("Kyoto", [("Plan three days in Kyoto with my sister Ines", "Day 1.")])],
     )
     (folder / "readme.txt").write_text("not an export")
     (folder / ".hidden.json").write_text("[]")
@@ -54,6 +54,10 @@ def test_folder_and_zip_import_with_summary(user, tmp_path, fake_embedder, uploa
     assert "Verification: OK" in out
     assert "pairs" in err  # the progress bar
     assert MemoryItem.objects.filter(user=user, source="chunk").count() == 2
+    # No worker runs here (tests do not run on-commit work): the command extracted them.
+    assert "Entities extracted from 2 chunks" in out
+    assert Entity.objects.get(user=user, normalized_name="ines").type == "person"
+    assert Entity.objects.get(user=user, normalized_name="kyoto").type == "place"
 
     again, _ = _import(str(folder), str(archive), "--user", user.username)
     assert "Chunks generated: 0" in again

@@ -2,8 +2,9 @@
 
     python manage.py import_conversations PATH [PATH ...] --user alice [--agent-id ID]
 
-Runs in the foreground (no worker needed) and ends with the processing summary and the
-verification report. Files are read in place and never modified; importing the same files
+Runs in the foreground (no worker needed), extracts the entities of the imported chunks after
+the import (the backfill a worker would otherwise run) and ends with the processing summary and
+the verification report. Files are read in place and never modified; importing the same files
 again writes nothing.
 """
 
@@ -15,6 +16,7 @@ from tqdm import tqdm
 
 from ingestion_app.models import ImportFile, ImportJob
 from ingestion_app.services.imports.conversations import ImportProgress
+from ingestion_app.services.imports.entity_backfill import import_file_entities_backfill
 from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
 from ingestion_app.services.imports.verification import import_summary_lines
 from memory_site.errors import InvalidInput
@@ -73,7 +75,16 @@ class Command(BaseCommand):
             job = import_job_run(job_id=job.id, progress=progress)
         finally:
             progress.close()
+        # The queued backfills then find these files done (the cursor is shared).
+        extracted = sum(
+            import_file_entities_backfill(import_file_id=import_file_id)
+            for import_file_id in job.files.filter(status=ImportFile.Status.IMPORTED).values_list(
+                "id", flat=True
+            )
+        )
         self.stdout.write(f"Import {job.id}: {job.status}")
+        if extracted:
+            self.stdout.write(f"Entities extracted from {extracted} chunks")
         for line in import_summary_lines(job.summary):
             self.stdout.write(line)
         if job.status in (ImportJob.Status.FAILED, ImportJob.Status.PARTIAL):
