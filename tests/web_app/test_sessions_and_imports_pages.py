@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from ingestion_app.models import ImportJob, MemoryItem
+from ingestion_app.models import ImportFile, ImportJob, MemoryItem
 from sessions_app.models import SessionSummary, SessionTag
 from tests.factories import add_message, open_session
 from tests.web_app.helpers import chatgpt_export
@@ -95,6 +95,29 @@ def test_running_import_page_polls_for_progress(client, user):
 
     assert 'hx-trigger="every 2s"' in page.content.decode()
     assert partial.content.decode().lstrip().startswith('<div id="import-status"')
+
+
+def test_import_page_shows_the_entity_backfill_until_it_is_done(client, user):
+    job = ImportJob.objects.create(user=user, status=ImportJob.Status.DONE)
+    pending = ImportFile.objects.create(
+        job=job, user=user, name="a.json", status="imported", chunks_written=10
+    )
+    ImportFile.objects.filter(id=pending.id).update(entities_extracted=4)
+    ImportFile.objects.create(
+        job=job,
+        user=user,
+        name="b.json",
+        status="imported",
+        chunks_written=3,
+        entities_extracted=3,
+        position=1,
+    )
+    client.force_login(user)
+
+    html = client.get(f"/memories/imports/{job.id}/").content.decode()
+
+    assert "entities: 4 of 10 read" in html
+    assert "of 3 read" not in html  # b.json is done
 
 
 def test_upload_without_files_says_what_to_do(client, user):
