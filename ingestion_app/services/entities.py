@@ -434,6 +434,7 @@ def entities_extract(*, items: Sequence[MemoryItem | None], use_llm: bool = True
             )
             changed = []
             mention_rows = []
+            seen_mentions: set[tuple[int, int, str]] = set()
             for key, entry in found.items():
                 entity, created = resolved[key]
                 if created:
@@ -441,12 +442,18 @@ def entities_extract(*, items: Sequence[MemoryItem | None], use_llm: bool = True
                 if _update_entity(entity, entry, created):
                     changed.append(entity)
                 for item, extracted in entry.mentions:
+                    kind = "text" if extracted else "speaker"
+                    # One row per (entity, item, kind), the first mention (as the unique key
+                    # keeps): a long chunk names the same entity dozens of times.
+                    if (entity.id, item.id, kind) in seen_mentions:
+                        continue
+                    seen_mentions.add((entity.id, item.id, kind))
                     mention_rows.append(
                         (
                             entity.id,
                             item.id,
                             user_id,
-                            "text" if extracted else "speaker",
+                            kind,
                             extracted.sentence if extracted else "",
                             extracted.start if extracted else None,
                             extracted.end if extracted else None,

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from memory_site.text import entity_names as names
@@ -442,10 +443,12 @@ def _inherit_conjunct_types(tokens: list[_Token], spans: list[_Span], kinds: lis
             kinds[index - 1] = kinds[index]
 
 
-def _sentence_bounds(tokens: list[_Token], text: str, starts: set[int], index: int) -> str:
-    first = max(start for start in starts if start <= index)
-    following = [start for start in starts if start > index]
-    last = (min(following) - 1) if following else len(tokens) - 1
+def _sentence_bounds(tokens: list[_Token], text: str, starts: list[int], index: int) -> str:
+    """The sentence holding token ``index``; ``starts`` sorted (a bisection, not a scan: a long
+    imported chunk has hundreds of sentences and of names)."""
+    position = bisect_right(starts, index)
+    first = starts[position - 1]
+    last = starts[position] - 1 if position < len(starts) else len(tokens) - 1
     return " ".join(text[tokens[first].start : tokens[last].end].split())
 
 
@@ -490,6 +493,7 @@ def extract_entities(text: str, *, speaker: str = "") -> list[ExtractedEntity]:
         kinds.append(kind)
     _inherit_conjunct_types(tokens, kept, kinds)
     found: list[ExtractedEntity] = []
+    ordered_starts = sorted(starts)
     for span, kind in zip(kept, kinds, strict=True):
         surface = _span_text(tokens, text, span)
         normalized = normalize_entity_name(surface)
@@ -503,7 +507,7 @@ def extract_entities(text: str, *, speaker: str = "") -> list[ExtractedEntity]:
                 type=kind,
                 start=start,
                 end=start + len(surface),
-                sentence=_sentence_bounds(tokens, text, starts, span.first)[:500],
+                sentence=_sentence_bounds(tokens, text, ordered_starts, span.first)[:500],
                 description=_description(span.relation, span.owner, speaker),
                 relation=span.relation,
             )
