@@ -26,7 +26,8 @@ this benchmark's own busy processes), 200 MB export, 61,688 pairs:
   (main 2.90, workers 1.30) on a 30 MB export (9,253 pairs) at load 11-15: 23.7 pairs/s wall.
   With the extraction moved to the backfill task after each file, the same export at load 12-15:
   2.08 ms CPU per pair (main 0.84, workers 1.28), 71.7 pairs/s wall; the backfill then read the
-  9,253 chunks at 1.33 ms CPU per chunk (112 chunks/s wall, 133 entities). (The PostgreSQL
+  9,253 chunks at 1.33 ms CPU per chunk (112 chunks/s wall, 133 entities). Again at load
+  10-13: 185.8 pairs/s wall, 2.26 ms CPU per pair; backfill 135 chunks/s, 1.30 ms. (The PostgreSQL
   column of those runs reads <= 0: the import reconnects, so that backend's CPU is not counted.)
 - embed (10 MB, 3,101 pairs): 23 pairs/s, 76 ms CPU per pair, nearly all of it the model.
   With the onnx backend (int8, one text per pass), 2 MB / 630 pairs at load average 18.5:
