@@ -8,8 +8,16 @@ PostgreSQL and with an external one (TCP, password; `--database-url`, or a throw
 started from the embedded binaries). With `--redis-url` the nodes use the Redis broker and
 caches. Bounded: at most `--duration` seconds and `--max-requests` requests per phase.
 
-    .venv/bin/python bench/load.py --data-dir /tmp/load_<branch> [--clients 8] [--duration 15]
-        [--database-url postgresql://...] [--redis-url redis://127.0.0.1:6379/0]
+Fairness: both web processes run for the whole bench; a "1 process" phase sends every request
+to the first one, a "2 processes" phase alternates between both (as a balancer does). Both are
+warmed before anything is measured, the phases alternate (1, 2, then 2, 1, ...) for
+`--rounds` rounds with the same clients and request mix, and the median round counts. Each
+phase also reports the CPU seconds per request spent by the web processes, the database, the
+fake model and the load generator, and how busy the whole machine was: the figures that say
+which part was the bottleneck.
+
+    .venv/bin/python bench/load.py --data-dir /tmp/load_<branch> [--clients 16] [--duration 10]
+        [--rounds 3] [--database-url postgresql://...] [--redis-url redis://127.0.0.1:6379/0]
         [--only embedded|external]
 
 The last line is JSON: rps_1, rps_2, ttfb_p50_ms_*, ttfb_p95_ms_*, errors (all phases), the
@@ -21,13 +29,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing
 import os
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -35,26 +45,28 @@ BASE_DIR = BENCH_DIR.parent
 sys.path.insert(0, str(BASE_DIR))
 
 import httpx  # noqa: E402
+import psutil  # noqa: E402
 
 from tests.deploy.cluster import Cluster, node_environment  # noqa: E402
 from tests.deploy.servers import PostgresTcpServer  # noqa: E402
 
-WARMUP_PER_NODE = 6
 QUESTIONS = [
     "What did I say about my trip to Kyoto?",
     "Which food do I prefer when travelling?",
     "Remind me what my brother does for a living.",
     "What instrument do I play?",
 ]
+KINDS = ["stream", "search", "stream", "append"]  # half streams, a quarter each of the rest
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", default="/tmp/mnemo_load", help="embedded database, logs")
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--duration", type=float, default=15.0, help="seconds per phase")
+    parser.add_argument("--clients", type=int, default=32, help="users, one session each")
+    parser.add_argument("--duration", type=float, default=8.0, help="seconds per phase")
+    parser.add_argument("--rounds", type=int, default=3, help="phases of each kind (median)")
+    parser.add_argument("--warmup", type=float, default=5.0, help="seconds, not measured")
     parser.add_argument("--max-requests", type=int, default=2000, help="per phase")
-    parser.add_argument("--client-processes", type=int, default=2, help="load generator processes")
     parser.add_argument("--database-url", default="", help="external PostgreSQL (with pgvector)")
     parser.add_argument("--redis-url", default="", help="Redis for the broker and caches")
     parser.add_argument("--only", choices=["embedded", "external"], default="")
@@ -85,6 +97,37 @@ def manage(env: dict[str, str], *args: str) -> str:
     return result.stdout
 
 
+def tree_cpu_seconds(pid: int | None) -> float:
+    """CPU seconds used so far by a process and its descendants, the exited ones included
+    (a parent's children_* times hold the children it reaped: PostgreSQL's backends)."""
+    if pid is None:
+        return 0.0
+    try:
+        root = psutil.Process(pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0.0
+    for process in processes:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine (every session on it) spent not idle."""
+    times = psutil.cpu_times()
+    return sum(times) - times.idle - getattr(times, "iowait", 0.0)
+
+
+def own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 class FakeModel:
     """tests/fake_openai.py in a process of its own (not competing with the clients' GIL)."""
 
@@ -97,7 +140,7 @@ class FakeModel:
             "s.reply_text = 'Kyoto in April: temples at dawn, quiet ryokans, and vegetarian "
             "shojin ryori near Arashiyama.'\n"
             "s.start(); print(s.base_url, flush=True)\n"
-            "while True: time.sleep(3600)\n"
+            "while True: time.sleep(5); s.requests.clear(); s.answered.clear()\n"
         )
         self.process = subprocess.Popen(
             [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True
@@ -109,8 +152,11 @@ class FakeModel:
         self.process.wait(timeout=10)
 
 
-async def one_request(client: httpx.AsyncClient, kind: str, session_id: str, turn: int):
-    """(ttfb seconds, ok) of one request; the body is read to the end."""
+async def one_request(
+    client: httpx.AsyncClient, token: str, kind: str, session_id: str, turn: int
+) -> tuple[float, str]:
+    """(ttfb seconds, "ok" or what went wrong) of one request as the user of `token`; the
+    body is read to the end."""
     question = QUESTIONS[turn % len(QUESTIONS)]
     if kind == "stream":
         method, url, body = (
@@ -136,121 +182,194 @@ async def one_request(client: httpx.AsyncClient, kind: str, session_id: str, tur
         )
     started = time.perf_counter()
     ttfb = None
-    async with client.stream(method, url, json=body) as response:
+    headers = {"Authorization": f"Token {token}"}
+    async with client.stream(method, url, json=body, headers=headers) as response:
         async for _ in response.aiter_raw():
             if ttfb is None:
                 ttfb = time.perf_counter() - started
-        ok = response.status_code < 400
-        if kind == "stream":
-            ok = ok and response.headers.get("content-type", "").startswith("text/event-stream")
-    return (ttfb if ttfb is not None else time.perf_counter() - started), ok
+        status = "ok" if response.status_code < 400 else str(response.status_code)
+        if status == "ok" and kind == "stream":
+            if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                status = "not an event stream"
+    return (ttfb if ttfb is not None else time.perf_counter() - started), status
 
 
-KINDS = ["stream", "search", "stream", "append"]  # half streams, a quarter each of the rest
+def make_clients(urls: list[str], connections: int) -> list[httpx.AsyncClient]:
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    return [httpx.AsyncClient(base_url=url, timeout=60, limits=limits) for url in urls]
 
 
-def make_clients(urls: list[str], token: str, connections: int) -> list[httpx.AsyncClient]:
-    headers = {"Authorization": f"Token {token}"}
-    limits = httpx.Limits(max_connections=connections)
-    return [
-        httpx.AsyncClient(base_url=url, headers=headers, timeout=60, limits=limits) for url in urls
-    ]
-
-
-async def prepare(urls: list[str], token: str, count: int) -> list[str]:
-    """One open session per client, then a few requests per node to warm it."""
-    clients = make_clients(urls, token, count * 2)
+async def open_sessions(client: httpx.AsyncClient, tokens: list[str]) -> list[str]:
+    """One open session per user."""
     sessions = []
-    for index in range(count):
-        response = await clients[index % len(clients)].post(
-            "/api/v1/chat/new", json={"title": f"load {index}"}
+    for index, token in enumerate(tokens):
+        response = await client.post(
+            "/api/v1/chat/new",
+            json={"title": f"load {index}"},
+            headers={"Authorization": f"Token {token}"},
         )
         response.raise_for_status()
         sessions.append(response.json()["session_id"])
-    await asyncio.gather(
-        *(
-            one_request(clients[n % len(clients)], KINDS[n % len(KINDS)], sessions[0], n)
-            for n in range(WARMUP_PER_NODE * len(clients))
-        )
-    )
-    for client in clients:
-        await client.aclose()
     return sessions
 
 
-async def client_group(job: dict) -> tuple[list[float], int, float]:
-    """Some of the clients, in one process: (ttfbs, errors, seconds) until the deadline."""
-    clients = make_clients(job["urls"], job["token"], len(job["sessions"]) * 2)
+async def drive(
+    clients: list[httpx.AsyncClient],
+    users: list[tuple[str, str]],
+    seconds: float,
+    max_requests: int,
+) -> tuple[list[float], Counter[str], float]:
+    """Every (token, session) is one closed-loop client (next request when the last one
+    ended), requests spread round robin over `clients`: (ttfbs, errors, seconds)."""
     ttfbs: list[float] = []
-    errors = 0
-    await asyncio.sleep(max(0.0, job["start_at"] - time.time()))
+    errors: Counter[str] = Counter()
     started = time.perf_counter()
-    deadline = started + job["duration"]
+    deadline = started + seconds
 
-    async def client_loop(index: int, session_id: str) -> None:
-        nonlocal errors
+    async def client_loop(index: int, token: str, session_id: str) -> None:
         turn = 0
-        while time.perf_counter() < deadline and len(ttfbs) + errors < job["max_requests"]:
-            client = clients[(index + turn) % len(clients)]  # round robin, as a balancer does
+        while time.perf_counter() < deadline and len(ttfbs) + errors.total() < max_requests:
+            # The web process changes after each full cycle of the request kinds, so every
+            # process gets the same mix (alternating per request would send every stream of
+            # an even-numbered client to the first process).
+            kind_step = index + turn
+            client = clients[(kind_step // len(KINDS) + index) % len(clients)]
             try:
-                ttfb, ok = await one_request(
-                    client, KINDS[(index + turn) % len(KINDS)], session_id, turn
+                ttfb, status = await one_request(
+                    client, token, KINDS[kind_step % len(KINDS)], session_id, turn
                 )
-                ttfbs.append(ttfb)
-                errors += not ok
-            except httpx.HTTPError:
-                errors += 1
+                if status == "ok":
+                    ttfbs.append(ttfb)
+                else:
+                    errors[status] += 1
+            except httpx.HTTPError as exc:
+                errors[type(exc).__name__] += 1
             turn += 1
 
-    await asyncio.gather(
-        *(client_loop(job["first"] + n, sid) for n, sid in enumerate(job["sessions"]))
-    )
-    elapsed = time.perf_counter() - started
+    await asyncio.gather(*(client_loop(n, *user) for n, user in enumerate(users)))
+    return ttfbs, errors, time.perf_counter() - started
+
+
+class Meter:
+    """CPU seconds per part between start() and stop()."""
+
+    def __init__(self, parts: dict[str, int | None]):
+        self.parts = parts
+
+    def sample(self) -> dict[str, float]:
+        values = {name: tree_cpu_seconds(pid) for name, pid in self.parts.items()}
+        values["load generator"] = own_cpu_seconds()
+        values["machine"] = machine_busy_seconds()
+        return values
+
+    def start(self) -> None:
+        self.before = self.sample()
+
+    def stop(self) -> dict[str, float]:
+        after = self.sample()
+        return {name: after[name] - self.before[name] for name in after}
+
+
+async def run_phases(urls: list[str], tokens: list[str], args, meter_parts) -> list[dict]:
+    """Warm both web processes, then alternate 1- and 2-process phases for --rounds rounds."""
+    clients = make_clients(urls, args.clients * 2)
+    users = list(zip(tokens, await open_sessions(clients[0], tokens), strict=True))
+    await drive(clients, users, args.warmup, args.max_requests)
+    phases = []
+    for round_index in range(args.rounds):
+        order = (1, 2) if round_index % 2 == 0 else (2, 1)
+        for processes in order:
+            meter = Meter(meter_parts(processes))
+            meter.start()
+            ttfbs, errors, elapsed = await drive(
+                clients[:processes], users, args.duration, args.max_requests
+            )
+            cpu = meter.stop()
+            done = max(1, len(ttfbs))
+            phase = {
+                "web_processes": processes,
+                "round": round_index + 1,
+                "requests": len(ttfbs),
+                "seconds": round(elapsed, 2),
+                "rps": round(len(ttfbs) / elapsed, 2),
+                "ttfb_p50_ms": round(percentile(ttfbs, 0.50) * 1000, 1),
+                "ttfb_p95_ms": round(percentile(ttfbs, 0.95) * 1000, 1),
+                "errors": errors.total(),
+                "error_kinds": dict(errors),
+                # CPU milliseconds per request of each part; "cores" = CPU seconds per second.
+                "cpu_ms_per_request": {
+                    name: round(value * 1000 / done, 1)
+                    for name, value in cpu.items()
+                    if name != "machine"
+                },
+                "cores_busy": {name: round(value / elapsed, 2) for name, value in cpu.items()},
+                "load_average": [round(value, 2) for value in os.getloadavg()],
+                "ttfbs": ttfbs,
+            }
+            print(json.dumps({k: v for k, v in phase.items() if k != "ttfbs"}), flush=True)
+            phases.append(phase)
     for client in clients:
         await client.aclose()
-    return ttfbs, errors, elapsed
+    return phases
 
 
-def client_process(job: dict) -> tuple[list[float], int, float]:
-    return asyncio.run(client_group(job))
-
-
-def run_phase(urls: list[str], token: str, args) -> dict:
-    """The clients spread over --client-processes processes (one asyncio loop each), so the
-    load generator is not the bottleneck; all start at the same moment."""
-    sessions = asyncio.run(prepare(urls, token, args.clients))
-    groups = max(1, min(args.client_processes, args.clients))
-    start_at = time.time() + 3.0  # after every process has started
-    jobs = [
-        {
-            "urls": urls,
-            "token": token,
-            "sessions": sessions[g::groups],
-            "first": g,
-            "start_at": start_at,
-            "duration": args.duration,
-            "max_requests": args.max_requests // groups,
+def summarize(label: str, phases: list[dict]) -> list[dict]:
+    """Per web-process count: the median round's requests/s, TTFB over every round."""
+    summary = []
+    for processes in (1, 2):
+        mine = [p for p in phases if p["web_processes"] == processes]
+        ttfbs = [t for p in mine for t in p["ttfbs"]]
+        cpu = {
+            name: round(statistics.median(p["cpu_ms_per_request"][name] for p in mine), 1)
+            for name in mine[0]["cpu_ms_per_request"]
         }
-        for g in range(groups)
-    ]
-    with multiprocessing.get_context("spawn").Pool(groups) as pool:
-        results = pool.map(client_process, jobs)
-    ttfbs = [ttfb for group_ttfbs, _, _ in results for ttfb in group_ttfbs]
-    errors = sum(group_errors for _, group_errors, _ in results)
-    elapsed = max(seconds for _, _, seconds in results)
-    return {
-        "web_processes": len(urls),
-        "requests": len(ttfbs),
-        "seconds": round(elapsed, 2),
-        "rps": round(len(ttfbs) / elapsed, 2),
-        "ttfb_p50_ms": round(percentile(ttfbs, 0.50) * 1000, 1),
-        "ttfb_p95_ms": round(percentile(ttfbs, 0.95) * 1000, 1),
-        "errors": errors,
-        "load_average": [round(value, 2) for value in os.getloadavg()],
-    }
+        summary.append(
+            {
+                "database": label,
+                "web_processes": processes,
+                "rounds": len(mine),
+                "requests": sum(p["requests"] for p in mine),
+                "rps": statistics.median(p["rps"] for p in mine),
+                "rps_rounds": [p["rps"] for p in mine],
+                "ttfb_p50_ms": round(percentile(ttfbs, 0.50) * 1000, 1),
+                "ttfb_p95_ms": round(percentile(ttfbs, 0.95) * 1000, 1),
+                "errors": sum(p["errors"] for p in mine),
+                "error_kinds": dict(sum((Counter(p["error_kinds"]) for p in mine), Counter())),
+                "cpu_ms_per_request": cpu,
+                "machine_cores_busy": statistics.median(p["cores_busy"]["machine"] for p in mine),
+                "load_average": mine[-1]["load_average"],
+            }
+        )
+    return summary
 
 
-def run_database(label: str, database_url: str, args, fake: FakeModel, data_dir: Path) -> list:
+def user_tokens(env: dict[str, str], count: int) -> list[str]:
+    """One user (and API token) per client, as a chat app's users are: one user's concurrent
+    requests would queue on that user's own rows (its entities' mention counts), which
+    measures a lock, not the web tier."""
+    code = (
+        "import io\n"
+        "from django.core.management import call_command\n"
+        f"for n in range({count}):\n"
+        "    out = io.StringIO()\n"
+        "    call_command('issue_token', f'loadbench{n}', '--create-user', stdout=out,"
+        " stderr=io.StringIO())\n"
+        "    print('TOKEN', out.getvalue().strip())\n"
+    )
+    output = manage(env, "shell", "-c", code)
+    return [line.split()[1] for line in output.splitlines() if line.startswith("TOKEN ")]
+
+
+def postmaster_pid(pgdata: Path) -> int | None:
+    try:
+        return int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return None
+
+
+def run_database(
+    label: str, database_url: str, pgdata: Path, args, fake: FakeModel, data_dir: Path
+) -> list[dict]:
     env = node_environment(
         database_url=database_url,
         redis_url=args.redis_url,
@@ -263,21 +382,30 @@ def run_database(label: str, database_url: str, args, fake: FakeModel, data_dir:
     if not args.redis_url:
         env.pop("REDIS_URL")
     manage(env, "migrate", "--noinput")
-    token = manage(env, "issue_token", "loadbench", "--create-user").strip().splitlines()[-1]
-    phases = []
-    for processes in (1, 2):
-        log_dir = data_dir / f"logs-{label}-{processes}"
-        log_dir.mkdir(parents=True, exist_ok=True)
-        cluster = Cluster(env, log_dir)
-        try:
-            urls = [cluster.start_web() for _ in range(processes)]
-            cluster.wait_ready()
-            phase = run_phase(urls, token, args) | {"database": label}
-        finally:
-            cluster.stop()
-        print(json.dumps(phase), flush=True)
-        phases.append(phase)
-    return phases
+    tokens = user_tokens(env, args.clients)
+    log_dir = Path(args.data_dir) / f"logs-{label}"  # kept: the web processes' output
+    log_dir.mkdir(parents=True, exist_ok=True)
+    cluster = Cluster(env, log_dir)
+    try:
+        urls = [cluster.start_web() for _ in range(2)]
+        cluster.wait_ready()
+        database_pid = postmaster_pid(pgdata)
+        web_pids = [node.process.pid for node, _ in cluster.web]
+
+        def meter_parts(processes: int) -> dict[str, int | None]:
+            parts = {f"web {n + 1}": pid for n, pid in enumerate(web_pids[:processes])}
+            return parts | {"database": database_pid, "fake model": fake.process.pid}
+
+        phases = asyncio.run(run_phases(urls, tokens, args, meter_parts))
+        for node, _ in cluster.web:
+            if node.process.poll() is not None:
+                raise SystemExit(f"{node.name} exited during the bench:\n{node.log_tail()}")
+    finally:
+        cluster.stop()
+    summary = summarize(label, phases)
+    for line in summary:
+        print(json.dumps(line), flush=True)
+    return summary
 
 
 def stop_embedded(data_dir: Path) -> None:
@@ -304,30 +432,34 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()}, cores: {os.cpu_count()}", flush=True)
     fake = FakeModel(args.stream_delay)
     external: PostgresTcpServer | None = None
-    phases: list[dict] = []
+    results: list[dict] = []
     try:
         if args.only != "external":
             embedded_dir = root / "embedded"
             try:
-                phases += run_database("embedded", "", args, fake, embedded_dir)
+                results += run_database(
+                    "embedded", "", embedded_dir / "pgdata", args, fake, embedded_dir
+                )
             finally:
                 stop_embedded(embedded_dir)
         if args.only != "embedded":
             database_url = args.database_url
+            pgdata = Path("/nonexistent")
             if not database_url:
                 external = PostgresTcpServer().start()
                 database_url = external.url
+                pgdata = external.root / "data"
             scratch = Path(tempfile.mkdtemp(dir=root, prefix="external-"))
             try:
-                phases += run_database("external", database_url, args, fake, scratch)
+                results += run_database("external", database_url, pgdata, args, fake, scratch)
             finally:
-                shutil.rmtree(scratch / "pgdata", ignore_errors=True)
+                shutil.rmtree(scratch, ignore_errors=True)
     finally:
         fake.stop()
         if external is not None:
             external.stop()
-    main_database = "external" if any(p["database"] == "external" for p in phases) else "embedded"
-    by_processes = {p["web_processes"]: p for p in phases if p["database"] == main_database}
+    main_database = "external" if any(r["database"] == "external" for r in results) else "embedded"
+    by_processes = {r["web_processes"]: r for r in results if r["database"] == main_database}
     summary = {
         "database": main_database,
         "clients": args.clients,
@@ -338,9 +470,9 @@ def main() -> None:
         "ttfb_p50_ms_2": by_processes[2]["ttfb_p50_ms"],
         "ttfb_p95_ms_1": by_processes[1]["ttfb_p95_ms"],
         "ttfb_p95_ms_2": by_processes[2]["ttfb_p95_ms"],
-        "errors": sum(p["errors"] for p in phases),
+        "errors": sum(r["errors"] for r in results),
         "load_average": [round(value, 2) for value in os.getloadavg()],
-        "phases": phases,
+        "phases": results,
     }
     print(json.dumps(summary))
 

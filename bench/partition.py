@@ -253,7 +253,14 @@ def main() -> None:
             for table in ("plain", "parted"):
                 seconds = build(connection, table, args)
                 result["build_seconds"][table] = round(seconds, 1)
-                print(f"{table}: HNSW + btree built in {seconds:.1f} s", flush=True)
+                result.setdefault("build_load_average", {})[table] = [
+                    round(value, 2) for value in os.getloadavg()
+                ]
+                print(
+                    f"{table}: HNSW + btree built in {seconds:.1f} s"
+                    f" (load average {os.getloadavg()})",
+                    flush=True,
+                )
         del vectors, user_of_row
         order = np.argsort(-sizes)
         groups = {

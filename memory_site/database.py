@@ -52,17 +52,20 @@ def external_database_settings(
     database["ENGINE"] = "django.db.backends.postgresql"
     options = database.setdefault("OPTIONS", {})
     if pool_max_size > 0:
-        if pool_min_size > pool_max_size:
-            raise ImproperlyConfigured(
-                f"DATABASE_POOL_MIN_SIZE ({pool_min_size}) exceeds DATABASE_POOL_MAX_SIZE "
-                f"({pool_max_size})."
-            )
-        options["pool"] = {
-            "min_size": pool_min_size,
-            "max_size": pool_max_size,
-            "timeout": pool_timeout,
-        }
+        options["pool"] = pool_options(
+            pool_min_size=pool_min_size, pool_max_size=pool_max_size, pool_timeout=pool_timeout
+        )
     return database
+
+
+def pool_options(*, pool_min_size: int, pool_max_size: int, pool_timeout: float) -> dict:
+    """Django's psycopg 3 pool option (external or embedded server); refuses min > max."""
+    if pool_min_size > pool_max_size:
+        raise ImproperlyConfigured(
+            f"DATABASE_POOL_MIN_SIZE ({pool_min_size}) exceeds DATABASE_POOL_MAX_SIZE "
+            f"({pool_max_size})."
+        )
+    return {"min_size": pool_min_size, "max_size": pool_max_size, "timeout": pool_timeout}
 
 
 def worker_database_settings(database: dict, *, conn_max_age: int) -> dict:

@@ -11,7 +11,11 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 from dotenv import load_dotenv
 
-from memory_site.database import external_database_settings, worker_database_settings
+from memory_site.database import (
+    external_database_settings,
+    pool_options,
+    worker_database_settings,
+)
 from memory_site.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -128,7 +132,7 @@ TEMPLATES = [
 
 # --- Database: DATABASE_URL when set, else the embedded PostgreSQL + pgvector -------------------
 DATABASE_URL = env_str("DATABASE_URL")
-# psycopg 3 pool per web process (external PostgreSQL only; 0 = no pool). Size it so that
+# psycopg 3 pool per web process (external or embedded PostgreSQL; 0 = no pool). Size it so that
 # web processes x max size (+ one connection per task worker) stays under the server's
 # max_connections, or behind PgBouncer (docs/SCALING.md).
 DATABASE_POOL_MIN_SIZE = env_int("DATABASE_POOL_MIN_SIZE", 2)
@@ -155,6 +159,15 @@ else:
     from memory_site.embedded_db import embedded_database_settings
 
     DATABASES = {"default": embedded_database_settings(DATA_DIR)}
+    if DATABASE_POOL_MAX_SIZE > 0 and not RUNNING_TASK_CLUSTER:
+        # The same pool on the Unix socket: a new connection per request costs the server a
+        # backend start and a cold catalog cache, ~40 ms of CPU (bench/load.py), as much as
+        # the request itself.
+        DATABASES["default"]["OPTIONS"]["pool"] = pool_options(
+            pool_min_size=DATABASE_POOL_MIN_SIZE,
+            pool_max_size=DATABASE_POOL_MAX_SIZE,
+            pool_timeout=DATABASE_POOL_TIMEOUT,
+        )
 # A per-process test database name lets several test runs share one server without colliding.
 DATABASES["default"]["TEST"] = {"NAME": f"test_mnemo_{os.getpid()}"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

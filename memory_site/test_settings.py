@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from memory_site.settings import *  # noqa: F403
-from memory_site.settings import Q_CLUSTER
+from memory_site.settings import DATABASE_URL, DATABASES, Q_CLUSTER
 
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}
 # Tests that script the fake model or count its requests must not see the background entity
 # calls; the entity tests turn them on.
 MNEMO_ENTITY_TASKS = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# The embedded server keeps one connection per request under test, as before the web
+# processes' pool: tests hold connections from many threads at once. `make test-external`
+# runs the database tests through the pool (DATABASE_URL).
+if not DATABASE_URL:
+    DATABASES["default"]["OPTIONS"].pop("pool", None)
