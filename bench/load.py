@@ -1,6 +1,7 @@
 """Load on loopback: N concurrent clients against 1 and then 2 web processes.
 
-Each client owns an open session and repeats a mix of requests: a streamed chat turn with
+Each client is a user of its own with an open session and repeats a mix of requests (closed
+loop: the next one when the last one ended): a streamed chat turn with
 `context_version` v2 (the context pack, then the reply of a fake OpenAI-compatible streaming
 model, tests/fake_openai.py, in its own process), a memory search and a message append.
 Prints requests/s, time to first byte p50/p95 and errors per phase, with the embedded
@@ -9,14 +10,16 @@ started from the embedded binaries). With `--redis-url` the nodes use the Redis 
 caches. Bounded: at most `--duration` seconds and `--max-requests` requests per phase.
 
 Fairness: both web processes run for the whole bench; a "1 process" phase sends every request
-to the first one, a "2 processes" phase alternates between both (as a balancer does). Both are
+to the first one, a "2 processes" phase spreads them over both, each getting the same mix of
+request kinds (a client moves to the other process after each cycle of kinds). Both are
 warmed before anything is measured, the phases alternate (1, 2, then 2, 1, ...) for
 `--rounds` rounds with the same clients and request mix, and the median round counts. Each
 phase also reports the CPU seconds per request spent by the web processes, the database, the
 fake model and the load generator, and how busy the whole machine was: the figures that say
-which part was the bottleneck.
+which part was the bottleneck (docs/SCALING.md). Errors are counted by kind (HTTP status or
+exception) and the web processes' output is kept under `--data-dir`/logs-<database>.
 
-    .venv/bin/python bench/load.py --data-dir /tmp/load_<branch> [--clients 16] [--duration 10]
+    .venv/bin/python bench/load.py --data-dir /tmp/load_<branch> [--clients 32] [--duration 8]
         [--rounds 3] [--database-url postgresql://...] [--redis-url redis://127.0.0.1:6379/0]
         [--only embedded|external]
 
