@@ -19,7 +19,7 @@ fake model and the load generator, and how busy the whole machine was: the figur
 which part was the bottleneck (docs/SCALING.md). Errors are counted by kind (HTTP status or
 exception) and the web processes' output is kept under `--data-dir`/logs-<database>.
 
-    .venv/bin/python bench/load.py --data-dir /tmp/load_<branch> [--clients 32] [--duration 8]
+    .venv/bin/python bench/load.py --data-dir /tmp/load_<branch> [--clients 48] [--duration 8]
         [--rounds 4] [--database-url postgresql://...] [--redis-url redis://127.0.0.1:6379/0]
         [--only embedded|external]
 
@@ -65,7 +65,7 @@ KINDS = ["stream", "search", "stream", "append"]  # half streams, a quarter each
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", default="/tmp/mnemo_load", help="embedded database, logs")
-    parser.add_argument("--clients", type=int, default=32, help="users, one session each")
+    parser.add_argument("--clients", type=int, default=48, help="users, one session each")
     parser.add_argument("--duration", type=float, default=8.0, help="seconds per phase")
     parser.add_argument("--rounds", type=int, default=4, help="phases of each kind (median)")
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds, not measured")
