@@ -53,6 +53,10 @@ import locomo_data as ld  # noqa: E402
 from cpu_clock import CpuClock  # noqa: E402
 
 APP_ID = "locomo"
+# Set by main(): "chat" (message_append) or "import" (ChatGPT-format export), and where the
+# generated exports are written.
+INGEST_MODE = "chat"
+EXPORT_DIR = Path("/tmp")
 USER_PREFIX = "locomo-"
 SEARCH_TOP_K = 50
 # Ranking settings that --variants may change (module constants of context_app.selectors and
@@ -108,6 +112,14 @@ def parse_args() -> argparse.Namespace:
         default="",
         help="write each question's best candidate (own user and another's) to this JSON file "
         "(calibrating the relevance floor)",
+    )
+    parser.add_argument(
+        "--ingest",
+        choices=("auto", "chat", "import"),
+        default="auto",
+        help="write path: chat (message by message, as a chat client logs turns) or import (a "
+        "ChatGPT-format export per conversation, one conversation per session, dated); auto: "
+        "import for LongMemEval-format files (assistant chats users import), chat for LoCoMo",
     )
     parser.add_argument("--no-baselines", action="store_true", help="skip the baselines (tuning)")
     parser.add_argument(
@@ -182,8 +194,13 @@ def parse_session_date(date_time: str) -> datetime:
 # --------------------------------------------------------------------------------------------
 
 
-def conversation_ingested(user, conversation: ld.Conversation) -> bool:
+def conversation_ingested(user, conversation: ld.Conversation, mode: str = "chat") -> bool:
     from sessions_app.models import ChatSession, Message
+
+    if mode == "import":
+        from ingestion_app.models import ImportJob
+
+        return ImportJob.objects.filter(user=user, app_id=APP_ID, status="done").exists()
 
     turns = sum(len(s.turns) for s in conversation.sessions)
     sessions = ChatSession.objects.filter(user=user, app_id=APP_ID)
@@ -234,6 +251,92 @@ def ingest_conversation(conversation: ld.Conversation, timings: dict[str, list[f
     return user
 
 
+def chatgpt_export(conversation: ld.Conversation) -> list[dict]:
+    """The conversation as a ChatGPT `conversations.json`: one conversation per session, dated
+    by the session, each message's node id its dia_id (so evidence maps back to stored items)."""
+    export = []
+    for session in conversation.sessions:
+        started = parse_session_date(session.date_time).timestamp()
+        mapping = {"root": {"id": "root", "message": None, "parent": None, "children": []}}
+        parent = "root"
+        for offset, turn in enumerate(session.turns):
+            text = turn.text + (f" [image: {turn.blip_caption}]" if turn.blip_caption else "")
+            role = "user" if turn.speaker == conversation.speaker_a else "assistant"
+            mapping[parent]["children"] = [turn.dia_id]
+            mapping[turn.dia_id] = {
+                "id": turn.dia_id,
+                "parent": parent,
+                "children": [],
+                "message": {
+                    "id": turn.dia_id,
+                    "author": {"role": role},
+                    "create_time": started + offset,
+                    "content": {"content_type": "text", "parts": [text]},
+                    "metadata": {},
+                },
+            }
+            parent = turn.dia_id
+        export.append(
+            {
+                "id": f"{conversation.sample_id}-s{session.index}",
+                "conversation_id": f"{conversation.sample_id}-s{session.index}",
+                "title": f"Session {session.index}",
+                "create_time": started,
+                "update_time": started + len(session.turns),
+                "mapping": mapping,
+                "current_node": parent,
+            }
+        )
+    return export
+
+
+def import_conversation(conversation: ld.Conversation, directory: Path):
+    """A fresh user holding the conversation, imported as a dated ChatGPT export."""
+    from django.contrib.auth import get_user_model
+
+    from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
+
+    User = get_user_model()
+    User.objects.filter(username=USER_PREFIX + conversation.sample_id).delete()
+    user = User.objects.create_user(username=USER_PREFIX + conversation.sample_id)
+    path = directory / f"{conversation.sample_id}.json"
+    path.write_text(json.dumps(chatgpt_export(conversation)))
+    job = import_job_create_from_paths(user=user, paths=[path], app_id=APP_ID)
+    job = import_job_run(job_id=job.id)
+    if job.status != "done":
+        raise RuntimeError(f"importing {conversation.sample_id}: {job.status}")
+    return user
+
+
+def import_pairs_dia_ids(conversation: ld.Conversation, directory: Path) -> dict:
+    """{(conversation id, pair index): dia ids of the pair} as the importer's parser pairs
+    the export's messages (a chunk names its pairs by index)."""
+    from ingestion_app.parsers import parse_file
+
+    path = directory / f"{conversation.sample_id}.json"
+    if not path.exists():
+        path.write_text(json.dumps(chatgpt_export(conversation)))
+    pairs = {}
+    for parsed in parse_file(path):
+        for pair in parsed.pairs:
+            pairs[(parsed.conversation_id, pair.index)] = frozenset(pair.message_ids)
+    return pairs
+
+
+def hit_dia_ids(hit, dia_of: dict, pairs: dict) -> frozenset:
+    """The evidence ids an item covers: its messages (chat ingest), else its export message
+    (an import passage) or the pairs of its chunk (an import chunk)."""
+    covered = {dia_of[m] for m in hit.source_message_ids if m in dia_of}
+    metadata = hit.metadata or {}
+    if isinstance(metadata.get("message_id"), str):
+        covered.add(metadata["message_id"])
+    conversation_id = metadata.get("conversation_id")
+    for key in metadata.get("pair_keys") or ():
+        index = int(str(key).split(":", 1)[0])
+        covered |= pairs.get((conversation_id, index), frozenset())
+    return frozenset(covered)
+
+
 def ingest(conversations: Sequence[ld.Conversation], reuse: bool) -> dict[str, object]:
     from django.contrib.auth import get_user_model
     from django_q.models import OrmQ
@@ -244,11 +347,14 @@ def ingest(conversations: Sequence[ld.Conversation], reuse: bool) -> dict[str, o
     started = time.perf_counter()
     for conversation in conversations:
         user = User.objects.filter(username=USER_PREFIX + conversation.sample_id).first()
-        if reuse and user is not None and conversation_ingested(user, conversation):
+        if reuse and user is not None and conversation_ingested(user, conversation, INGEST_MODE):
             users[conversation.sample_id] = user
             continue
         conversation_started = time.perf_counter()
-        users[conversation.sample_id] = ingest_conversation(conversation, timings)
+        if INGEST_MODE == "import":
+            users[conversation.sample_id] = import_conversation(conversation, EXPORT_DIR)
+        else:
+            users[conversation.sample_id] = ingest_conversation(conversation, timings)
         print(
             f"ingested {conversation.sample_id}: {len(conversation.sessions)} sessions, "
             f"{sum(len(s.turns) for s in conversation.sessions)} turns in "
@@ -349,6 +455,7 @@ def evaluate(
         dia_of = dict(
             Message.objects.filter(user=user).values_list("id", "metadata__dia_id").iterator()
         )
+        pairs = import_pairs_dia_ids(conversation, EXPORT_DIR) if INGEST_MODE == "import" else {}
         for question in conversation.questions:
             if question.category not in ld.SCORED_CATEGORIES:
                 continue
@@ -374,10 +481,7 @@ def evaluate(
             if cpu_started is not None and cpu_ended is not None:
                 scores.search_cpu_ms.append(cpu_ended - cpu_started)
             ranked = [
-                ld.RetrievedItem(
-                    format_hit(hit),
-                    frozenset(dia_of[m] for m in hit.source_message_ids if m in dia_of),
-                )
+                ld.RetrievedItem(format_hit(hit), hit_dia_ids(hit, dia_of, pairs))
                 for hit in result.items
             ]
             budget = ld.recall_within_budget(ranked, question.evidence)
@@ -474,6 +578,12 @@ def main() -> None:
     conversations, evidence_report = ld.load_locomo(args.data)
     conversations = limit_conversations(conversations, args.limit)
     print(evidence_report.summary())
+    global INGEST_MODE, EXPORT_DIR
+    long_mem_eval = any(q.question_type for c in conversations for q in c.questions)
+    INGEST_MODE = args.ingest if args.ingest != "auto" else ("import" if long_mem_eval else "chat")
+    EXPORT_DIR = Path(args.data_dir) / "exports"
+    EXPORT_DIR.mkdir(parents=True, exist_ok=True)
+    print(f"ingest path: {INGEST_MODE}")
     setup_django(args.data_dir)
     from memory_site.providers import get_embedder
 

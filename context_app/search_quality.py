@@ -14,6 +14,8 @@ import re
 from datetime import datetime
 
 from ingestion_app.selectors.search_candidates import Candidate, SearchHit
+from memory_site.text.fact_updates import RELATION_TERMS, question_relation, statement_updates
+from memory_site.text.facts import extract_facts
 from memory_site.tokens import count_tokens
 
 # Relevance of a candidate in [0, 1]: the stronger of its two legs. The vector leg maps
@@ -171,14 +173,26 @@ def missing_names_apply(candidates: dict[int, Candidate], missing: list[str]) ->
         candidate.relevance *= factor
 
 
-def relevance_floor_apply(ranked: list[Candidate], *, floor: float | None) -> list[Candidate]:
-    """[] when even the best candidate is under `floor`; else the items over the item floor."""
+def relevance_floor_apply(
+    ranked: list[Candidate],
+    *,
+    floor: float | None,
+    updates: set[tuple[int, int]] = frozenset(),
+) -> list[Candidate]:
+    """[] when even the best candidate is under `floor`; else the items over the item floor,
+    and those under it that state a new (or the old) value of what a kept item states: the
+    change of a fact is relevant wherever the fact is ("I just moved to Denver" for "where do
+    I live?")."""
     if floor is None or not ranked:
         return ranked
     if max(candidate.relevance for candidate in ranked) < floor:
         return []
     item_floor = min(floor, ITEM_RELEVANCE_FLOOR)
-    return [candidate for candidate in ranked if candidate.relevance >= item_floor]
+    kept = {candidate.id for candidate in ranked if candidate.relevance >= item_floor}
+    for a, b in updates:
+        if a in kept or b in kept:
+            kept |= {a, b}
+    return [candidate for candidate in ranked if candidate.id in kept]
 
 
 def question_weight_apply(candidates: dict[int, Candidate]) -> None:
@@ -222,12 +236,65 @@ def pairwise_similarity(cursor, ids: list[int]) -> dict[tuple[int, int], float]:
     return {(row[0], row[1]): float(row[2]) for row in cursor.fetchall()}
 
 
+_USER_LINE = re.compile(r"^(?:\*\*)?User:(?:\*\*)?\s*", re.IGNORECASE)
+_OTHER_LINE = re.compile(r"^(?:\*\*)?[A-Z][\w .'-]{0,40}:(?:\*\*)?\s", re.MULTILINE)
+
+
+def user_statements(content: str) -> list[str]:
+    """The facts the user states in an item (``extract_facts`` of its "User:" part): a chat
+    message or passage "User: ...", an imported exchange "**User:** ... **Assistant:** ...".
+    Other speakers' lines and the assistant's are left out."""
+    match = _USER_LINE.match(content)
+    if match is None:
+        return []
+    text = content[match.end() :]
+    following = _OTHER_LINE.search(text)
+    if following is not None:
+        text = text[: following.start()]
+    return extract_facts([("user", text)])
+
+
+def window_updates(cursor, ids: list[int], *, stated: dict[int, list[str]]) -> set[tuple[int, int]]:
+    """Pairs (a < b) of the given items where one states a new value of something the other
+    states (memory_site.text.fact_updates): "I live in Austin" / "I just moved to Denver"
+    share few words and an embedding similarity far under SUPERSEDE_SIMILARITY. `stated`
+    caches each item's statements across calls of one search."""
+    if len(ids) < 2:
+        return set()
+    missing = [item_id for item_id in ids if item_id not in stated]
+    if missing:
+        cursor.execute(
+            "SELECT id, content FROM rag_store WHERE id = ANY(%(ids)s)", {"ids": missing}
+        )
+        stated.update((row[0], user_statements(row[1] or "")) for row in cursor.fetchall())
+    facts = {item_id: stated.get(item_id, []) for item_id in ids}
+    stated_ids = sorted(item_id for item_id, found in facts.items() if found)
+    pairs = set()
+    for index, a in enumerate(stated_ids):
+        for b in stated_ids[index + 1 :]:
+            if statement_updates(facts[a], facts[b]) or statement_updates(facts[b], facts[a]):
+                pairs.add((a, b))
+    return pairs
+
+
+def keyword_query(query: str) -> str:
+    """The query the keyword leg searches: a first-person question about a single-valued
+    relation ("where do I live now?") also looks for the words its statements use."""
+    relation = question_relation(query)
+    return f"{query} {RELATION_TERMS[relation]}" if relation else query
+
+
 def supersede_order(
-    packed: list[Candidate], similarity: dict[tuple[int, int], float], *, as_of: float
+    packed: list[Candidate],
+    similarity: dict[tuple[int, int], float],
+    *,
+    as_of: float,
+    updates: set[tuple[int, int]] = frozenset(),
 ) -> tuple[list[Candidate], dict[int, int]]:
     """Newer beats older among the first SUPERSEDE_WINDOW items.
 
-    Items about the same subject (embeddings at least SUPERSEDE_SIMILARITY alike, said at
+    Items about the same subject (embeddings at least SUPERSEDE_SIMILARITY alike, or one
+    stating a new value of what the other states: `updates`; said at
     least a day apart) form a group; its latest item said at or before
     `as_of` (epoch seconds) takes the group's best position, the older ones follow it newest
     first and are superseded by it, items said after `as_of` come last. Returns the new order
@@ -242,8 +309,9 @@ def supersede_order(
         return item_id
 
     by_id = {c.id: c for c in window}
-    for (a, b), value in similarity.items():
-        if a not in by_id or b not in by_id or value < SUPERSEDE_SIMILARITY:
+    linked = {pair for pair, value in similarity.items() if value >= SUPERSEDE_SIMILARITY}
+    for a, b in linked | set(updates):
+        if a not in by_id or b not in by_id:
             continue
         first, second = by_id[a], by_id[b]
         # A change needs a later date: two things said the same day are not one replacing

@@ -239,7 +239,7 @@ def memory_search(
                 cursor,
                 scope=scope,
                 params=params,
-                query=query[:MAX_KEYWORD_QUERY_CHARS],
+                query=search_quality.keyword_query(query[:MAX_KEYWORD_QUERY_CHARS]),
                 drop_name=named[0] if len(named) == 1 else "",
                 stats=stats,
                 limit=limit,
@@ -312,19 +312,27 @@ def memory_search(
                 candidates,
                 search_quality.names_missing(cursor, scope=scope, params=params, names=names),
             )
+        stated: dict[int, list[str]] = {}  # each item's user statements, read once
+        updates = search_quality.window_updates(
+            cursor, [c.id for c in ranked[: search_quality.SUPERSEDE_WINDOW]], stated=stated
+        )
         # Keyword mode has no floor: every item it returns holds words of the query.
         if mode != "keyword":
             ranked = search_quality.relevance_floor_apply(
                 ranked,
                 floor=search_quality.RELEVANCE_FLOOR if min_relevance is None else min_relevance,
+                updates=updates,
             )
         if search_quality.is_aggregate_query(query):
             ranked = search_quality.aggregate_order(ranked)
         packed = _pack(ranked, top_k=top_k)
-        similarity = search_quality.pairwise_similarity(
-            cursor, [c.id for c in packed[: search_quality.SUPERSEDE_WINDOW]]
+        window = [c.id for c in packed[: search_quality.SUPERSEDE_WINDOW]]
+        packed, superseded = search_quality.supersede_order(
+            packed,
+            search_quality.pairwise_similarity(cursor, window),
+            as_of=now,
+            updates=search_quality.window_updates(cursor, window, stated=stated),
         )
-        packed, superseded = search_quality.supersede_order(packed, similarity, as_of=now)
         hits = search_candidates.hits_load(cursor, packed)
     search_quality.hits_trim(hits, query)
     hits, used = search_quality.hits_budget(hits, max_tokens=max_tokens)

@@ -64,6 +64,13 @@ _TIME_WORDS = frozenset(
     january february march april may june july august september october november december
     spring summer autumn fall winter back""".split()
 )
+# Words that say when or how sure, never what: "just moved to", "finally got married".
+_PREDICATE_ADVERBS = frozenset(
+    "does do did now currently recently just finally officially actually also still".split()
+)
+# Adjectives that date a possessive subject without changing it: "my new favourite cafe" is
+# the same subject as "my favourite cafe".
+_SUBJECT_DATING = frozenset("new current latest old previous former".split())
 _NUMBER_WORDS = {
     word: index
     for index, word in enumerate(
@@ -148,10 +155,12 @@ def _is_number(word: str) -> bool:
 
 def _parse_fact(fact: str, user_name: str) -> _ParsedFact:
     subject_words, predicate = _split_subject(fact, user_name)
+    if any(word.endswith(("'s", "'")) for word in subject_words):
+        subject_words = [word for word in subject_words if word not in _SUBJECT_DATING]
     negated = any(word in _NEGATIONS or word.endswith("n't") for word in predicate)
     cleaned: list[str] = []
     for word in predicate:
-        if word in _NEGATIONS or word in {"does", "do", "did", "now", "currently", "recently"}:
+        if word in _NEGATIONS or word in _PREDICATE_ADVERBS:
             continue
         if word.endswith("n't"):
             word = {"isn't": "is", "wasn't": "was", "hasn't": "has", "aren't": "is"}.get(word, "")
@@ -248,3 +257,53 @@ def is_update(old: str, new: str, *, user_name: str = "The user") -> bool:
     if before.relation in _SINGLE_VALUED and before.negated == after.negated:
         return bool(before.value or after.value) and not same_value
     return False
+
+
+# The words a statement of each single-valued relation uses, for a first-person question
+# about it ("where do I live now?" must find "I just moved to Denver", which shares no word
+# with it): the keyword leg of search adds them (context_app.search_quality).
+RELATION_TERMS: dict[str, str] = {
+    "residence": "live lives living moved move relocated based home",
+    "employer": "work works working job company employer joined hired",
+    "job": "work works job profession career role position",
+    "age": "old age birthday turned",
+    "marital": "married engaged divorced single partner wife husband wedding",
+    "diet": "vegan vegetarian pescatarian diet eat",
+}
+_RELATION_QUESTIONS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(pattern, re.IGNORECASE))
+    for name, pattern in (
+        (
+            "residence",
+            r"\bwhere (?:do|did|am|have) i (?:currently |now )?(?:live|living|lived|"
+            r"move|moved|relocate|stay|based)\b|\b(?:city|town|country|state|place) "
+            r"(?:do|did|am|have) i (?:currently |now )?(?:live|living|lived|move|moved)",
+        ),
+        (
+            "employer",
+            r"\bwhere (?:do|did|am) i (?:currently |now )?(?:work|working)\b|"
+            r"\b(?:company|employer|firm) (?:do|did|am) i (?:currently |now )?(?:work|working)",
+        ),
+        (
+            "job",
+            r"\bwhat (?:is|'s) my (?:current )?(?:job|profession|occupation|role)\b|"
+            r"\bwhat do i do for (?:a )?(?:living|work)\b",
+        ),
+        ("age", r"\bhow old am i\b"),
+        ("marital", r"\bam i (?:married|engaged|single|divorced)\b"),
+    )
+)
+
+
+def question_relation(question: str) -> str:
+    """The single-valued relation a first-person question asks about ("where do I live?" ->
+    "residence"), or ""."""
+    for name, pattern in _RELATION_QUESTIONS:
+        if pattern.search(question):
+            return name
+    return ""
+
+
+def statement_updates(older: list[str], newer: list[str], *, user_name: str = "The user") -> bool:
+    """Whether any fact of `newer` replaces one of `older` (``is_update``)."""
+    return any(is_update(old, new, user_name=user_name) for old in older for new in newer)

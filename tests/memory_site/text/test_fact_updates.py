@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from memory_site.text.fact_updates import fact_subject, is_update
+from memory_site.text.fact_updates import (
+    fact_subject,
+    is_update,
+    question_relation,
+    statement_updates,
+)
+from memory_site.text.facts import extract_facts
 
 
 def test_fact_subject_names_who_the_fact_is_about():
@@ -46,3 +52,34 @@ def test_a_new_value_for_the_same_subject_and_relation_is_an_update(old, new):
 )
 def test_additions_restatements_and_other_subjects_are_not_updates(old, new):
     assert not is_update(old, new)
+
+
+@pytest.mark.parametrize(
+    "old,new",
+    [
+        ("I live in Austin, Texas.", "I just moved to Denver, Colorado last week."),
+        ("My favorite coffee shop is Blue Bottle.", "My new favorite coffee shop is Ritual."),
+        ("I work at Acme.", "I finally joined Globex in March."),
+    ],
+)
+def test_a_dated_or_hedged_statement_still_updates_the_old_one(old, new):
+    before = extract_facts([("user", old)])
+    after = extract_facts([("user", new)])
+
+    assert statement_updates(before, after)
+    assert not statement_updates(before, before)
+
+
+@pytest.mark.parametrize(
+    "question,relation",
+    [
+        ("Where do I live now?", "residence"),
+        ("Which city do I currently live in?", "residence"),
+        ("Where do I work these days?", "employer"),
+        ("What is my job?", "job"),
+        ("Where does Caroline live?", ""),
+        ("What did I eat for lunch?", ""),
+    ],
+)
+def test_a_first_person_question_names_the_relation_it_asks_about(question, relation):
+    assert question_relation(question) == relation
