@@ -56,6 +56,8 @@ APP_ID = "locomo"
 # Set by main(): "chat" (message_append) or "import" (ChatGPT-format export), and where the
 # generated exports are written.
 INGEST_MODE = "chat"
+# Filled by a chat ingest: the share of new chats whose first message got memory lines.
+TURN_ONE: dict[str, float] = {}
 EXPORT_DIR = Path("/tmp")
 USER_PREFIX = "locomo-"
 SEARCH_TOP_K = 50
@@ -222,15 +224,16 @@ def ingest_conversation(conversation: ld.Conversation, timings: dict[str, list[f
     User = get_user_model()
     User.objects.filter(username=USER_PREFIX + conversation.sample_id).delete()
     user = User.objects.create_user(username=USER_PREFIX + conversation.sample_id)
-    for session in conversation.sessions:
+    for number, session in enumerate(conversation.sessions):
         opened = session_open(user=user, app_id=APP_ID)
         started_at = parse_session_date(session.date_time)
+        first_user_turn = True
         for offset, turn in enumerate(session.turns):
             text = turn.text
             if turn.blip_caption:
                 text += f" [image: {turn.blip_caption}]"
             started = time.perf_counter()
-            message_append(
+            message = message_append(
                 user=user,
                 session_id=opened.id,
                 role="user" if turn.speaker == conversation.speaker_a else "assistant",
@@ -240,6 +243,10 @@ def ingest_conversation(conversation: ld.Conversation, timings: dict[str, list[f
                 metadata={"speaker": turn.speaker, "dia_id": turn.dia_id},
             )
             timings["message_append_ms"].append((time.perf_counter() - started) * 1000)
+            if number and first_user_turn and message.role == "user":
+                # The pack of a new chat's first message, with every earlier chat closed.
+                timings["turn1_pack"].append(turn_one_pack_has_memories(opened, message))
+            first_user_turn = first_user_turn and message.role != "user"
         session_close(user=user, session_id=opened.id)
         started = time.perf_counter()
         outcome = session_close_task(str(opened.id))
@@ -337,13 +344,32 @@ def hit_dia_ids(hit, dia_of: dict, pairs: dict) -> frozenset:
     return frozenset(covered)
 
 
+def turn_one_pack_has_memories(session, message) -> float:
+    """1 when the context pack of a chat's first user message holds memory lines."""
+    from context_app.services.context_pack.build import NO_RELEVANT_MEMORIES
+    from context_app.services.context_pack.prepare import prepare_context
+
+    pack = prepare_context(session=session, user_message=message)
+    return float(
+        pack.status in ("built", "reused")
+        and any(
+            segment.name == "Relevant memories" and NO_RELEVANT_MEMORIES not in segment.text
+            for segment in pack.segments
+        )
+    )
+
+
 def ingest(conversations: Sequence[ld.Conversation], reuse: bool) -> dict[str, object]:
     from django.contrib.auth import get_user_model
     from django_q.models import OrmQ
 
     User = get_user_model()
     users = {}
-    timings: dict[str, list[float]] = {"message_append_ms": [], "close_task_ms": []}
+    timings: dict[str, list[float]] = {
+        "message_append_ms": [],
+        "close_task_ms": [],
+        "turn1_pack": [],
+    }
     started = time.perf_counter()
     for conversation in conversations:
         user = User.objects.filter(username=USER_PREFIX + conversation.sample_id).first()
@@ -370,6 +396,14 @@ def ingest(conversations: Sequence[ld.Conversation], reuse: bool) -> dict[str, o
             f"p50 {ld.percentile(append, 50):.1f} ms p95 {ld.percentile(append, 95):.1f} ms "
             f"({len(append)} messages); close task p50 {ld.percentile(close, 50):.1f} ms "
             f"p95 {ld.percentile(close, 95):.1f} ms ({len(close)} sessions)",
+            flush=True,
+        )
+    if timings["turn1_pack"]:
+        rate = Scores.mean(timings["turn1_pack"])
+        TURN_ONE["pack_rate"] = round(rate, 4)
+        print(
+            f"pack on turn 1 of a new chat (earlier chats closed): {rate:.3f} of "
+            f"{len(timings['turn1_pack'])} chats hold relevant memories",
             flush=True,
         )
     return users
@@ -749,6 +783,7 @@ def main() -> None:
             }
             for name, values in sorted(scores.by_type.items())
         },
+        "turn1_pack_rate": TURN_ONE.get("pack_rate"),
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(summary))
