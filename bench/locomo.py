@@ -86,6 +86,7 @@ TUNABLE = (
     "COVERAGE_WEIGHT",
     "COVERAGE_WINDOW",
     "ENTITY_WEIGHT",
+    "ASSISTANT_WEIGHT",
 )
 
 
@@ -647,6 +648,13 @@ def main() -> None:
     apply_variant(args.set)
     dump: list | None = [] if args.dump_relevance else None
     scores = evaluate(conversations, users, sources, dump=dump)
+    print(
+        f"mnemo (before the baselines run): budget {scores.overall():.3f} "
+        f"@10 {scores.overall('at10'):.3f} unrelated_empty_rate "
+        f"{Scores.mean(scores.unrelated_empty):.3f} search p95 "
+        f"{ld.percentile(scores.search_ms, 95):.1f} ms",
+        flush=True,
+    )
     if dump is not None:
         Path(args.dump_relevance).write_text(json.dumps(dump))
     baselines = None

@@ -14,7 +14,12 @@ import re
 from datetime import datetime
 
 from ingestion_app.selectors.search_candidates import Candidate, SearchHit
-from memory_site.text.fact_updates import RELATION_TERMS, question_relation, statement_updates
+from memory_site.text.fact_updates import (
+    RELATION_TERMS,
+    question_relation,
+    statement_updates,
+    statements_parse,
+)
 from memory_site.text.facts import extract_facts
 from memory_site.tokens import count_tokens
 
@@ -195,6 +200,29 @@ def relevance_floor_apply(
     return [candidate for candidate in ranked if candidate.id in kept]
 
 
+# Score factor of the assistant's words when the query asks about the user's own life ("how
+# much did I spend...", "where did I..."): what the user said answers it, the assistant's
+# advice around it only shares its words. Not applied when the query asks what the assistant
+# said ("you recommended", "our previous conversation", "remind me").
+ASSISTANT_WEIGHT = 0.7
+_ABOUT_USER = re.compile(r"\b(?:i|my|me|mine|i'm|i've|i'd)\b", re.IGNORECASE)
+_ABOUT_ASSISTANT = re.compile(
+    r"\byou (?:said|told|mentioned|recommended|suggested|gave|provided|listed|wrote|explained|"
+    r"described|shared|named|called)\b|\b(?:our|the|that) (?:previous |last |earlier )?"
+    r"(?:conversation|chat|discussion)\b|\bremind me\b",
+    re.IGNORECASE,
+)
+
+
+def assistant_weight_apply(candidates: dict[int, Candidate], query: str) -> None:
+    """The assistant's items weigh ASSISTANT_WEIGHT for a question about the user's life."""
+    if ASSISTANT_WEIGHT == 1.0 or not _ABOUT_USER.search(query) or _ABOUT_ASSISTANT.search(query):
+        return
+    for candidate in candidates.values():
+        if candidate.speaker == "assistant":
+            candidate.score *= ASSISTANT_WEIGHT
+
+
 def question_weight_apply(candidates: dict[int, Candidate]) -> None:
     for candidate in candidates.values():
         if candidate.is_question:
@@ -236,6 +264,9 @@ def pairwise_similarity(cursor, ids: list[int]) -> dict[tuple[int, int], float]:
     return {(row[0], row[1]): float(row[2]) for row in cursor.fetchall()}
 
 
+# Only the start of a long user message is read for statements (a pasted text states nothing
+# about the user, and its parse would cost the search).
+USER_STATEMENT_CHARS = 600
 _USER_LINE = re.compile(r"^(?:\*\*)?User:(?:\*\*)?\s*", re.IGNORECASE)
 _OTHER_LINE = re.compile(r"^(?:\*\*)?[A-Z][\w .'-]{0,40}:(?:\*\*)?\s", re.MULTILINE)
 
@@ -251,7 +282,7 @@ def user_statements(content: str) -> list[str]:
     following = _OTHER_LINE.search(text)
     if following is not None:
         text = text[: following.start()]
-    return extract_facts([("user", text)])
+    return statements_parse(extract_facts([("user", text[:USER_STATEMENT_CHARS])]))
 
 
 def window_updates(cursor, ids: list[int], *, stated: dict[int, list[str]]) -> set[tuple[int, int]]:

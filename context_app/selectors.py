@@ -297,6 +297,7 @@ def memory_search(
             candidates, keyword_rows=keyword_rows, vector_rows=vector_rows
         )
         now = (as_of or timezone.now()).timestamp()
+        search_quality.assistant_weight_apply(candidates, query)
         ranked = _rank(
             candidates,
             mode=mode,
@@ -312,7 +313,7 @@ def memory_search(
                 candidates,
                 search_quality.names_missing(cursor, scope=scope, params=params, names=names),
             )
-        stated: dict[int, list[str]] = {}  # each item's user statements, read once
+        stated: dict[int, list] = {}  # each item's parsed user statements, read once
         updates = search_quality.window_updates(
             cursor, [c.id for c in ranked[: search_quality.SUPERSEDE_WINDOW]], stated=stated
         )

@@ -240,7 +240,11 @@ def is_update(old: str, new: str, *, user_name: str = "The user") -> bool:
     """
     if not old or not new or _fact_key(old) == _fact_key(new):
         return False
-    before, after = _parse_fact(old, user_name), _parse_fact(new, user_name)
+    return _parsed_update(_parse_fact(old, user_name), _parse_fact(new, user_name))
+
+
+def _parsed_update(before: _ParsedFact, after: _ParsedFact) -> bool:
+    """`is_update` of two parsed facts (rules 2-5)."""
     if not _same_subject(before.subject, after.subject):
         return False
     if before.relation != after.relation or not before.relation:
@@ -304,6 +308,27 @@ def question_relation(question: str) -> str:
     return ""
 
 
-def statement_updates(older: list[str], newer: list[str], *, user_name: str = "The user") -> bool:
-    """Whether any fact of `newer` replaces one of `older` (``is_update``)."""
-    return any(is_update(old, new, user_name=user_name) for old in older for new in newer)
+def statements_parse(facts: list[str], *, user_name: str = "The user") -> list[_ParsedFact]:
+    """The facts parsed once for `statement_updates` (distinct facts only)."""
+    seen, parsed = set(), []
+    for fact in facts:
+        key = _fact_key(fact)
+        if key and key not in seen:
+            seen.add(key)
+            parsed.append(_parse_fact(fact, user_name))
+    return parsed
+
+
+def statement_updates(older: list, newer: list, *, user_name: str = "The user") -> bool:
+    """Whether any fact of `newer` replaces one of `older` (``is_update``); both are fact
+    strings or, cheaper when compared many times, ``statements_parse`` results."""
+    if older and isinstance(older[0], str):
+        older = statements_parse(older, user_name=user_name)
+    if newer and isinstance(newer[0], str):
+        newer = statements_parse(newer, user_name=user_name)
+    return any(
+        before.relation == after.relation and _parsed_update(before, after)
+        for before in older
+        for after in newer
+        if before != after
+    )
