@@ -106,6 +106,10 @@ MAX_KEYWORD_QUERY_CHARS = 4000  # a pasted document as query: only its start is 
 # turn pair and its message items, passages of one message) is skipped, as is one of an
 # exchange (metadata["exchange_key"]) already taken.
 COLLAPSE_ON_OVERLAP = True
+# One slot per exchange (items sharing metadata["exchange_key"]); 0 keeps only the overlap rule.
+EXCHANGE_COLLAPSE = True
+# The second turn of an exchange joins the first one's slot rather than being dropped (_pack).
+MERGE_TURNS = True
 
 
 @dataclass
@@ -439,23 +443,50 @@ def _rank(
     return kept
 
 
+_ROLE_SPEAKERS = frozenset({"", "user", "assistant"})
+
+
+def _own_statements(first: Candidate, second: Candidate) -> bool:
+    """Two messages of one exchange between two named people ("Caroline", "Melanie": a chat
+    logged with speaker names): each says something of its own and keeps its own slot. Only a
+    prompt and the model's reply to it are one memory (measured on LoCoMo dev, whose chats
+    are between two people: one slot per exchange cost 2.4 points of budget recall)."""
+    return (
+        first.is_message
+        and second.is_message
+        and first.speaker not in _ROLE_SPEAKERS
+        and second.speaker not in _ROLE_SPEAKERS
+        and first.speaker != second.speaker
+    )
+
+
 def _pack(ranked: list[Candidate], *, top_k: int) -> list[Candidate]:
-    """At most top_k items in rank order, one per exchange (see COLLAPSE_ON_OVERLAP)."""
+    """At most top_k items in rank order, one slot per exchange (see COLLAPSE_ON_OVERLAP).
+
+    When both turns of a live exchange rank (the user's message item and the reply's, items of
+    different messages), the later-ranked one joins the first one's slot (`merged`: one
+    result holding both turns in the order said) instead of being dropped. Messages of two
+    named people keep a slot each (`_own_statements`).
+    """
     packed: list[Candidate] = []
     covered: set[int] = set()
-    exchanges: set[str] = set()
+    exchanges: dict[str, Candidate] = {}
     for candidate in ranked:
         if len(packed) >= top_k:
             break
-        if candidate.exchange_key and candidate.exchange_key in exchanges:
-            continue
         messages = set(candidate.source_message_ids)
         if messages and ((messages & covered) if COLLAPSE_ON_OVERLAP else messages <= covered):
+            continue
+        holder = exchanges.get(candidate.exchange_key) if candidate.exchange_key else None
+        if EXCHANGE_COLLAPSE and holder is not None and not _own_statements(holder, candidate):
+            if MERGE_TURNS and holder.is_message and candidate.is_message and not holder.merged:
+                holder.merged.append(candidate)
+                covered |= messages
             continue
         packed.append(candidate)
         covered |= messages
         if candidate.exchange_key:
-            exchanges.add(candidate.exchange_key)
+            exchanges[candidate.exchange_key] = candidate
     return packed
 
 

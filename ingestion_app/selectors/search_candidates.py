@@ -94,6 +94,8 @@ class Candidate:
     entity_score: float | None = None
     recency_factor: float | None = None
     relevance: float = 0.0
+    # The other turn of its exchange, shown in the same slot (context_app.selectors._pack).
+    merged: list[Candidate] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------------------------
@@ -428,7 +430,7 @@ def hits_load(cursor, packed: list[Candidate]) -> list[SearchHit]:
         "SELECT id, content, header, created_at, metadata, topics, occurred_at, bucket"
         " FROM rag_store"
         " WHERE id = ANY(%s)",
-        [[c.id for c in packed]],
+        [[c.id for c in packed] + [m.id for c in packed for m in c.merged]],
     )
     rows = {row[0]: row for row in cursor.fetchall()}
     hits = []
@@ -436,13 +438,26 @@ def hits_load(cursor, packed: list[Candidate]) -> list[SearchHit]:
         row = rows.get(candidate.id)
         if row is None:  # deleted meanwhile
             continue
+        content, message_ids, tokens = row[1], list(candidate.source_message_ids), 0
+        for other in candidate.merged:
+            merged_row = rows.get(other.id)
+            if merged_row is None:
+                continue
+            # The exchange's two turns in the order they were said, as one result.
+            first_said = other.occurred_epoch < candidate.occurred_epoch or (
+                other.occurred_epoch == candidate.occurred_epoch
+                and (other.position or 0) < (candidate.position or 0)
+            )
+            content = f"{merged_row[1]}\n{content}" if first_said else f"{content}\n{merged_row[1]}"
+            message_ids = sorted({*message_ids, *other.source_message_ids})
+            tokens += other.token_count
         # Django's psycopg setup hands raw-cursor jsonb back as text.
         metadata = json.loads(row[4]) if isinstance(row[4], str) else row[4] or {}
         hits.append(
             SearchHit(
                 id=candidate.id,
                 source=candidate.source,
-                content=row[1],
+                content=content,
                 header=row[2],
                 score=candidate.score,
                 similarity=candidate.similarity,
@@ -452,8 +467,8 @@ def hits_load(cursor, packed: list[Candidate]) -> list[SearchHit]:
                 metadata=metadata,
                 topics=list(row[5] or []),
                 chat_session_id=candidate.chat_session_id,
-                token_count=candidate.token_count,
-                source_message_ids=candidate.source_message_ids,
+                token_count=candidate.token_count + tokens,
+                source_message_ids=message_ids,
                 relevance=round(candidate.relevance, 4),
                 why=_why(candidate),
                 bucket=row[7],
