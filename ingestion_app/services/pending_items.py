@@ -12,6 +12,8 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from django.db import transaction
+
 from ingestion_app.models import MemoryItem
 from ingestion_app.services.entities import entities_extract
 from memory_site.providers import get_embedder
@@ -36,7 +38,9 @@ class PendingItem:
 def pending_items_store(items: Sequence[PendingItem]) -> list[MemoryItem | None]:
     """Embed the new items in one call, then store each; already stored ones are returned as is.
 
-    An embedder failure stores every new item without an embedding rather than losing it.
+    The stores and the entity extraction run in one transaction (each store keeps its own
+    savepoint, so a concurrent duplicate still resolves to the first writer's item). An
+    embedder failure stores every new item without an embedding rather than losing it.
     """
     new = [item for item in items if item.existing is None]
     vectors: list[list[float] | None] = [None] * len(new)
@@ -46,13 +50,19 @@ def pending_items_store(items: Sequence[PendingItem]) -> list[MemoryItem | None]
         except ProviderError as exc:
             logger.warning("embedding %d new items failed, stored without: %s", len(new), exc)
     next_vector = iter(vectors)
-    stored = [
-        item.existing if item.existing is not None else item.store(next(next_vector))
-        for item in items
-    ]
-    entities_extract(
-        items=[
+    # One commit for the reply's items and their entities instead of one each: on the request
+    # path after a reply each commit is a WAL flush the user waits for (issue 19).
+    with transaction.atomic():
+        stored = [
+            item.existing if item.existing is not None else item.store(next(next_vector))
+            for item in items
+        ]
+        extract = [
             item for item, pending in zip(stored, items, strict=True) if pending.existing is None
         ]
-    )
+        try:
+            with transaction.atomic():  # a savepoint: a failed extraction keeps the items
+                entities_extract(items=extract)
+        except Exception:
+            logger.exception("entity extraction of %d new items failed", len(extract))
     return stored
