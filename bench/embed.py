@@ -18,6 +18,12 @@ figures are ~10x an idle machine's, ratios hold), 1 round, 96 texts: texts/s tor
 3.5/7.8 (2.2x), b8 2.9/11.3 (3.9x), b64 2.7/12.0 (4.5x); CPU ms per text b1 31.4/13.2, b64
 45.9/12.8; query p50 134/39 ms, p95 209/78 ms; peak RSS 847/263 MB; onnx imported no torch;
 parity min cosine 0.993. An earlier run at load 7: query p50 2.8 / p95 3.5 ms, torch 45/78 ms.
+
+Issue 19 (layers 4-5 feed-forward output projections int8 too), 1 round, 96 texts; before at
+load 15.7, after at load 9.8-13.9, so compare CPU per text against torch in the same run:
+before b1 34.7/16.0 ms (2.18x), b64 49.1/13.6 ms (3.60x), texts/s b1 3.5/10.7, b64 1.5/18.6;
+after b1 28.4/11.4 ms (2.49x), b64 43.0/11.1 ms (3.87x), texts/s b1 14.0/42.3 (3.0x), b64
+9.1/43.9 (4.8x), query p50/p95 6.4/15.2 ms, peak RSS 869/276 MB, parity min cosine 0.9963.
 """
 
 from __future__ import annotations

@@ -23,6 +23,18 @@ onnx vs torch backend, back to back on the shared VM at load average ~23 (60 exc
 figures ~15x an idle machine's): after a reply p50 747 vs 1135 ms, p95 1015 vs 1456 ms; of which
 embedding header+prompt p50 238 vs 709 ms (3.0x), p95 330 vs 997 ms; after a user message p50
 315 vs 548 ms. Not yet measured idle.
+
+Where an after-reply's time goes (issue 19; cProfile over 40 replies, onnx, load ~16): the
+embedder call ~42% (two texts of ~80-140 tokens, one pass each on the two cores), SQL ~45% (27
+statements: message look-ups, two item INSERTs, the neighbours' keyword-context UPDATEs,
+entity mentions and cross references, the consolidation check), the rest Python (prepare
+~15%, entity extraction's own code). Changes: the items and their entities are now written in
+one transaction (one commit instead of three) and the graph quantizes two more projections
+(~8% less CPU per token). Before/after run side by side at the same time at load 13-19
+(60 exchanges; ~15x an idle machine's figures): after a reply p50 636 -> 570 ms, p95 1131 ->
+1104 ms; after a user message p50 308 -> 269 ms. The < 40 ms p95 target is not reached this
+way (estimated ~60 ms idle from 68): it needs the embedding off the request path (see the
+issue 19 report).
 """
 
 from __future__ import annotations

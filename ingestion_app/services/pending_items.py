@@ -51,8 +51,9 @@ def pending_items_store(items: Sequence[PendingItem]) -> list[MemoryItem | None]
             logger.warning("embedding %d new items failed, stored without: %s", len(new), exc)
     next_vector = iter(vectors)
     # One commit for the reply's items and their entities instead of one each: on the request
-    # path after a reply each commit is a WAL flush the user waits for (issue 19).
-    with transaction.atomic():
+    # path after a reply each commit is a WAL flush the user waits for (issue 19). No savepoint
+    # of its own when called inside a transaction: each store has one already.
+    with transaction.atomic(savepoint=False):
         stored = [
             item.existing if item.existing is not None else item.store(next(next_vector))
             for item in items
