@@ -34,6 +34,17 @@ this benchmark's own busy processes), 200 MB export, 61,688 pairs:
   38.2 ms CPU per pair (main 37.1), 7.9 pairs/s wall on the overloaded machine, peak 341 MB;
   at that CPU cost an idle 2-core machine would reach ~50 pairs/s, not the 100 targeted
   (CPU per pair is inflated under such load; not yet measured idle).
+- embed since long messages are stored as passages too (issue 19, 0.5 MB / 160 pairs, before
+  and after run side by side at the same time, load 17-19): 120.2 -> 110.9 ms CPU per pair
+  (the layers 4-5 feed-forward output projections int8), 210 -> 199 s, peak 333/312 MB. Where
+  it goes (1 MB, 311 pairs): the embedder is 111 of 117 ms CPU per pair; each pair embeds
+  3.36 texts (the chunk's header + prompt, then each ~450-character passage of a long reply
+  with the prompt's first 300 characters), 625 tokens per pair, a median text of 189 tokens.
+  Batching does not help on texts that long (length-sorted passes of 4/8/16/64 cost 3/10/17/33%
+  more CPU per token than one text per pass), nor do ONNX Runtime's BERT fusions (the
+  SmoothQuant scaling breaks the attention pattern). 100 pairs/s on 2 cores leaves 20 ms CPU
+  per pair, ~32 us per token: several times what this graph does per token, so the target
+  needs fewer tokens per pair (what is embedded), not a faster graph.
 """
 
 from __future__ import annotations
