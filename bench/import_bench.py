@@ -43,8 +43,9 @@ this benchmark's own busy processes), 200 MB export, 61,688 pairs:
   Batching does not help on texts that long (length-sorted passes of 4/8/16/64 cost 3/10/17/33%
   more CPU per token than one text per pass), nor do ONNX Runtime's BERT fusions (the
   SmoothQuant scaling breaks the attention pattern). 100 pairs/s on 2 cores leaves 20 ms CPU
-  per pair, ~32 us per token: several times what this graph does per token, so the target
-  needs fewer tokens per pair (what is embedded), not a faster graph.
+  per pair, ~32 us per token; this graph measured 164-185 us CPU per token at load 10-15
+  (inflated by the load; an idle machine does perhaps 2-3x better), so the target needs
+  fewer tokens per pair (a change to what is embedded), not only a faster graph.
 """
 
 from __future__ import annotations
