@@ -484,7 +484,11 @@ def evaluate(
     if conversations:
         # One untimed search first: the process's first one pays one-off costs (imports,
         # regexes, plans) that would otherwise be the p95 of a short run.
-        memory_search(user=users[conversations[0].sample_id], query="warm up", app_id=APP_ID)
+        memory_search(
+            user=users[conversations[0].sample_id],
+            query="How much did I spend on my trip, and where do I live now?",
+            app_id=APP_ID,
+        )
     for index, conversation in enumerate(conversations):
         user = users[conversation.sample_id]
         # The conversation whose user is asked this one's questions (unrelated_empty_rate).
