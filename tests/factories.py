@@ -23,3 +23,41 @@ def add_message(session, role: str, content: str, **fields):
     return message_append(
         user=session.user, session_id=session.id, role=role, content=content, **fields
     )
+
+
+def chatgpt_conversation(
+    title: str,
+    turns: list[tuple[str, str]],
+    *,
+    started: int = 1714000000,
+    conversation_id: str = "conv-1",
+) -> dict:
+    """One linear conversation of a ChatGPT `conversations.json`, said from `started` (epoch
+    seconds) on, a minute a message."""
+    mapping = {"root": {"id": "root", "message": None, "parent": None, "children": []}}
+    parent = "root"
+    for index, (role, text) in enumerate(turns):
+        node = f"{conversation_id}-m{index}"
+        mapping[parent]["children"] = [node]
+        mapping[node] = {
+            "id": node,
+            "parent": parent,
+            "children": [],
+            "message": {
+                "id": node,
+                "author": {"role": role},
+                "create_time": started + index * 60,
+                "content": {"content_type": "text", "parts": [text]},
+                "metadata": {},
+            },
+        }
+        parent = node
+    return {
+        "title": title,
+        "create_time": started,
+        "update_time": started + 600,
+        "mapping": mapping,
+        "current_node": parent,
+        "conversation_id": conversation_id,
+        "id": conversation_id,
+    }

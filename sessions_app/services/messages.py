@@ -68,9 +68,34 @@ def message_create(
     created_at=None,
 ) -> Message:
     """Insert a message row (no checks, no hooks): for callers that already hold the session."""
-    sanitized = redact(content)
     now = timezone.now()
-    message = Message.objects.create(
+    message = _message_row(
+        session=session,
+        role=role,
+        content=content,
+        model=model,
+        incomplete=incomplete,
+        metadata=metadata,
+        created_at=created_at or now,
+    )
+    message.save(force_insert=True)
+    ChatSession.objects.filter(id=session.id).update(last_activity_at=now)
+    return message
+
+
+def _message_row(
+    *,
+    session: ChatSession,
+    role: str,
+    content: str,
+    metadata: dict | None,
+    created_at,
+    model: str = "",
+    incomplete: bool = False,
+) -> Message:
+    """An unsaved message as every writer stores it: the redacted copy and its token count."""
+    sanitized = redact(content)
+    return Message(
         session=session,
         user_id=session.user_id,
         role=role,
@@ -79,11 +104,9 @@ def message_create(
         token_count=count_tokens(sanitized),
         model=model,
         incomplete=incomplete,
-        metadata=metadata or {},
-        created_at=created_at or now,
+        metadata=dict(metadata or {}),
+        created_at=created_at,
     )
-    ChatSession.objects.filter(id=session.id).update(last_activity_at=now)
-    return message
 
 
 def messages_create(
@@ -94,16 +117,12 @@ def messages_create(
     last_activity_at once. For callers that hold the session's lock; no checks, no hooks."""
     rows = []
     for role, content in messages:
-        sanitized = redact(content)
         rows.append(
-            Message(
+            _message_row(
                 session=session,
-                user_id=session.user_id,
                 role=role,
                 content=content,
-                content_sanitized=sanitized,
-                token_count=count_tokens(sanitized),
-                metadata=dict(metadata or {}),
+                metadata=metadata,
                 created_at=timezone.now(),
             )
         )

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
+from tests.factories import chatgpt_conversation
 
 pytestmark = pytest.mark.django_db
 
@@ -36,33 +37,9 @@ GARDEN_REPLY = " ".join(
 
 def conversation(title: str, day: datetime, turns: list[tuple[str, str]]) -> dict:
     """One ChatGPT-export conversation said on `day`."""
-    started = int(day.timestamp())
-    mapping = {"root": {"id": "root", "message": None, "parent": None, "children": []}}
-    parent = "root"
-    for index, (role, text) in enumerate(turns):
-        node = f"{title}-{index}"
-        mapping[parent]["children"] = [node]
-        mapping[node] = {
-            "id": node,
-            "parent": parent,
-            "children": [],
-            "message": {
-                "id": node,
-                "author": {"role": role},
-                "create_time": started + index * 60,
-                "content": {"content_type": "text", "parts": [text]},
-                "metadata": {},
-            },
-        }
-        parent = node
-    return {
-        "id": title,
-        "title": title,
-        "create_time": started,
-        "update_time": started + 600,
-        "mapping": mapping,
-        "current_node": parent,
-    }
+    return chatgpt_conversation(
+        title, turns, started=int(day.timestamp()), conversation_id=title.replace(" ", "-")
+    )
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from ingestion_app.models import FactHistory, MemoryItem
 from memory_site.providers import get_embedder
+from tests.factories import chatgpt_conversation
 
 
 def store_memory(
@@ -50,31 +51,4 @@ def store_memory(
 
 def chatgpt_export(title: str, turns: list[tuple[str, str]]) -> bytes:
     """A minimal ChatGPT `conversations.json` with one linear conversation."""
-    mapping = {"root": {"id": "root", "message": None, "parent": None, "children": ["m0"]}}
-    parent = "root"
-    for index, (role, text) in enumerate(turns):
-        node = f"m{index}"
-        mapping[parent]["children"] = [node]
-        mapping[node] = {
-            "id": node,
-            "parent": parent,
-            "children": [],
-            "message": {
-                "id": node,
-                "author": {"role": role},
-                "create_time": 1714000000 + index * 60,
-                "content": {"content_type": "text", "parts": [text]},
-                "metadata": {},
-            },
-        }
-        parent = node
-    conversation = {
-        "title": title,
-        "create_time": 1714000000,
-        "update_time": 1714000600,
-        "mapping": mapping,
-        "current_node": parent,
-        "conversation_id": "conv-1",
-        "id": "conv-1",
-    }
-    return json.dumps([conversation]).encode()
+    return json.dumps([chatgpt_conversation(title, turns)]).encode()
