@@ -463,6 +463,19 @@ class Scores:
     def category(self, category: int, metric: str = "budget") -> float:
         return self.mean(getattr(self, metric)[category])
 
+    def summary_line(self) -> str:
+        """One line: budget and @10 recall, unrelated_empty_rate, fill, search p95, per type."""
+        types = " ".join(
+            f"{name} {self.mean(values['budget']):.3f}"
+            for name, values in sorted(self.by_type.items())
+        )
+        return (
+            f"budget {self.overall():.3f} @10 {self.overall('at10'):.3f} "
+            f"unrelated_empty_rate {self.mean(self.unrelated_empty):.3f} "
+            f"fill {self.mean(self.items_used):.1f} items {self.mean(self.chars_used):.0f} chars "
+            f"search p95 {ld.percentile(self.search_ms, 95):.1f} ms [{types}]"
+        )
+
     def questions(self) -> int:
         return sum(len(values) for values in self.budget.values())
 
@@ -508,18 +521,22 @@ def evaluate(
             vector = embedder.embed([question.question])[0]
             scores.embed_ms.append((time.perf_counter() - started) * 1000)
             as_of = parse_question_date(question.question_date)
+
+            def search_as(owner, question=question, vector=vector, as_of=as_of):
+                return memory_search(
+                    user=owner,
+                    query=question.question,
+                    app_id=APP_ID,
+                    top_k=SEARCH_TOP_K,
+                    max_tokens=None,
+                    sources=sources or SOURCES,
+                    mode="hybrid",
+                    query_embedding=vector,
+                    as_of=as_of,
+                )
+
             cpu_started = clock.now_ms()
-            result = memory_search(
-                user=user,
-                query=question.question,
-                app_id=APP_ID,
-                top_k=SEARCH_TOP_K,
-                max_tokens=None,
-                sources=sources or SOURCES,
-                mode="hybrid",
-                query_embedding=vector,
-                as_of=as_of,
-            )
+            result = search_as(user)
             scores.search_ms.append(result.search_ms)
             scores.search_ms_by_category[question.category].append(result.search_ms)
             cpu_ended = clock.now_ms()
@@ -535,17 +552,7 @@ def evaluate(
             scores.at10[question.category].append(at10)
             scores.type_add(question_type_of(question), budget, at10)
             if stranger is not None:
-                foreign = memory_search(
-                    user=stranger,
-                    query=question.question,
-                    app_id=APP_ID,
-                    top_k=SEARCH_TOP_K,
-                    max_tokens=None,
-                    sources=sources or SOURCES,
-                    mode="hybrid",
-                    query_embedding=vector,
-                    as_of=as_of,
-                )
+                foreign = search_as(stranger)
                 scores.unrelated_empty.append(0.0 if foreign.items else 1.0)
                 if dump is not None:
                     dump.append(
@@ -643,28 +650,12 @@ def main() -> None:
             variant = evaluate(conversations, users, sources)
         finally:
             restore(previous)
-        types = " ".join(
-            f"{name} {Scores.mean(values['budget']):.3f}"
-            for name, values in sorted(variant.by_type.items())
-        )
-        print(
-            f"variant {spec}: budget {variant.overall():.3f} @10 {variant.overall('at10'):.3f} "
-            f"unrelated_empty_rate {Scores.mean(variant.unrelated_empty):.3f} "
-            f"fill {Scores.mean(variant.items_used):.1f} items "
-            f"{Scores.mean(variant.chars_used):.0f} chars [{types}]",
-            flush=True,
-        )
+        print(f"variant {spec}: {variant.summary_line()}", flush=True)
 
     apply_variant(args.set)
     dump: list | None = [] if args.dump_relevance else None
     scores = evaluate(conversations, users, sources, dump=dump)
-    print(
-        f"mnemo (before the baselines run): budget {scores.overall():.3f} "
-        f"@10 {scores.overall('at10'):.3f} unrelated_empty_rate "
-        f"{Scores.mean(scores.unrelated_empty):.3f} search p95 "
-        f"{ld.percentile(scores.search_ms, 95):.1f} ms",
-        flush=True,
-    )
+    print(f"mnemo (before the baselines run): {scores.summary_line()}", flush=True)
     if dump is not None:
         Path(args.dump_relevance).write_text(json.dumps(dump))
     baselines = None
