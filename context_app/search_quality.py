@@ -281,21 +281,21 @@ def user_statements(content: str, *, is_fact: bool = False) -> list:
     chat message or passage "User: ...", an imported exchange "**User:** ... **Assistant:**
     ...", or a committed fact ("The user lives in Austin" or in the user's words). Other
     speakers' lines and the assistant's are left out."""
-    if is_fact:
-        if content.lower().startswith("the user"):
-            return statements_parse([content])
-        return statements_parse(extract_facts([("user", content[:USER_STATEMENT_CHARS])]))
-    match = _USER_LINE.match(content)
-    if match is None:
-        return []
-    text = content[match.end() :]
-    following = _OTHER_LINE.search(text)
-    if following is not None:
-        text = text[: following.start()]
+    if is_fact and content.lower().startswith("the user"):
+        return statements_parse([content])
+    text = content
+    if not is_fact:
+        match = _USER_LINE.match(content)
+        if match is None:
+            return []
+        text = content[match.end() :]
+        following = _OTHER_LINE.search(text)
+        if following is not None:
+            text = text[: following.start()]
     return statements_parse(extract_facts([("user", text[:USER_STATEMENT_CHARS])]))
 
 
-def window_updates(cursor, ids: list[int], *, stated: dict[int, list[str]]) -> set[tuple[int, int]]:
+def window_updates(cursor, ids: list[int], *, stated: dict[int, list]) -> set[tuple[int, int]]:
     """Pairs (a < b) of the given items where one states a new value of something the other
     states (memory_site.text.fact_updates): "I live in Austin" / "I just moved to Denver"
     share few words and an embedding similarity far under SUPERSEDE_SIMILARITY. `stated`
