@@ -9,6 +9,7 @@ locomo-dev.json and longmemeval-dev.json; each change was kept only when it held
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from datetime import datetime
@@ -77,7 +78,8 @@ TRIM_CHARS = 450
 ELLIPSIS = "…"
 
 _WORD = re.compile(r"[a-z0-9]+")
-_SENTENCE = re.compile(r"(?<=[.!?:])\s+|\n+")
+# A sentence break: the whitespace after . ! ? : (group 1) or a line break (group 2).
+_SENTENCE = re.compile(r"[.!?:](\s+)|(\n+)")
 _STOP_WORDS = frozenset(
     """a an and are as at be but by can could did do does for from had has have how i if in is
     it its me my of on or our so than that the their them then there these they this to up
@@ -106,7 +108,8 @@ def coverage_of(query_terms: dict[str, float], text: str) -> float:
     total = sum(query_terms.values())
     if not total:
         return 0.0
-    return sum(weight for term, weight in query_terms.items() if term in _terms(text)) / total
+    held = _terms(text)
+    return sum(weight for term, weight in query_terms.items() if term in held) / total
 
 
 def query_terms(query: str) -> dict[str, float]:
@@ -401,6 +404,26 @@ def _terms(text: str) -> set[str]:
     return {word[:6] for word in _WORD.findall(text.lower()) if word not in _STOP_WORDS}
 
 
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def _term_positions(lowered: str, terms: set[str]) -> list[tuple[int, str]]:
+    """Where each of `terms` occurs in `lowered` as `_terms` would find it (a six-letter term
+    starts a word, a shorter one is a whole word): str.find per term, ~10x faster on a long
+    item than splitting each of its sentences into words."""
+    found = []
+    for term in terms:
+        position = lowered.find(term)
+        while position != -1:
+            end = position + len(term)
+            if (position == 0 or lowered[position - 1] not in _ALNUM) and (
+                len(term) >= 6 or end == len(lowered) or lowered[end] not in _ALNUM
+            ):
+                found.append((position, term))
+            position = lowered.find(term, end)
+    return found
+
+
 def passage_trim(content: str, query: str) -> tuple[str, dict | None]:
     """The sentences of a long item around the one that shares most words with the query
     (ties: the earlier), about TRIM_CHARS long, with an ellipsis where text was cut; a short
@@ -411,14 +434,25 @@ def passage_trim(content: str, query: str) -> tuple[str, dict | None]:
     wanted = _terms(query)
     spans, start = [], 0
     for match in _SENTENCE.finditer(content):
-        if match.start() > start:
-            spans.append((start, match.start()))
-        start = match.end()
+        gap_start, gap_end = match.span(1) if match.group(1) else match.span(2)
+        if gap_start > start:
+            spans.append((start, gap_start))
+        start = gap_end
     if start < len(content):
         spans.append((start, len(content)))
     if len(spans) < 2 or not wanted:
         return content, None
-    scores = [sum(1.0 + math.log(len(t)) for t in _terms(content[a:b]) & wanted) for a, b in spans]
+    lowered = content.lower()
+    if len(lowered) != len(content):  # a character whose lower case is longer shifts offsets
+        found = [_terms(content[a:b]) & wanted for a, b in spans]
+    else:
+        found = [set() for _ in spans]
+        starts = [a for a, _ in spans]
+        for position, term in _term_positions(lowered, wanted):
+            index = bisect.bisect_right(starts, position) - 1
+            if index >= 0 and position < spans[index][1]:
+                found[index].add(term)
+    scores = [sum(1.0 + math.log(len(t)) for t in terms) for terms in found]
     best = max(range(len(spans)), key=lambda i: (scores[i], -i))
     if scores[best] <= 0:
         return content, None

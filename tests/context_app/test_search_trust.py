@@ -129,6 +129,24 @@ def test_long_item_comes_back_as_its_matching_passage(api, user, fake_embedder):
     assert content[hit["trimmed"]["start"] : hit["trimmed"]["end"]].strip() in content
 
 
+@pytest.mark.parametrize("prefix", ["", "İstanbul trip notes. "])
+def test_trim_finds_the_sentence_with_the_query_words_not_a_word_that_starts_like_them(prefix):
+    """Terms match whole words (and six-letter prefixes of longer ones), so "cat" in a query
+    does not pick the sentence about a "category"; a character whose lower case is longer
+    ("İ") leaves the offsets right."""
+    filler = " ".join(f"Sentence {i} is about the weather and nothing else." for i in range(20))
+    content = (
+        f"{prefix}{filler} The category list was long. {filler} My cat Miso sleeps on the "
+        f"windowsill. {filler}"
+    )
+
+    text, trimmed = search_quality.passage_trim(content, "what is my cat called?")
+
+    assert "My cat Miso sleeps" in text
+    assert "category" not in text
+    assert content[trimmed["start"] : trimmed["end"]].strip() in text
+
+
 def test_budget_holds_several_memories_not_one_long_one(user, fake_embedder):
     long_one = "garden " + "tomato seedlings need water " * 120
     remember(user, long_one.replace(".", ""), source="chunk")  # no sentences: kept whole
