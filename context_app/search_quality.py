@@ -432,6 +432,13 @@ def passage_trim(content: str, query: str) -> tuple[str, dict | None]:
     if len(content) <= TRIM_MIN_CHARS:
         return content, None
     wanted = _terms(query)
+    if not wanted:
+        return content, None
+    lowered = content.lower()
+    # Offsets of `lowered` are the content's unless a character's lower case is longer.
+    positions = _term_positions(lowered, wanted) if len(lowered) == len(content) else None
+    if positions == []:  # no query word in the item: nothing to cut to
+        return content, None
     spans, start = [], 0
     for match in _SENTENCE.finditer(content):
         gap_start, gap_end = match.span(1) if match.group(1) else match.span(2)
@@ -440,15 +447,14 @@ def passage_trim(content: str, query: str) -> tuple[str, dict | None]:
         start = gap_end
     if start < len(content):
         spans.append((start, len(content)))
-    if len(spans) < 2 or not wanted:
+    if len(spans) < 2:
         return content, None
-    lowered = content.lower()
-    if len(lowered) != len(content):  # a character whose lower case is longer shifts offsets
+    if positions is None:
         found = [_terms(content[a:b]) & wanted for a, b in spans]
     else:
         found = [set() for _ in spans]
         starts = [a for a, _ in spans]
-        for position, term in _term_positions(lowered, wanted):
+        for position, term in positions:
             index = bisect.bisect_right(starts, position) - 1
             if index >= 0 and position < spans[index][1]:
                 found[index].add(term)
