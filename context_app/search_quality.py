@@ -252,7 +252,7 @@ def aggregate_order(ranked: list[Candidate]) -> list[Candidate]:
     window, rest = ranked[:AGGREGATE_WINDOW], ranked[AGGREGATE_WINDOW:]
     first, later, seen = [], [], set()
     for candidate in window:
-        key = candidate.chat_session_id or f"item-{candidate.id}"
+        key = candidate.conversation or f"item-{candidate.id}"
         (later if key in seen else first).append(candidate)
         seen.add(key)
     return first + later + rest

@@ -97,6 +97,12 @@ class Candidate:
     # The other turn of its exchange, shown in the same slot (context_app.selectors._pack).
     merged: list[Candidate] = field(default_factory=list)
 
+    @property
+    def conversation(self) -> str:
+        """The chat it was said in: a live session, or an imported conversation (the part of
+        the exchange key before the turn number); "" when neither is known."""
+        return self.chat_session_id or self.exchange_key.rpartition(":")[0]
+
 
 # --------------------------------------------------------------------------------------------
 # Keyword side: BM25 in SQL

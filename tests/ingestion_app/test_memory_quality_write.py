@@ -204,6 +204,35 @@ def test_an_import_keeps_its_original_date_provenance_and_passages(
     assert holding[0].metadata["provenance"] == chunk.metadata["provenance"]
 
 
+def test_the_prompt_of_an_imported_long_exchange_is_found_on_its_own(
+    user, tmp_path, fake_embedder, upload_dir
+):
+    prompt = "I paid $200 for the two-day writing workshop at the literary festival."
+    _import_export(
+        tmp_path,
+        user,
+        [
+            (prompt, long_reply()),
+            ("Thanks, that helps.", "Glad it helped."),  # a short exchange: the chunk is enough
+        ],
+    )
+
+    items = list(MemoryItem.objects.filter(user=user).order_by("id"))
+    chunk = next(i for i in items if i.metadata.get("pair_keys") and prompt in i.content)
+    own = [
+        i
+        for i in items
+        if i.metadata.get("granularity") == "passage" and i.metadata["role"] == "user"
+    ]
+    assert [i.content for i in own] == [f"User: {prompt}"]
+    assert own[0].metadata["exchange_key"] == chunk.metadata["exchange_key"]
+    assert own[0].embedding is not None
+    # The exchange takes one slot and comes back short, whichever of its items ranks first.
+    hits = memory_search(user=user, query="How much did the writing workshop cost me?").items
+    assert prompt in hits[0].content and len(hits[0].content) < len(chunk.content) / 2
+    assert len({hit.metadata.get("exchange_key") for hit in hits}) == len(hits)
+
+
 def test_export_chunks_writes_real_frontmatter_for_every_kind(
     user, tmp_path, fake_embedder, upload_dir
 ):

@@ -304,25 +304,26 @@ def chunk_passage_items(
 ) -> list[MemoryItem]:
     """The passages of the chunk's long messages (memory_site.text.passages), beside the
     chunk: the chunk stays the exchange's record (export, verification, ledger), the
-    passages are what search returns from a long reply. Short messages add nothing (the
-    chunk holds them whole), nor do messages that are not memories (memory_text_indexable).
-    A split reply's section is cut on its own, so offsets are into that section."""
+    passages are what search returns from a long reply. A short prompt of a long exchange is
+    one passage of its own: inside a 3,000-character chunk the user's "I paid $200 for the
+    workshop" ranked under a hundred shorter items (BM25 length normalisation) and would fill
+    the budget if found. A short exchange adds nothing (the chunk holds it whole), nor do
+    messages that are not memories (memory_text_indexable). A split reply's section is cut
+    on its own, so offsets are into that section."""
     items: list[MemoryItem] = []
     for pair in pairs:
-        reply = assistant_override
+        reply = pair.assistant_text if assistant_override is None else assistant_override
         sides = (
             ("user", pair.user_text, pair.user_at, 0),
-            (
-                "assistant",
-                pair.assistant_text if reply is None else reply,
-                pair.assistant_at,
-                1,
-            ),
+            ("assistant", reply, pair.assistant_at, 1),
         )
+        long_exchange = len(reply) > PASSAGE_WHOLE_MAX_CHARS
         for role, text, said_at, side in sides:
-            if len(text) <= PASSAGE_WHOLE_MAX_CHARS or not memory_text_indexable(text):
+            if not text.strip() or not memory_text_indexable(text):
                 continue
-            spans = passages_split(text)
+            if len(text) <= PASSAGE_WHOLE_MAX_CHARS and not (role == "user" and long_exchange):
+                continue
+            spans = passages_split(text)  # one span, the whole text, for a short prompt
             moment = said_at or chunk_item.occurred_at
             date_label = message_date_label(moment)
             label = role.capitalize()
