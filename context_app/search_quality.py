@@ -116,19 +116,27 @@ def query_terms(query: str) -> dict[str, float]:
     return {term: 1.0 + math.log(len(term)) for term in _terms(query)}
 
 
-def coverage_assign(cursor, ranked: list[Candidate], query: str) -> None:
+def coverage_assign(ranked: list[Candidate], query: str, texts: dict[int, tuple[str, str]]) -> None:
     """Keyword relevance of the first COVERAGE_WINDOW candidates: the share of the query's
     words their text holds (a BM25 score depends on the scope's size and the item's length;
-    coverage means the same in every scope)."""
+    coverage means the same in every scope). `texts`: `texts_read` of at least that window."""
     terms = query_terms(query)
-    window = ranked[:COVERAGE_WINDOW]
-    if not terms or not window:
+    if not terms:
         return
-    cursor.execute("SELECT id, content FROM rag_store WHERE id = ANY(%s)", [[c.id for c in window]])
-    texts = dict(cursor.fetchall())
-    for candidate in window:
-        coverage = coverage_of(terms, texts.get(candidate.id, ""))
+    for candidate in ranked[:COVERAGE_WINDOW]:
+        coverage = coverage_of(terms, texts.get(candidate.id, ("", ""))[0])
         candidate.relevance = min(1.0, max(candidate.relevance, COVERAGE_WEIGHT * coverage))
+
+
+def texts_read(cursor, ids: list[int], texts: dict[int, tuple[str, str]]) -> None:
+    """Adds {id: (content, source)} of the given items not yet in `texts`: one read for
+    coverage and the statements of the top items."""
+    missing = [item_id for item_id in ids if item_id not in texts]
+    if missing:
+        cursor.execute(
+            "SELECT id, content, source FROM rag_store WHERE id = ANY(%(ids)s)", {"ids": missing}
+        )
+        texts.update((row[0], (row[1] or "", row[2])) for row in cursor.fetchall())
 
 
 def relevance_assign(
@@ -162,19 +170,20 @@ def query_names(query: str) -> list[str]:
 
 
 def names_missing(cursor, *, scope: str, params: dict, names: list[str]) -> list[str]:
-    """The names no item of the scope mentions (one GIN lookup each)."""
+    """The names no item of the scope mentions (one statement, a GIN lookup per name)."""
     if not names:
         return []
-    missing = []
-    for name in names:
-        cursor.execute(
-            f"""SELECT EXISTS (SELECT 1 FROM rag_store WHERE {scope}
-                   AND search_vector @@ plainto_tsquery('english', %(q_name)s))""",
-            {**params, "q_name": name},
-        )
-        if not cursor.fetchone()[0]:
-            missing.append(name)
-    return missing
+    checks = ", ".join(
+        f"""EXISTS (SELECT 1 FROM rag_store WHERE {scope}
+               AND search_vector @@ plainto_tsquery('english', %(q_name{index})s))"""
+        for index in range(len(names))
+    )
+    cursor.execute(
+        f"SELECT {checks}",
+        {**params, **{f"q_name{index}": name for index, name in enumerate(names)}},
+    )
+    found = cursor.fetchone()
+    return [name for name, present in zip(names, found, strict=True) if not present]
 
 
 def missing_names_apply(candidates: dict[int, Candidate], missing: list[str]) -> None:
@@ -298,22 +307,25 @@ def user_statements(content: str, *, is_fact: bool = False) -> list:
     return statements_parse(extract_facts([("user", text[:USER_STATEMENT_CHARS])]))
 
 
-def window_updates(cursor, ids: list[int], *, stated: dict[int, list]) -> set[tuple[int, int]]:
+def window_updates(
+    cursor,
+    ids: list[int],
+    *,
+    stated: dict[int, list],
+    texts: dict[int, tuple[str, str]],
+) -> set[tuple[int, int]]:
     """Pairs (a < b) of the given items where one states a new value of something the other
     states (memory_site.text.fact_updates): "I live in Austin" / "I just moved to Denver"
     share few words and an embedding similarity far under SUPERSEDE_SIMILARITY. `stated`
-    caches each item's statements across calls of one search."""
+    caches each item's statements and `texts` its text (`texts_read`) across calls of one
+    search."""
     if len(ids) < 2:
         return set()
-    missing = [item_id for item_id in ids if item_id not in stated]
-    if missing:
-        cursor.execute(
-            "SELECT id, content, source FROM rag_store WHERE id = ANY(%(ids)s)", {"ids": missing}
-        )
-        stated.update(
-            (row[0], user_statements(row[1] or "", is_fact=row[2] == "fact"))
-            for row in cursor.fetchall()
-        )
+    texts_read(cursor, ids, texts)
+    for item_id in ids:
+        if item_id not in stated and item_id in texts:
+            content, source = texts[item_id]
+            stated[item_id] = user_statements(content, is_fact=source == "fact")
     facts = {item_id: stated.get(item_id, []) for item_id in ids}
     stated_ids = sorted(item_id for item_id, found in facts.items() if found)
     pairs = set()

@@ -312,7 +312,19 @@ def memory_search(
             recency_half_life_days=recency_half_life_days,
             now=now,
         )
-        search_quality.coverage_assign(cursor, ranked, query[:MAX_KEYWORD_QUERY_CHARS])
+        # The text of the top items, read once for coverage and the statements.
+        texts: dict[int, tuple[str, str]] = {}
+        search_quality.texts_read(
+            cursor,
+            [
+                c.id
+                for c in ranked[
+                    : max(search_quality.COVERAGE_WINDOW, search_quality.SUPERSEDE_WINDOW)
+                ]
+            ],
+            texts,
+        )
+        search_quality.coverage_assign(ranked, query[:MAX_KEYWORD_QUERY_CHARS], texts)
         names = search_quality.query_names(query[:MAX_KEYWORD_QUERY_CHARS])
         if names and ranked:
             search_quality.missing_names_apply(
@@ -321,7 +333,10 @@ def memory_search(
             )
         stated: dict[int, list] = {}  # each item's parsed user statements, read once
         updates = search_quality.window_updates(
-            cursor, [c.id for c in ranked[: search_quality.SUPERSEDE_WINDOW]], stated=stated
+            cursor,
+            [c.id for c in ranked[: search_quality.SUPERSEDE_WINDOW]],
+            stated=stated,
+            texts=texts,
         )
         # Keyword mode has no floor: every item it returns holds words of the query.
         if mode != "keyword":
@@ -338,7 +353,7 @@ def memory_search(
             packed,
             search_quality.pairwise_similarity(cursor, window),
             as_of=now,
-            updates=search_quality.window_updates(cursor, window, stated=stated),
+            updates=search_quality.window_updates(cursor, window, stated=stated, texts=texts),
         )
         hits = search_candidates.hits_load(cursor, packed)
     search_quality.hits_trim(hits, query)
