@@ -103,6 +103,7 @@ PAIR_WEIGHT = 0.5
 # give the same recall, 0.5 keeps summaries reachable when nothing else matches).
 SUMMARY_WEIGHT = 0.5
 CANDIDATES_PER_SIDE = 100
+TEXT_READ_WINDOW = 2 * search_quality.SUPERSEDE_WINDOW
 MAX_KEYWORD_QUERY_CHARS = 4000  # a pasted document as query: only its start is parsed
 # One exchange, one slot: an item whose messages overlap those of an item already taken (a
 # turn pair and its message items, passages of one message) is skipped, as is one of an
@@ -312,16 +313,12 @@ def memory_search(
             recency_half_life_days=recency_half_life_days,
             now=now,
         )
-        # The text of the top items, read once for coverage and the statements.
+        # The text of the top items, read once for coverage and the statements (twice the
+        # supersede window: packing skips the other items of an exchange).
         texts: dict[int, tuple[str, str]] = {}
         search_quality.texts_read(
             cursor,
-            [
-                c.id
-                for c in ranked[
-                    : max(search_quality.COVERAGE_WINDOW, search_quality.SUPERSEDE_WINDOW)
-                ]
-            ],
+            [c.id for c in ranked[: max(search_quality.COVERAGE_WINDOW, TEXT_READ_WINDOW)]],
             texts,
         )
         search_quality.coverage_assign(ranked, query[:MAX_KEYWORD_QUERY_CHARS], texts)

@@ -16,7 +16,7 @@ from django.db.models import Q
 from ingestion_app.chunking.markdown import conversation_key
 from ingestion_app.models import MemoryItem
 from ingestion_app.parsers.base import TurnPair
-from ingestion_app.services.imports.writer import chunk_passage_items
+from ingestion_app.services.imports.writer import PASSAGE_RULE, chunk_passage_items
 from ingestion_app.services.inline import TURN_PAIR_KIND
 from ingestion_app.services.memory_store import (
     MemoryScope,
@@ -118,13 +118,16 @@ def _chunk_pairs(item: MemoryItem) -> list[TurnPair]:
 
 
 def imports_reindex(*, user_id: int | None, outcome: ReindexOutcome) -> None:
-    """Label imported chunks (exchange key, provenance) and add the passages of their long
-    messages, IMPORT_BATCH chunks per transaction and embedder batch."""
+    """Label imported chunks (exchange key, provenance) and add the passages the current
+    PASSAGE_RULE gives them (those already stored are kept), IMPORT_BATCH chunks per
+    transaction and embedder batch."""
     rows = (
         MemoryItem.objects.filter(
             source=MemoryItem.Source.CHUNK, chat_session__isnull=True, metadata__has_key="pair_keys"
         )
-        .exclude(metadata__has_key="exchange_key")
+        .filter(
+            ~Q(metadata__has_key="passage_rule") | Q(metadata__passage_rule__lt=PASSAGE_RULE)
+        )
         .order_by("id")
     )
     if user_id is not None:
@@ -136,16 +139,23 @@ def imports_reindex(*, user_id: int | None, outcome: ReindexOutcome) -> None:
         passages: list[MemoryItem] = []
         for item in batch:
             metadata = item.metadata
-            metadata["exchange_key"] = exchange_key(
-                conversation_key=metadata.get("conversation_key") or "",
-                turn_range=str(metadata.get("turn_range") or ""),
+            metadata.setdefault(
+                "exchange_key",
+                exchange_key(
+                    conversation_key=metadata.get("conversation_key") or "",
+                    turn_range=str(metadata.get("turn_range") or ""),
+                ),
             )
-            metadata["provenance"] = memory_provenance(
-                source="import",
-                platform=metadata.get("source_platform") or "",
-                title=metadata.get("conversation_title") or "",
-                moment=item.occurred_at,
+            metadata.setdefault(
+                "provenance",
+                memory_provenance(
+                    source="import",
+                    platform=metadata.get("source_platform") or "",
+                    title=metadata.get("conversation_title") or "",
+                    moment=item.occurred_at,
+                ),
             )
+            metadata["passage_rule"] = PASSAGE_RULE
             passages.extend(
                 chunk_passage_items(
                     chunk_item=item,

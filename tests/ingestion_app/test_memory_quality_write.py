@@ -298,3 +298,30 @@ def test_reindex_moves_old_items_into_passages_and_is_idempotent(user, fake_embe
     assert all(i.metadata["exchange_key"] for i in message_items_of(session))
     assert sorted((i.chunk_id, i.content) for i in message_items_of(session)) == first
     assert "messages re-indexed: 0" in out.getvalue()
+
+
+def test_reindex_gives_chunks_imported_under_the_old_rule_their_prompt_passage(
+    user, tmp_path, fake_embedder, upload_dir
+):
+    prompt = "I paid $200 for the two-day writing workshop at the literary festival."
+    _import_export(tmp_path, user, [(prompt, long_reply())])
+    # As imported before the prompt of a long exchange became a passage (rule 1).
+    MemoryItem.objects.filter(user=user, content=f"User: {prompt}").delete()
+    for chunk in MemoryItem.objects.filter(user=user, metadata__has_key="pair_keys"):
+        del chunk.metadata["passage_rule"]
+        chunk.save(update_fields=["metadata"])
+    passages_before = MemoryItem.objects.filter(user=user, metadata__granularity="passage").count()
+
+    out = io.StringIO()
+    call_command("memory_reindex", stdout=out)
+    again = io.StringIO()
+    call_command("memory_reindex", stdout=again)
+
+    assert "import passages added: 1" in out.getvalue()
+    restored = MemoryItem.objects.get(user=user, content=f"User: {prompt}")
+    assert restored.embedding is not None and restored.metadata["exchange_key"]
+    assert (
+        MemoryItem.objects.filter(user=user, metadata__granularity="passage").count()
+        == passages_before + 1
+    )
+    assert "items labelled: 0, import passages added: 0" in again.getvalue()

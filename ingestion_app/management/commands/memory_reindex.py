@@ -4,7 +4,8 @@
 
 Idempotent (a second run changes nothing) and batched (a session, or 200 imported chunks, per
 transaction). Messages that are not memories (greetings, content-free questions, the offline
-reply, pack echoes) lose their items; long messages become passages.
+reply, pack echoes) lose their items; long messages become passages; imported chunks get the
+passages of the current rule (writer.PASSAGE_RULE).
 """
 
 from __future__ import annotations

@@ -266,6 +266,7 @@ class ChunkWriter:
         metadata["provenance"] = memory_provenance(
             source="import", platform=raw.platform, title=redacted.title or "", moment=moment
         )
+        metadata["passage_rule"] = PASSAGE_RULE
         attachments = [name for p in chunk.pairs for name in p.attachments]
         if attachments:
             metadata["attachments"] = attachments
@@ -290,6 +291,12 @@ class ChunkWriter:
             occurred_at=moment or timezone.now(),
             bucket_from_entities=False,  # entities are extracted after the import
         )
+
+
+# The version of `chunk_passage_items` an imported chunk's passages follow (metadata
+# "passage_rule"; `manage.py memory_reindex` brings older chunks up to it). 2: the prompt of
+# a long exchange is a passage of its own.
+PASSAGE_RULE = 2
 
 
 def chunk_passage_items(
