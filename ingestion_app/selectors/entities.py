@@ -8,6 +8,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import Count, Q, QuerySet
 
 from ingestion_app.models import CrossReference, Entity, EntityMention, MemoryItem
@@ -147,6 +148,40 @@ def entities_of_items(*, user_id: int, item_ids: list[int], limit: int = 10) -> 
         ]
     )
     return [QueryEntity(*row) for row in rows]
+
+
+def entities_for_context(
+    *, user_id: int, app_id: str, query: str, item_ids: list[int], limit: int
+) -> list[QueryEntity]:
+    """The context pack's "Known entities" in one statement: those the query names (most
+    mentioned first), then those the given items name; the same entities and order as
+    `entities_named_in_query` followed by `entities_of_items`, in one round trip instead of
+    two ORM queries on the path before a reply's first token."""
+    keys = query_name_keys(query)
+    if not keys and not item_ids:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            WITH named AS (
+                SELECT id FROM entities
+                WHERE user_id = %(user)s AND app_id = %(app)s AND mention_count > 0
+                  AND (normalized_name = ANY(%(keys)s) OR aliases && %(keys)s::varchar[])
+                ORDER BY mention_count DESC, id LIMIT %(limit)s
+            ), of_items AS (
+                SELECT DISTINCT entity_id AS id FROM entity_mentions
+                WHERE memory_id = ANY(%(items)s) AND kind = 'text'
+            )
+            SELECT e.id, e.name, e.type, e.description, e.mention_count, e.normalized_name
+            FROM entities AS e
+            WHERE e.user_id = %(user)s
+              AND (e.id IN (SELECT id FROM named) OR e.id IN (SELECT id FROM of_items))
+            ORDER BY e.id IN (SELECT id FROM named) DESC, e.mention_count DESC, e.id
+            LIMIT %(limit)s
+            """,
+            {"user": user_id, "app": app_id, "keys": keys, "items": item_ids, "limit": limit},
+        )
+        return [QueryEntity(*row) for row in cursor.fetchall()]
 
 
 def cross_references_of_items(

@@ -125,9 +125,7 @@ def imports_reindex(*, user_id: int | None, outcome: ReindexOutcome) -> None:
         MemoryItem.objects.filter(
             source=MemoryItem.Source.CHUNK, chat_session__isnull=True, metadata__has_key="pair_keys"
         )
-        .filter(
-            ~Q(metadata__has_key="passage_rule") | Q(metadata__passage_rule__lt=PASSAGE_RULE)
-        )
+        .filter(~Q(metadata__has_key="passage_rule") | Q(metadata__passage_rule__lt=PASSAGE_RULE))
         .order_by("id")
     )
     if user_id is not None:

@@ -386,7 +386,7 @@ def test_a_turn_runs_a_bounded_number_of_queries(
 ):
     """The whole turn: validation, context pack, both messages stored with their hooks, usage.
     Measured 66 queries (9 earlier messages, rollups), 73 with entity extraction (a handful
-    per stored batch: resolve, mentions, counts, links; two entity reads for the pack); the
+    per stored batch: resolve, mentions, counts, links; one entity read for the pack); the
     bound sits a little above so one more query passes but a query per message or per memory
     does not."""
     fake_openai_embeddings.reply_text = "Rye needs more water than wheat."

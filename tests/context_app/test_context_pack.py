@@ -683,3 +683,22 @@ def test_memories_are_matched_every_turn_and_the_pack_rebuilt_when_they_change(u
     # The summary segment did not change: it keeps its hash across the rebuild.
     recent = {s.name: s.hash for s in first.segments}["Recent context"]
     assert {s.name: s.hash for s in other.segments}["Recent context"] == recent
+
+
+def test_known_entities_name_who_the_turn_and_its_memories_are_about(user, other_user, embeddings):
+    tune(memory_min_similarity=0.0)
+    earlier = open_session(user)
+    add_message(earlier, "user", "My sister Ines is getting married in Lisbon in June.")
+    add_message(earlier, "assistant", "How lovely, congratulations to Ines!")
+    add_message(open_session(other_user), "user", "My colleague Ines moved to Porto.")
+    session = open_session(user)
+    message = turn(session, "Ines is getting married in June: what present could I give?")
+
+    pack = prepare(session, message)
+
+    entities = next(s for s in pack.segments if s.name == "Known entities")
+    lines = entities.text.splitlines()
+    assert lines[0].startswith("- [ENTITY: person] Ines")  # the one the turn names comes first
+    assert "getting married in Lisbon" in pack.text
+    assert any("Lisbon" in line for line in lines)  # named by the memory the pack carries
+    assert "Porto" not in pack.text and "colleague" not in pack.text  # never another user's

@@ -34,7 +34,7 @@ from context_app.services.topics import (
 )
 from context_app.summary_selectors import user_rollups
 from ingestion_app.models import MemoryItem
-from ingestion_app.selectors.entities import entities_named_in_query, entities_of_items
+from ingestion_app.selectors.entities import entities_for_context
 from memory_site.providers import get_embedder
 from memory_site.redaction import redact
 from sessions_app.models import ChatSession, Message
@@ -148,19 +148,15 @@ def query_embedding_start(query: str) -> QueryEmbedding | None:
 
 def _known_entity_lines(*, session: ChatSession, query: str, memory_ids: list[int]) -> str:
     """One line per entity the turn names, then per entity the chosen memories name."""
-    chosen = {
-        entity.id: entity
-        for entity in entities_named_in_query(
-            user_id=session.user_id, app_id=session.app_id, query=query, limit=KNOWN_ENTITIES_MAX
-        )
-    }
-    if len(chosen) < KNOWN_ENTITIES_MAX and memory_ids:
-        for entity in entities_of_items(
-            user_id=session.user_id, item_ids=memory_ids, limit=KNOWN_ENTITIES_MAX
-        ):
-            chosen.setdefault(entity.id, entity)
     return "\n".join(
-        f"- {entity.prompt_line()}" for entity in list(chosen.values())[:KNOWN_ENTITIES_MAX]
+        f"- {entity.prompt_line()}"
+        for entity in entities_for_context(
+            user_id=session.user_id,
+            app_id=session.app_id,
+            query=query,
+            item_ids=memory_ids,
+            limit=KNOWN_ENTITIES_MAX,
+        )
     )
 
 
