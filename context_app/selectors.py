@@ -235,8 +235,9 @@ def memory_search(
         params["s_phrase"] = phrase
     limit = max(CANDIDATES_PER_SIDE, top_k * 3)
     named: list[str] = []
-    # SET LOCAL needs a transaction; atomic() reuses the caller's when there is one.
-    with transaction.atomic(), connection.cursor() as cursor:
+    # SET LOCAL needs a transaction; inside the caller's (the context pack's build) no
+    # savepoint is taken: a failed search fails the caller's transaction, as the pack wants.
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         keyword_rows: list[tuple[int, float]] = []
         stats = None
         if mode in ("hybrid", "keyword") and query.strip():

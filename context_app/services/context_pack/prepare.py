@@ -143,6 +143,44 @@ def _prepare(
     query_future=None,
     defer_record=False,
 ):
+    # The memory match, reads, assembly and the log write share one transaction (fewer round
+    # trips; the latency budget bounds every statement of it). A caller's outer transaction
+    # would keep our statement_timeout: it is put back at the end.
+    restore_timeout = connection.in_atomic_block
+    with transaction.atomic():
+        previous_timeout = _configure_transaction(
+            statement_timeout_ms=context_settings.latency_budget_ms
+        )
+        pack = _match_and_build(
+            session=session,
+            user_message=user_message,
+            query=query,
+            turn=turn,
+            override=override,
+            conversation_tokens=conversation_tokens,
+            context_settings=context_settings,
+            deadline=deadline,
+            query_future=query_future,
+            defer_record=defer_record,
+        )
+        if restore_timeout:
+            _restore_statement_timeout(previous_timeout)
+    return pack
+
+
+def _match_and_build(
+    *,
+    session,
+    user_message,
+    query,
+    turn,
+    override,
+    conversation_tokens,
+    context_settings,
+    deadline,
+    query_future,
+    defer_record,
+):
     now = timezone.now()
     state = dict((session.metadata or {}).get(METADATA_KEY) or {})
     override_choice = (
@@ -177,35 +215,24 @@ def _prepare(
         if reused is not None:
             return reused
         decision = "first_build"
-    previous_topic = TopicChoice.from_dict(state.get("topic"))
-    # Reads, assembly and the log write share one transaction (fewer round trips). A caller's
-    # outer transaction would keep our statement_timeout: it is put back at the end.
-    restore_timeout = connection.in_atomic_block
-    with transaction.atomic():
-        previous_timeout = _configure_transaction(
-            statement_timeout_ms=context_settings.latency_budget_ms
-        )
-        pack = _build_and_record(
-            session=session,
-            user_message=user_message,
-            query=query,
-            turn=turn,
-            state=state,
-            decision=decision,
-            now=now,
-            previous_topic=previous_topic,
-            override=override,
-            override_choice=override_choice,
-            conversation_tokens=conversation_tokens,
-            context_settings=context_settings,
-            deadline=deadline,
-            matched=matched,
-            query_future=query_future,
-            defer_record=defer_record,
-        )
-        if restore_timeout:
-            _restore_statement_timeout(previous_timeout)
-    return pack
+    return _build_and_record(
+        session=session,
+        user_message=user_message,
+        query=query,
+        turn=turn,
+        state=state,
+        decision=decision,
+        now=now,
+        previous_topic=TopicChoice.from_dict(state.get("topic")),
+        override=override,
+        override_choice=override_choice,
+        conversation_tokens=conversation_tokens,
+        context_settings=context_settings,
+        deadline=deadline,
+        matched=matched,
+        query_future=query_future,
+        defer_record=defer_record,
+    )
 
 
 def _build_and_record(
