@@ -130,39 +130,16 @@ def prepare_context(
     return pack
 
 
-def _prepare(
-    *,
-    session,
-    user_message,
-    query,
-    turn,
-    override,
-    conversation_tokens,
-    context_settings,
-    deadline,
-    query_future=None,
-    defer_record=False,
-):
-    # The memory match, reads, assembly and the log write share one transaction (fewer round
-    # trips; the latency budget bounds every statement of it). A caller's outer transaction
-    # would keep our statement_timeout: it is put back at the end.
+def _prepare(*, context_settings, **arguments) -> ContextPack:
+    """`_match_and_build` in one transaction: the memory match, reads, assembly and the log
+    write share it (fewer round trips; the latency budget bounds every statement of it). A
+    caller's outer transaction would keep our statement_timeout: it is put back at the end."""
     restore_timeout = connection.in_atomic_block
     with transaction.atomic():
         previous_timeout = _configure_transaction(
             statement_timeout_ms=context_settings.latency_budget_ms
         )
-        pack = _match_and_build(
-            session=session,
-            user_message=user_message,
-            query=query,
-            turn=turn,
-            override=override,
-            conversation_tokens=conversation_tokens,
-            context_settings=context_settings,
-            deadline=deadline,
-            query_future=query_future,
-            defer_record=defer_record,
-        )
+        pack = _match_and_build(context_settings=context_settings, **arguments)
         if restore_timeout:
             _restore_statement_timeout(previous_timeout)
     return pack
