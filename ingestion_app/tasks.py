@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from ingestion_app.services.deferred_embeddings import memory_items_embed_missing
 from ingestion_app.services.document_jobs import (
     document_ingest_job_run,
     document_ingest_jobs_resume_abandoned,
@@ -52,6 +53,16 @@ def chunk_header_backfill_task(memory_item_id: int) -> str:
     except Exception:
         logger.exception("header backfill of chunk %s failed", memory_item_id)
         return "failed"
+
+
+def embed_missing_task() -> int:
+    """Every minute: embed chat items still without a vector (see deferred_embeddings). Failures
+    are logged, not raised; the next run tries again."""
+    try:
+        return memory_items_embed_missing()
+    except Exception:
+        logger.exception("embedding chat items without a vector failed")
+        return 0
 
 
 def entities_resolve_task(entity_ids: list[int]) -> int:

@@ -312,6 +312,12 @@ MNEMO_CONSOLIDATION_TOKENS = env_int("MNEMO_CONSOLIDATION_TOKENS", 4000)
 MNEMO_OPT_OUT_USERNAMES = env_list("MNEMO_OPT_OUT_USERNAMES")
 MNEMO_FACT_DUPLICATE_SIMILARITY = env_float("MNEMO_FACT_DUPLICATE_SIMILARITY", 0.92)
 MNEMO_INLINE_HEADER_BUDGET_SECONDS = env_float("MNEMO_INLINE_HEADER_BUDGET_SECONDS", 1.5)
+# After a message, its items are stored (keyword-searchable) and the response goes out before
+# they are embedded: a background thread of the same process embeds them right after and
+# fills the vectors in (ingestion_app.services.deferred_embeddings). Off: embedded in the
+# request, as before. Either way a vector the embedder failed to give is filled in by the
+# one-minute schedule `mnemo-embed-missing`.
+MNEMO_EMBED_AFTER_RESPONSE = env_bool("MNEMO_EMBED_AFTER_RESPONSE", True)
 # Session close: digest size, and the user rollups ("recent" = sessions within N days of the
 # user's newest session, by last message time; "history" = everything older), each capped.
 MNEMO_SESSION_SUMMARY_MAX_CHARS = env_int("MNEMO_SESSION_SUMMARY_MAX_CHARS", 800)

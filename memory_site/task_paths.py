@@ -18,6 +18,9 @@ IMPORT_TASK = "ingestion_app.tasks.import_job_task"
 DOCUMENT_INGEST_TASK = "ingestion_app.tasks.document_ingest_job_task"
 JOBS_RESUME_TASK = "ingestion_app.tasks.jobs_resume_abandoned_task"
 BACKFILL_TASK = "ingestion_app.tasks.chunk_header_backfill_task"
+# ingestion_app: chat items still without a vector (the process that stored them died, or the
+# embedder failed), every minute (ingestion_app.services.deferred_embeddings).
+EMBED_MISSING_TASK = "ingestion_app.tasks.embed_missing_task"
 # ingestion_app: entity name embeddings + similarity merges, the model's entity extraction,
 # the entities of an imported file (extracted after its import).
 ENTITIES_RESOLVE_TASK = "ingestion_app.tasks.entities_resolve_task"
@@ -36,6 +39,7 @@ TASK_PATHS = (
     DOCUMENT_INGEST_TASK,
     JOBS_RESUME_TASK,
     BACKFILL_TASK,
+    EMBED_MISSING_TASK,
     ENTITIES_RESOLVE_TASK,
     ENTITIES_LLM_TASK,
     IMPORT_ENTITIES_TASK,

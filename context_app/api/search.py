@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from context_app.selectors import MODES, SOURCES, SearchFilters, memory_search, search_entities
 from ingestion_app.selectors import memory_stats
 from ingestion_app.selectors.entities import cross_references_of_items
+from ingestion_app.services.deferred_embeddings import READ_WAIT_SECONDS, pending_embeddings_wait
 from memory_site.api_fields import (
     FieldAliasMixin,
     StrictCharField,
@@ -244,6 +245,8 @@ class MemorySearchApi(APIView):
             arguments["min_similarity"] = data["min_similarity"]
         if data.get("as_of"):
             arguments["as_of"] = data["as_of"]
+        # Read your own writes: the vectors of items stored just before (deferred_embeddings).
+        pending_embeddings_wait(READ_WAIT_SECONDS, user_id=request.user.id)
         try:
             result = memory_search(
                 user=request.user,

@@ -34,6 +34,7 @@ from context_app.services.context_pack.snapshots import user_context_snapshot
 from ingestion_app.selectors import memories_for_user
 from ingestion_app.selectors.scope import SearchFilters
 from ingestion_app.services.commit.add import memory_fact_add
+from ingestion_app.services.deferred_embeddings import READ_WAIT_SECONDS, pending_embeddings_wait
 from ingestion_app.services.memories import memory_delete, memory_update
 from memory_site.errors import DomainError
 from memory_site.providers import ProviderError
@@ -117,6 +118,8 @@ def _search(
     moment = _moment(as_of, "as_of")
     if moment is not None and timezone.is_naive(moment):
         moment = timezone.make_aware(moment, UTC)
+    # Read your own writes: the vectors of items stored just before (deferred_embeddings).
+    pending_embeddings_wait(READ_WAIT_SECONDS, user_id=user.id)
     result = memory_search(
         user=user,
         query=query,
@@ -159,6 +162,7 @@ def _context(user, *, query: str) -> dict:
     memories most similar to it, each under its cap and all under the total cap."""
     caps = ContextSettings.load()
     snapshot = user_context_snapshot(user=user, app_id=settings.MNEMO_DEFAULT_APP_ID)
+    pending_embeddings_wait(READ_WAIT_SECONDS, user_id=user.id)
     hits = memory_search(
         user=user,
         query=query,

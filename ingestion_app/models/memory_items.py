@@ -92,6 +92,11 @@ class MemoryItem(models.Model):
             # date, checks the visibility map ~9,000 times (2 ms).
             models.Index(fields=["user", "app_id", "source"], name="rag_user_app_source"),
             models.Index(fields=["chat_session", "source"], name="rag_session_source"),
+            # The rows still without a vector (embedded after the response, or the embedder
+            # failed): the one-minute sweep finds them without reading the table.
+            models.Index(
+                fields=["id"], name="rag_embedding_missing", condition=Q(embedding__isnull=True)
+            ),
             models.Index(fields=["user", "app_id", "bucket"], name="rag_user_bucket"),
             GinIndex(fields=["search_vector"], name="rag_search_vector"),
             # The distinct speakers of a user's message items in a few index probes (BM25 on

@@ -136,8 +136,9 @@ def exchange_prepare(*, message: Message) -> PendingItem | None:
     # out so the backfilled header, not the provisional one, shapes the final vector.
     embedding_text = chunk.user_text if status == HeaderStatus.PENDING else chunk.embedding_text()
 
-    def store(embedding: list[float] | None) -> MemoryItem | None:
-        if embedding is None:
+    def store(embedding: list[float] | None, *, deferred: bool = False) -> MemoryItem | None:
+        failed = embedding is None and not deferred
+        if failed:
             logger.warning(
                 "chunk %s stored without embedding; the backfill task embeds it", chunk.chunk_id
             )
@@ -149,7 +150,7 @@ def exchange_prepare(*, message: Message) -> PendingItem | None:
             embedding=embedding,
             embedding_text=embedding_text,
         )
-        if item is not None and (status == HeaderStatus.PENDING or embedding is None):
+        if item is not None and (status == HeaderStatus.PENDING or failed):
             item_id = item.id
             transaction.on_commit(
                 lambda: async_task(BACKFILL_TASK, item_id, task_name=f"chunk-backfill-{item_id}")

@@ -225,6 +225,7 @@ def message_items_prepare(*, message: Message) -> list[PendingItem]:
             metadata=metadata,
             embedding_text=embedding_text,
             last=last,
+            deferred=False,  # embedding None either way: kept findable by keywords
         ) -> MemoryItem | None:
             return _message_item_store(
                 message=message,

@@ -35,6 +35,7 @@ from context_app.services.topics import (
 from context_app.summary_selectors import user_rollups
 from ingestion_app.models import MemoryItem
 from ingestion_app.selectors.entities import entities_for_context
+from ingestion_app.services.deferred_embeddings import pending_embeddings_wait
 from memory_site.providers import get_embedder
 from memory_site.redaction import redact
 from sessions_app.models import ChatSession, Message
@@ -183,6 +184,12 @@ def _relevant_memory_lines(
             "context: query embedding failed for session %s, memories skipped: %s", session.id, exc
         )
         return None, (time.perf_counter() - embedding_started) * 1000
+    # Read your own writes: memories are found here by vector alone, and the items this process
+    # stored for the user just before (a fact said in the previous chat) get theirs within
+    # milliseconds of that response (ingestion_app.services.deferred_embeddings).
+    pending_embeddings_wait(
+        max(deadline.remaining_ms() - reserve_ms, 0) / 1000, user_id=session.user_id
+    )
     waited_ms = (time.perf_counter() - embedding_started) * 1000
     top_k = context_settings.memory_top_k
     if top_k <= 0:

@@ -5,7 +5,12 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand
 from django_q.models import Schedule
 
-from memory_site.task_paths import CLOSE_STALE_SESSIONS_TASK, JOBS_RESUME_TASK, RETENTION_TASK
+from memory_site.task_paths import (
+    CLOSE_STALE_SESSIONS_TASK,
+    EMBED_MISSING_TASK,
+    JOBS_RESUME_TASK,
+    RETENTION_TASK,
+)
 
 # name -> (dotted function path, schedule type, minutes)
 SCHEDULES = {
@@ -13,6 +18,8 @@ SCHEDULES = {
     "mnemo-retention": (RETENTION_TASK, Schedule.DAILY, None),
     # Imports, document ingests and session closes whose worker died (memory_site.leases).
     "mnemo-resume-abandoned-jobs": (JOBS_RESUME_TASK, Schedule.MINUTES, 1),
+    # Chat items left without a vector (embedding thread's process died, embedder failed).
+    "mnemo-embed-missing": (EMBED_MISSING_TASK, Schedule.MINUTES, 1),
 }
 
 
@@ -21,7 +28,10 @@ RETIRED = ("mnemo-requeue-abandoned-imports",)
 
 
 class Command(BaseCommand):
-    help = "Upsert the periodic tasks (stale-session close, retention, resuming abandoned jobs)."
+    help = (
+        "Upsert the periodic tasks (stale-session close, retention, resuming abandoned jobs, "
+        "embedding chat items left without a vector)."
+    )
 
     def handle(self, *args, **options):
         Schedule.objects.filter(name__in=RETIRED).delete()

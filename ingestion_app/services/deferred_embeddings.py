@@ -1,0 +1,236 @@
+"""Vectors filled in after the response: the after-message items are embedded off the request.
+
+Why (issue 19): after an assistant reply the embedder was ~20 of the request's ~48 ms p95. The
+hook now inserts the message's items with embedding NULL (keyword-searchable at once: the
+search vector is generated on insert), answers, and once the transaction has committed
+(`transaction.on_commit`) hands their ids to one daemon thread of the same process. That thread
+embeds whatever is queued in one embedder call and writes the vectors in one UPDATE, which
+skips an item deleted, edited or embedded meanwhile (`memory_items_embedding_fill`).
+
+A search of the same user in the same process first waits (at most READ_WAIT_SECONDS, the
+pack within its latency budget) for that user's queued items, so what was said just before is
+found by vector as it was when it was embedded in the request.
+
+Nothing stays without a vector: if the process dies with items queued, the queue is full, or
+the embedder fails, the one-minute schedule `mnemo-embed-missing` (`memory_items_embed_missing`)
+embeds the chat items (turn-pair chunks, message items, their passages; anything written from
+a chat session) still NULL after a grace period. `manage.py reembed --only-missing` does the
+same for every row, imports stored with ``embed=False`` included.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, connections, transaction
+from django.utils import timezone
+
+from ingestion_app.models import MemoryItem
+from memory_site.providers import get_embedder
+from memory_site.providers.base import ProviderError
+
+logger = logging.getLogger(__name__)
+
+# Items waiting for the thread, at most; past this they are left to the schedule rather than
+# ever making a request wait (a burst on a slow embedder must not grow memory without bound).
+QUEUE_MAX_ITEMS = 2000
+# Items the schedule leaves alone after their insert: the thread of the process that stored
+# them normally embeds them within milliseconds; double work would be harmless, only wasted.
+MISSING_GRACE_SECONDS = 60
+# How long a search waits, at most, for the vectors of its user's items still queued in this
+# process (read your own writes; normally a few milliseconds, as long as one embedder call).
+READ_WAIT_SECONDS = 0.5
+# Items the schedule embeds per run (one minute apart); a backlog drains over several runs.
+MISSING_PER_RUN = 512
+
+
+@dataclass(frozen=True)
+class EmbeddingJob:
+    """An item to embed, with what it was stored with: the vector is written only if the item
+    still has no vector and the same text (an edit in between wins)."""
+
+    item_id: int
+    user_id: int
+    text: str
+    embedding_text: str
+    content_hash: str
+
+    @classmethod
+    def of(cls, item: MemoryItem) -> EmbeddingJob:
+        return cls(
+            item_id=item.id,
+            user_id=item.user_id,
+            text=item.embedding_text or item.content,
+            embedding_text=item.embedding_text,
+            content_hash=item.content_hash,
+        )
+
+
+class _Backlog:
+    """The process's queue of jobs, its one worker thread and the count of unfinished jobs."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        # Also run in a forked child (a task worker): it inherits neither the thread nor a
+        # usable lock, and its parent's queued jobs are the parent's to finish.
+        self.jobs: queue.SimpleQueue[EmbeddingJob] = queue.SimpleQueue()
+        self.unfinished = 0
+        self.unfinished_by_user: dict[int, int] = {}
+        self.changed = threading.Condition()
+        self.thread: threading.Thread | None = None
+
+    def add(self, jobs: Sequence[EmbeddingJob]) -> None:
+        with self.changed:
+            if self.unfinished + len(jobs) > QUEUE_MAX_ITEMS:
+                logger.warning(
+                    "%d items not queued for embedding (backlog full); the schedule embeds them",
+                    len(jobs),
+                )
+                return
+            self.unfinished += len(jobs)
+            for job in jobs:
+                self.unfinished_by_user[job.user_id] = (
+                    self.unfinished_by_user.get(job.user_id, 0) + 1
+                )
+                self.jobs.put(job)
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(
+                    target=self.run, args=(self.jobs,), name="mnemo-embed-after", daemon=True
+                )
+                self.thread.start()
+
+    def run(self, jobs: queue.SimpleQueue[EmbeddingJob]) -> None:
+        size = max(1, int(settings.EMBEDDING_BATCH_SIZE))
+        while True:
+            batch = [jobs.get()]
+            while len(batch) < size:
+                try:
+                    batch.append(jobs.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                memory_items_embedding_fill(batch)
+            except ProviderError as exc:
+                logger.warning(
+                    "embedding %d items after the response failed (%s); the schedule embeds them",
+                    len(batch),
+                    exc,
+                )
+            except Exception:
+                logger.exception(
+                    "embedding %d items after the response failed; the schedule embeds them",
+                    len(batch),
+                )
+            finally:
+                # This thread's connection goes back (to the pool) between batches.
+                connections.close_all()
+                with self.changed:
+                    self.unfinished -= len(batch)
+                    for job in batch:
+                        left = self.unfinished_by_user.get(job.user_id, 1) - 1
+                        if left > 0:
+                            self.unfinished_by_user[job.user_id] = left
+                        else:
+                            self.unfinished_by_user.pop(job.user_id, None)
+                    self.changed.notify_all()
+
+    def wait(self, timeout: float, user_id: int | None = None) -> bool:
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while (
+                self.unfinished if user_id is None else self.unfinished_by_user.get(user_id, 0)
+            ) > 0:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self.changed.wait(remaining)
+        return True
+
+
+_BACKLOG = _Backlog()
+os.register_at_fork(after_in_child=_BACKLOG.reset)
+
+
+def embeddings_after_commit(items: Sequence[MemoryItem]) -> None:
+    """Queue the stored items' embedding once the current transaction commits (at once outside
+    one). Never blocks and never raises into the request: past QUEUE_MAX_ITEMS the items are
+    left to the schedule. A rolled-back transaction queues nothing."""
+    jobs = [EmbeddingJob.of(item) for item in items if item is not None and item.pk]
+    if jobs:
+        transaction.on_commit(lambda: _BACKLOG.add(jobs))
+
+
+def pending_embeddings_wait(timeout: float = 10.0, *, user_id: int | None = None) -> bool:
+    """Wait until this process has embedded every item queued so far (of `user_id` only, when
+    given) (True), or until `timeout` seconds have passed (False).
+
+    Tests and benchmarks wait for everything. Reads wait for their user only (read your own
+    writes): the context pack's memories are found by vector alone, so a fact said just
+    before must have its vector before the next chat's first pack is built. Returns at once
+    when nothing of the user's is queued, the normal case."""
+    return _BACKLOG.wait(timeout, user_id)
+
+
+def memory_items_embedding_fill(jobs: Sequence[EmbeddingJob], *, embedder=None) -> int:
+    """Embed the jobs' texts in one embedder call and write the vectors in one UPDATE.
+
+    The UPDATE is conditional: only rows that still exist, still have no vector and still
+    carry the text and content hash they were queued with get one, so an item edited, deleted
+    or embedded meanwhile (the header backfill, a reembed) keeps what it has. Returns the rows
+    written. Raises ProviderError when the embedder fails (nothing written).
+    """
+    if not jobs:
+        return 0
+    vectors = (embedder or get_embedder()).embed([job.text for job in jobs])
+    field = MemoryItem._meta.get_field("embedding")
+    table = connection.ops.quote_name(MemoryItem._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""UPDATE {table} AS item SET embedding = filled.embedding::vector
+                FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[])
+                     AS filled(id, embedding, embedding_text, content_hash)
+                WHERE item.id = filled.id AND item.embedding IS NULL
+                  AND item.embedding_text = filled.embedding_text
+                  AND item.content_hash = filled.content_hash""",
+            [
+                [job.item_id for job in jobs],
+                [field.get_db_prep_save(list(vector), connection) for vector in vectors],
+                [job.embedding_text for job in jobs],
+                [job.content_hash for job in jobs],
+            ],
+        )
+        return cursor.rowcount
+
+
+def memory_items_embed_missing(*, limit: int = MISSING_PER_RUN) -> int:
+    """The schedule's sweep: embed chat items (anything written from a chat session: turn-pair
+    chunks, message items and passages, summaries) stored without a vector more than
+    MISSING_GRACE_SECONDS ago, oldest first, at most `limit` per run. Idempotent and safe beside
+    the thread and a concurrent run (the UPDATE is conditional). Raises ProviderError when the
+    embedder fails (the next run tries again)."""
+    cutoff = timezone.now() - timedelta(seconds=MISSING_GRACE_SECONDS)
+    missing = list(
+        MemoryItem.objects.filter(
+            embedding__isnull=True, chat_session__isnull=False, created_at__lt=cutoff
+        )
+        .order_by("id")
+        .only("id", "content", "embedding_text", "content_hash")[:limit]
+    )
+    size = max(1, int(settings.EMBEDDING_BATCH_SIZE))
+    embedder = get_embedder()
+    return sum(
+        memory_items_embedding_fill(
+            [EmbeddingJob.of(item) for item in missing[start : start + size]], embedder=embedder
+        )
+        for start in range(0, len(missing), size)
+    )
