@@ -13,6 +13,8 @@ import pytest
 from django.utils import timezone
 
 from context_app.models import InjectionLog
+from ingestion_app.models import MemoryItem
+from ingestion_app.services.deferred_embeddings import pending_embeddings_wait
 from sessions_app.models import ChatSession, Message, UsageLog
 from sessions_app.services.sessions import sessions_close_stale
 from tests.factories import open_session
@@ -59,7 +61,13 @@ def close_idle_sessions() -> None:
     sessions_close_stale()
 
 
-def test_memory_of_a_closed_conversation_reaches_the_next_one(live_url, user, upstream):
+@pytest.mark.parametrize("embed_after_response", [False, True])
+def test_memory_of_a_closed_conversation_reaches_the_next_one(
+    live_url, user, upstream, settings, embed_after_response
+):
+    # Both ways of embedding the stored messages: in the request, or just after it
+    # (ingestion_app.services.deferred_embeddings) in the server's own process.
+    settings.MNEMO_EMBED_AFTER_RESPONSE = embed_after_response
     client = client_for(live_url, user)
     upstream.reply_text = "Noted, happy to help with that."
     history, _ = chat_like_an_app(
@@ -76,6 +84,8 @@ def test_memory_of_a_closed_conversation_reaches_the_next_one(live_url, user, up
     stored = list(Message.objects.filter(session=session).values_list("role", "content"))
     assert stored == [(m["role"], m["content"]) for m in history[1:]]
 
+    assert pending_embeddings_wait(30)
+    assert not MemoryItem.objects.filter(user=user, embedding__isnull=True).exists()
     close_idle_sessions()  # the stale-heartbeat path closes and summarizes the session
     session.refresh_from_db()
     assert session.status == "closed"
@@ -304,3 +314,32 @@ def test_errors_have_openai_shape(live_url, user, upstream):
     assert "injected failure" in caught.value.body["message"]
 
     assert [m.id for m in client.models.list()] == upstream.models
+
+
+def test_a_turn_is_answered_before_its_messages_are_embedded(live_url, user, upstream, settings):
+    """The gateway runs the same after-message hook: its messages are stored in the call and
+    embedded just after it by the server process's embedding thread."""
+    from ingestion_app.services import deferred_embeddings
+    from memory_site.providers import get_embedder
+
+    settings.MNEMO_EMBED_AFTER_RESPONSE = True
+    released = threading.Event()
+    real = get_embedder()
+
+    class HeldEmbedder:
+        def embed(self, texts):
+            released.wait(30)
+            return real.embed(texts)
+
+    original = deferred_embeddings.get_embedder
+    deferred_embeddings.get_embedder = HeldEmbedder
+    try:
+        upstream.reply_text = "Lisbon's night train leaves Madrid at 21:43 on weekdays."
+        chat_like_an_app(client_for(live_url, user), ["I take the night train to Lisbon in May."])
+        items = MemoryItem.objects.filter(user=user, source="chunk")
+        assert items.count() == 3 and not items.exclude(embedding=None).exists()
+    finally:
+        released.set()
+        deferred_embeddings.get_embedder = original
+    assert pending_embeddings_wait(30)
+    assert not items.filter(embedding=None).exists()
