@@ -20,6 +20,7 @@ same for every row, imports stored with ``embed=False`` included.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import queue
@@ -48,6 +49,8 @@ MISSING_GRACE_SECONDS = 60
 # How long a search waits, at most, for the vectors of its user's items still queued in this
 # process (read your own writes; normally a few milliseconds, as long as one embedder call).
 READ_WAIT_SECONDS = 0.5
+# How long a process stopping gracefully waits for its queued items.
+SHUTDOWN_WAIT_SECONDS = 5.0
 # Items the schedule embeds per run (one minute apart); a backlog drains over several runs.
 MISSING_PER_RUN = 512
 
@@ -159,6 +162,8 @@ class _Backlog:
 
 _BACKLOG = _Backlog()
 os.register_at_fork(after_in_child=_BACKLOG.reset)
+# A process stopped gracefully finishes what is queued (the schedule would, a minute later).
+atexit.register(lambda: _BACKLOG.wait(SHUTDOWN_WAIT_SECONDS))
 
 
 def embeddings_after_commit(items: Sequence[MemoryItem]) -> None:
