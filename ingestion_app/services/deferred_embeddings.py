@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, connections, transaction
+from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from ingestion_app.models import MemoryItem
@@ -135,8 +135,8 @@ class _Backlog:
                     len(batch),
                 )
             finally:
-                # This thread's connection goes back (to the pool) between batches.
-                connections.close_all()
+                # As after a request: back to the pool, or kept while CONN_MAX_AGE allows.
+                close_old_connections()
                 with self.changed:
                     self.unfinished -= len(batch)
                     for job in batch:
