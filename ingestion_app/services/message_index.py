@@ -151,8 +151,9 @@ def message_items_prepare(*, message: Message) -> list[PendingItem]:
     Each new item's keyword context holds the previous CONTEXT_WINDOW messages; storing the
     message adds it to the context of those messages' items (single-row UPDATEs). Idempotent:
     a second run gets the stored items back as `existing`. Without an embedding (embedder
-    failure) the items are stored anyway: keyword search still finds them and `manage.py
-    reembed` fills them in. Holds no lock.
+    failure, or deferred past the response: `deferred_embeddings`) the items are stored anyway:
+    keyword search finds them at once and the `mnemo-embed-missing` schedule (or `manage.py
+    reembed --only-missing`) fills in a vector the embedder failed to give. Holds no lock.
     """
     if message.role not in INDEXED_ROLES or not message.content_sanitized.strip():
         return []
