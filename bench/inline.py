@@ -47,7 +47,10 @@ Embedding after the response (issue 19, MNEMO_EMBED_AFTER_RESPONSE=1), this scri
 -> 80.1 ms; after a user message p50 48.1 -> 32.0 ms, p95 90.8 -> 57.2 ms. The vectors follow
 the reply by p50 60 / p95 103 ms at that load (a user message's by 23 / 51 ms). CPU per reply
 including its vectors p50 52.7 -> 56.5 ms (+4 ms: the vectors are an UPDATE after the INSERT,
-a second index write of the row); per user message 23.1 -> 24.9 ms. Idle not yet measured.
+a second index write of the row); per user message 23.1 -> 24.9 ms. A second pair, load
+1.6 -> 6.0 while they ran: after a reply p50 108.9 -> 55.0 ms, p95 165.9 -> 88.0 ms; after a
+user message p95 84.0 -> 64.8 ms; CPU per reply with its vectors p50 55.0 -> 57.1 ms.
+Idle not yet measured.
 """
 
 from __future__ import annotations
