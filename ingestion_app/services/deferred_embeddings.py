@@ -196,7 +196,7 @@ def memory_items_embedding_fill(jobs: Sequence[EmbeddingJob], *, embedder=None) 
     """
     if not jobs:
         return 0
-    vectors = (embedder or get_embedder()).embed([job.text for job in jobs])
+    vectors = _embed_on_one_core(embedder or get_embedder(), [job.text for job in jobs])
     field = MemoryItem._meta.get_field("embedding")
     table = connection.ops.quote_name(MemoryItem._meta.db_table)
     with connection.cursor() as cursor:
@@ -215,6 +215,16 @@ def memory_items_embedding_fill(jobs: Sequence[EmbeddingJob], *, embedder=None) 
             ],
         )
         return cursor.rowcount
+
+
+def _embed_on_one_core(embedder, texts: list[str]) -> list:
+    """The local embedder spreads one call's texts over every core (what a request waiting for
+    them wants); after the response one core is enough and the other stays with the requests
+    being served, so it gets the texts one call each (each pass runs in the calling thread; the
+    CPU is the same, passes are of one text either way). A remote embedder gets one call."""
+    if getattr(embedder, "name", "") != "local" or len(texts) == 1:
+        return embedder.embed(texts)
+    return [embedder.embed([text])[0] for text in texts]
 
 
 def memory_items_embed_missing(*, limit: int = MISSING_PER_RUN) -> int:
