@@ -41,16 +41,16 @@ p50 41.0 / p95 48.4 ms (68.1 before; the embedding ~19.5 ms of it), after a user
 24.5 / p95 28.2 ms. The < 40 ms p95 target needs the embedding off the request path (see the
 issue 19 note).
 
-Embedding after the response (issue 19, MNEMO_EMBED_AFTER_RESPONSE=1), this script on main
-(f330811, embedding in the request) and on the change, back to back, 300 exchanges, load 4.0-5.5
-(not idle; 2 other sessions working): after an assistant reply p50 97.2 -> 48.6 ms, p95 177.8
--> 80.1 ms; after a user message p50 48.1 -> 32.0 ms, p95 90.8 -> 57.2 ms. The vectors follow
-the reply by p50 60 / p95 103 ms at that load (a user message's by 23 / 51 ms). CPU per reply
-including its vectors p50 52.7 -> 56.5 ms (+4 ms: the vectors are an UPDATE after the INSERT,
-a second index write of the row); per user message 23.1 -> 24.9 ms. A second pair, load
-1.6 -> 6.0 while they ran: after a reply p50 108.9 -> 55.0 ms, p95 165.9 -> 88.0 ms; after a
-user message p95 84.0 -> 64.8 ms; CPU per reply with its vectors p50 55.0 -> 57.1 ms.
-Idle not yet measured.
+Embedding after the response (issue 19, MNEMO_EMBED_AFTER_RESPONSE=1): this script on main
+(f330811, embedding in the request) and on the change, back to back, 300 exchanges, load 2.7-3.3
+(not idle; other sessions working): after an assistant reply p50 58.7 -> 24.2 ms, p95 97.1 ->
+55.2 ms; after a user message p50 27.3 -> 16.4 ms, p95 52.0 -> 41.2 ms. The vectors follow the
+reply by p50 41 / p95 86 ms at that load (a user message's by 15 / 34 ms). CPU per reply
+including its vectors (all threads) 48.6 ms p50 both ways; per user message 21.2 -> 21.5 ms.
+The embedding thread gives the local embedder one text per call, so it takes one core and
+leaves the other to the request: the first version, which spread a reply's texts over both
+cores, only went from p95 82.0 to 78.4 ms at load ~2 (p50 55.0 -> 39.1 ms). Idle not measured
+(the machine was shared throughout).
 """
 
 from __future__ import annotations
