@@ -4,8 +4,9 @@ Why (issue 19): after an assistant reply the embedder was ~20 of the request's ~
 hook now inserts the message's items with embedding NULL (keyword-searchable at once: the
 search vector is generated on insert), answers, and once the transaction has committed
 (`transaction.on_commit`) hands their ids to one daemon thread of the same process. That thread
-embeds whatever is queued in one embedder call and writes the vectors in one UPDATE, which
-skips an item deleted, edited or embedded meanwhile (`memory_items_embedding_fill`).
+embeds whatever is queued (on one core: `_embed_on_one_core`) and writes the vectors in one
+UPDATE, which skips an item deleted, edited or embedded meanwhile
+(`memory_items_embedding_fill`).
 
 A search of the same user in the same process first waits (at most READ_WAIT_SECONDS, the
 pack within its latency budget) for that user's queued items, so what was said just before is
@@ -187,7 +188,7 @@ def pending_embeddings_wait(timeout: float = 10.0, *, user_id: int | None = None
 
 
 def memory_items_embedding_fill(jobs: Sequence[EmbeddingJob], *, embedder=None) -> int:
-    """Embed the jobs' texts in one embedder call and write the vectors in one UPDATE.
+    """Embed the jobs' texts (`_embed_on_one_core`) and write the vectors in one UPDATE.
 
     The UPDATE is conditional: only rows that still exist, still have no vector and still
     carry the text and content hash they were queued with get one, so an item edited, deleted

@@ -15,7 +15,7 @@ def message_items_index(*, message: Message) -> list[MemoryItem]:
     """After-message hook: the message's own items (one, or its passages) and, after a reply,
     the exchange's turn-pair chunk, all embedded in one embedder call (one round trip).
 
-    With MNEMO_EMBED_AFTER_RESPONSE (the default) that call runs after the response, in the
+    With MNEMO_EMBED_AFTER_RESPONSE (the default) the embedding runs after the response, in the
     process's embedding thread: the items are stored without a vector (keyword-searchable at
     once) and get it a few milliseconds later (`deferred_embeddings`). Returns the stored (or
     already stored) items: none for a system message or empty text.
