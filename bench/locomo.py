@@ -258,7 +258,22 @@ def ingest_conversation(conversation: ld.Conversation, timings: dict[str, list[f
             raise RuntimeError(
                 f"closing session {session.index} of {conversation.sample_id}: {outcome}"
             )
+    vectors_in(user)
     return user
+
+
+def vectors_in(user) -> None:
+    """Every item of the user has its vector before a question is asked: the ones embedded after
+    the response (MNEMO_EMBED_AFTER_RESPONSE) are waited for, any the embedding thread left
+    (backlog full) are embedded here, as the one-minute schedule would."""
+    from ingestion_app.services.deferred_embeddings import (
+        memory_items_embed_missing,
+        pending_embeddings_wait,
+    )
+
+    if not pending_embeddings_wait(600):
+        raise RuntimeError("deferred embeddings not done within 600 s")
+    memory_items_embed_missing(limit=None, grace_seconds=0, user_id=user.id)
 
 
 def chatgpt_export(conversation: ld.Conversation) -> list[dict]:

@@ -68,6 +68,7 @@ from django.db import connection  # noqa: E402
 from rest_framework.authtoken.models import Token  # noqa: E402
 
 from context_app.services.summaries import session_close_run  # noqa: E402
+from ingestion_app.services.deferred_embeddings import pending_embeddings_wait  # noqa: E402
 from memory_site.providers import get_embedder  # noqa: E402
 from sessions_app.models import ChatSession  # noqa: E402
 from sessions_app.services.messages import message_create, message_run_hooks  # noqa: E402
@@ -107,6 +108,8 @@ def seed_history(user, sessions: int, rng: random.Random) -> None:
                 ("assistant", f"Good to know that {subject} {fact}; I will keep it in mind."),
             ):
                 message_run_hooks(message=message_create(session=session, role=role, content=text))
+        # The vectors embedded after each message, before the packs are measured.
+        assert pending_embeddings_wait(60)
         ChatSession.objects.filter(id=session.id).update(status=ChatSession.Status.CLOSING)
         assert session_close_run(session_id=session.id) == "closed"
 

@@ -228,20 +228,28 @@ def _embed_on_one_core(embedder, texts: list[str]) -> list:
     return [embedder.embed([text])[0] for text in texts]
 
 
-def memory_items_embed_missing(*, limit: int = MISSING_PER_RUN) -> int:
+def memory_items_embed_missing(
+    *,
+    limit: int | None = MISSING_PER_RUN,
+    grace_seconds: float = MISSING_GRACE_SECONDS,
+    user_id: int | None = None,
+) -> int:
     """The schedule's sweep: embed chat items (anything written from a chat session: turn-pair
     chunks, message items and passages, summaries) stored without a vector more than
-    MISSING_GRACE_SECONDS ago, oldest first, at most `limit` per run. Idempotent and safe beside
-    the thread and a concurrent run (the UPDATE is conditional). Raises ProviderError when the
-    embedder fails (the next run tries again)."""
-    cutoff = timezone.now() - timedelta(seconds=MISSING_GRACE_SECONDS)
-    missing = list(
-        MemoryItem.objects.filter(
-            embedding__isnull=True, chat_session__isnull=False, created_at__lt=cutoff
-        )
-        .order_by("id")
-        .only("id", "content", "embedding_text", "content_hash")[:limit]
+    `grace_seconds` ago, oldest first, at most `limit` per run (None: all), of one user when
+    `user_id` is given (benchmarks that must not search before every vector is in). Idempotent
+    and safe beside the thread and a concurrent run (the UPDATE is conditional). Returns the
+    rows written. Raises ProviderError when the embedder fails (the next run tries again)."""
+    cutoff = timezone.now() - timedelta(seconds=grace_seconds)
+    missing = MemoryItem.objects.filter(
+        embedding__isnull=True, chat_session__isnull=False, created_at__lt=cutoff
     )
+    if user_id is not None:
+        missing = missing.filter(user_id=user_id)
+    missing = missing.order_by("id").only(
+        "id", "user_id", "content", "embedding_text", "content_hash"
+    )
+    missing = list(missing if limit is None else missing[:limit])
     size = max(1, int(settings.EMBEDDING_BATCH_SIZE))
     embedder = get_embedder()
     return sum(
