@@ -63,6 +63,7 @@ class EmbeddingJob:
 
     item_id: int
     user_id: int
+    session_id: str  # its chat session ("" for none): a pack never waits for its own session's
     text: str
     embedding_text: str
     content_hash: str
@@ -72,6 +73,7 @@ class EmbeddingJob:
         return cls(
             item_id=item.id,
             user_id=item.user_id,
+            session_id=str(item.chat_session_id or ""),
             text=item.embedding_text or item.content,
             embedding_text=item.embedding_text,
             content_hash=item.content_hash,
@@ -89,7 +91,8 @@ class _Backlog:
         # usable lock, and its parent's queued jobs are the parent's to finish.
         self.jobs: queue.SimpleQueue[EmbeddingJob] = queue.SimpleQueue()
         self.unfinished = 0
-        self.unfinished_by_user: dict[int, int] = {}
+        # user -> chat session -> unfinished jobs
+        self.unfinished_by_user: dict[int, dict[str, int]] = {}
         self.changed = threading.Condition()
         self.thread: threading.Thread | None = None
 
@@ -103,9 +106,8 @@ class _Backlog:
                 return
             self.unfinished += len(jobs)
             for job in jobs:
-                self.unfinished_by_user[job.user_id] = (
-                    self.unfinished_by_user.get(job.user_id, 0) + 1
-                )
+                sessions = self.unfinished_by_user.setdefault(job.user_id, {})
+                sessions[job.session_id] = sessions.get(job.session_id, 0) + 1
                 self.jobs.put(job)
             if self.thread is None or not self.thread.is_alive():
                 self.thread = threading.Thread(
@@ -141,19 +143,26 @@ class _Backlog:
                 with self.changed:
                     self.unfinished -= len(batch)
                     for job in batch:
-                        left = self.unfinished_by_user.get(job.user_id, 1) - 1
+                        sessions = self.unfinished_by_user.get(job.user_id, {})
+                        left = sessions.get(job.session_id, 1) - 1
                         if left > 0:
-                            self.unfinished_by_user[job.user_id] = left
+                            sessions[job.session_id] = left
                         else:
+                            sessions.pop(job.session_id, None)
+                        if not sessions:
                             self.unfinished_by_user.pop(job.user_id, None)
                     self.changed.notify_all()
 
-    def wait(self, timeout: float, user_id: int | None = None) -> bool:
+    def pending(self, user_id: int | None, except_session: str) -> int:
+        if user_id is None:
+            return self.unfinished
+        sessions = self.unfinished_by_user.get(user_id, {})
+        return sum(count for session, count in sessions.items() if session != except_session)
+
+    def wait(self, timeout: float, user_id: int | None = None, except_session: str = "") -> bool:
         deadline = time.monotonic() + timeout
         with self.changed:
-            while (
-                self.unfinished if user_id is None else self.unfinished_by_user.get(user_id, 0)
-            ) > 0:
+            while self.pending(user_id, except_session) > 0:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
@@ -176,15 +185,18 @@ def embeddings_after_commit(items: Sequence[MemoryItem]) -> None:
         transaction.on_commit(lambda: _BACKLOG.add(jobs))
 
 
-def pending_embeddings_wait(timeout: float = 10.0, *, user_id: int | None = None) -> bool:
+def pending_embeddings_wait(
+    timeout: float = 10.0, *, user_id: int | None = None, except_session_id=None
+) -> bool:
     """Wait until this process has embedded every item queued so far (of `user_id` only, when
-    given) (True), or until `timeout` seconds have passed (False).
+    given, and not of the chat session `except_session_id`, which the context pack leaves out
+    of its search anyway) (True), or until `timeout` seconds have passed (False).
 
     Tests and benchmarks wait for everything. Reads wait for their user only (read your own
     writes): the context pack's memories are found by vector alone, so a fact said just
     before must have its vector before the next chat's first pack is built. Returns at once
     when nothing of the user's is queued, the normal case."""
-    return _BACKLOG.wait(timeout, user_id)
+    return _BACKLOG.wait(timeout, user_id, str(except_session_id or ""))
 
 
 def memory_items_embedding_fill(jobs: Sequence[EmbeddingJob], *, embedder=None) -> int:

@@ -8,6 +8,7 @@ These tests commit (transactional_db): on-commit work never runs inside a test's
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -216,3 +217,16 @@ def test_a_fact_said_just_before_is_in_the_first_pack_of_the_next_chat(api, user
     assert session_messages.filter(role="assistant").exists()
     # The stream's own messages took the same route and have their vectors now.
     assert not MemoryItem.objects.filter(user=user, source="chunk", embedding__isnull=True).exists()
+
+
+def test_the_next_turn_of_a_chat_never_waits_for_its_own_last_reply(api, user, held):
+    """The pack leaves the chat's own items out of its search, so a chat app's back-to-back
+    turn does not wait for them; another chat of the same user does (read your own writes)."""
+    session_id = post_exchange(api)  # its vectors are held back
+
+    started = time.monotonic()
+    assert pending_embeddings_wait(5, user_id=user.id, except_session_id=session_id)
+    assert time.monotonic() - started < 1
+    assert not pending_embeddings_wait(0.2, user_id=user.id)  # another chat would wait
+    held.release()
+    assert pending_embeddings_wait(30, user_id=user.id)

@@ -187,8 +187,12 @@ def _relevant_memory_lines(
     # Read your own writes: memories are found here by vector alone, and the items this process
     # stored for the user just before (a fact said in the previous chat) get theirs within
     # milliseconds of that response (ingestion_app.services.deferred_embeddings).
+    # Not for this session's own items: the search below leaves them out (the conversation
+    # holds them), so a chat app's back-to-back turns never wait for the last reply's vectors.
     pending_embeddings_wait(
-        max(deadline.remaining_ms() - reserve_ms, 0) / 1000, user_id=session.user_id
+        max(deadline.remaining_ms() - reserve_ms, 0) / 1000,
+        user_id=session.user_id,
+        except_session_id=session.id,
     )
     waited_ms = (time.perf_counter() - embedding_started) * 1000
     top_k = context_settings.memory_top_k
