@@ -252,6 +252,12 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--history-sessions", type=int, default=20)
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument(
+        "--pause-ms",
+        type=float,
+        default=0.0,
+        help="pause after each call, as a person reading the reply gives one (0: back to back)",
+    )
     args = parser.parse_args()
     rng = random.Random(args.seed)
 
@@ -285,6 +291,8 @@ def main() -> None:
                     client, f"{mnemo_url}/v1/chat/completions", body, headers, meter
                 )
                 history.append({"role": "assistant", "content": reply})
+                if args.pause_ms:
+                    time.sleep(args.pause_ms / 1000)
                 if call < 10:  # warm-up: first pack builds, connection pools
                     continue
                 direct.append(ttft_direct)
@@ -303,7 +311,8 @@ def main() -> None:
         )
         print(
             f"{args.calls} streamed calls (10-turn conversations, {args.history_sessions} closed "
-            f"sessions of history; {packs} upstream requests carried a pack); CPUs "
+            f"sessions of history; {packs} upstream requests carried a pack; pause after each "
+            f"call {args.pause_ms:g} ms); CPUs "
             f"{os.cpu_count()}, load average {os.getloadavg()}"
         )
         print(line("TTFT upstream directly", direct))
