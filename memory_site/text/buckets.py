@@ -65,15 +65,20 @@ _ENTITY_BUCKETS = {
     "concept": CREATOR,
 }
 _TIE_ORDER = (PROJECTS, CREATOR, PERSONAL_LIFE)
+# Each cue word with the buckets it counts for: one lookup per word of the text (imports
+# classify every chunk and passage).
+_CUE_BUCKETS = {
+    word: tuple(bucket for bucket in _TIE_ORDER if word in _CUES[bucket])
+    for word in frozenset().union(*_CUES.values())
+}
 
 
 def bucket_classify(text: str, *, entity_types: Iterable[str] = ()) -> str:
     """The bucket whose cue words (and entity types) ``text`` holds most; OTHER for none."""
     scores = dict.fromkeys(_TIE_ORDER, 0.0)
     for word in _WORD_RE.findall((text or "")[:4000].lower()):
-        for bucket in _TIE_ORDER:
-            if word in _CUES[bucket]:
-                scores[bucket] += 1
+        for bucket in _CUE_BUCKETS.get(word, ()):
+            scores[bucket] += 1
     for kind in entity_types:
         bucket = _ENTITY_BUCKETS.get(kind)
         if bucket:
