@@ -233,6 +233,28 @@ def test_the_prompt_of_an_imported_long_exchange_is_found_on_its_own(
     assert len({hit.metadata.get("exchange_key") for hit in hits}) == len(hits)
 
 
+def test_a_reply_passage_embeds_its_date_and_its_own_text_only(
+    user, tmp_path, fake_embedder, upload_dir
+):
+    prompt = "Help me plan my Austria trip, I live in Austin."
+    _import_export(
+        tmp_path,
+        user,
+        [(prompt, long_reply())],
+        start=datetime(2024, 2, 12, 10, 0, tzinfo=UTC).timestamp(),
+    )
+
+    passages = MemoryItem.objects.filter(
+        user=user, metadata__granularity="passage", metadata__role="assistant"
+    )
+    assert passages.count() > 1
+    for passage in passages:
+        # The prompt is embedded with the exchange's chunk and as its own passage already.
+        assert passage.embedding_text == f"(12 February 2024) {passage.content}"
+        assert prompt not in passage.embedding_text
+        assert passage.embedding is not None
+
+
 def test_export_chunks_writes_real_frontmatter_for_every_kind(
     user, tmp_path, fake_embedder, upload_dir
 ):

@@ -29,7 +29,7 @@ from ingestion_app.services.memory_store import (
     memory_provenance,
     memory_text_indexable,
 )
-from ingestion_app.services.message_index import EMBEDDING_PREVIOUS_CHARS, message_date_label
+from ingestion_app.services.message_index import message_date_label
 from memory_site.providers import get_embedder, get_llm
 from memory_site.text.passages import PASSAGE_WHOLE_MAX_CHARS, passages_split
 
@@ -341,9 +341,10 @@ def chunk_passage_items(
             ) or f"{conversation_id}#{pair.index}:{role}"
             for index, (start, end) in enumerate(spans):
                 content = f"{label}: {text[start:end]}"
+                # The date and the passage only: the prompt a reply answers is embedded with
+                # the exchange's chunk already (issue 19: 300 more characters per passage cost
+                # a third of an import's embedding time).
                 embedding_text = f"({date_label}) {content}"
-                if role == "assistant" and pair.user_text:
-                    embedding_text += "\n" + f"User: {pair.user_text}"[:EMBEDDING_PREVIOUS_CHARS]
                 items.append(
                     memory_item_build(
                         scope=MemoryScope(
