@@ -376,14 +376,21 @@ def memory_item_content_set(
 def memory_items_embed(items: Sequence[MemoryItem], *, embedder=None) -> None:
     """Embed ``embedding_text`` (or content) of the items in batches of EMBEDDING_BATCH_SIZE.
 
-    Raises ProviderError when the embedder fails; nothing is written by this function.
+    Items with the same text share one vector (embedded once: an import's short prompt and
+    its exchange's chunk, a regenerated reply). Raises ProviderError when the embedder fails;
+    nothing is written by this function.
     """
     embedder = embedder or get_embedder()
+    by_text: dict[str, list[MemoryItem]] = {}
+    for item in items:
+        by_text.setdefault(item.embedding_text or item.content, []).append(item)
+    texts = list(by_text)
     size = max(1, int(settings.EMBEDDING_BATCH_SIZE))
-    for start in range(0, len(items), size):
-        window = items[start : start + size]
-        vectors = embedder.embed([item.embedding_text or item.content for item in window])
+    for start in range(0, len(texts), size):
+        window = texts[start : start + size]
+        vectors = embedder.embed(window)
         if len(vectors) != len(window):
             raise ProviderError(f"embedder returned {len(vectors)} vectors for {len(window)} texts")
-        for item, vector in zip(window, vectors, strict=True):
-            item.embedding = vector
+        for text, vector in zip(window, vectors, strict=True):
+            for item in by_text[text]:
+                item.embedding = vector

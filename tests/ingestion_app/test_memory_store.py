@@ -13,6 +13,7 @@ from ingestion_app.services.memory_store import (
     memory_item_build,
     memory_item_create,
     memory_items_bulk_create,
+    memory_items_embed,
 )
 from memory_site.tokens import count_tokens
 from tests.factories import add_message, open_session
@@ -82,3 +83,36 @@ def test_message_items_are_stored_with_the_raw_text_hash(user, fake_embedder):
 
     assert item.content_hash == sha256(item.content)
     assert item.token_count == count_tokens(item.content)
+
+
+class CountingEmbedder:
+    """Records every text it is asked to embed; the vector says which text it was."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def embed(self, texts):
+        self.texts.extend(texts)
+        return [[float(len(self.texts) - len(texts) + i)] for i in range(len(texts))]
+
+
+def test_items_with_the_same_text_are_embedded_once_and_share_the_vector(user):
+    scope = MemoryScope(user_id=user.id, app_id="default")
+    items = [
+        memory_item_build(scope=scope, source="chunk", content=text, embedding_text=embedded)
+        for text, embedded in [
+            ("User: I live in Austin.", "(3 May 2024) User: I live in Austin."),
+            ("User: I live in Austin.", "(3 May 2024) User: I live in Austin."),
+            ("Assistant: Austin is in Texas.", ""),
+        ]
+    ]
+    embedder = CountingEmbedder()
+
+    memory_items_embed(items, embedder=embedder)
+
+    assert embedder.texts == [
+        "(3 May 2024) User: I live in Austin.",
+        "Assistant: Austin is in Texas.",
+    ]
+    assert items[0].embedding == items[1].embedding == [0.0]
+    assert items[2].embedding == [1.0]
