@@ -74,6 +74,11 @@ this benchmark's own busy processes), 200 MB export, 61,688 pairs:
   lowered --limit 6 to 0.750 (knowledge-update 1.0 -> 0.5: supersession compares vectors).
   What stands: 100 pairs/s needs ~20 ms CPU per pair; at ~536 tokens that is ~37 us per token
   where this graph takes ~180 at load 5, so the target is not met.
+- Idle (load 1.0-1.4, final main of round 2 session 3, `--size-mb 20 --embed-mb 1`): no-embed
+  20 MB / 6,174 pairs 645.7 pairs/s, 2.6 ms CPU per pair (main 0.71, workers 1.11, PostgreSQL
+  0.78), peak 205 MB, entity backfill after it 646 chunks/s; embed 1 MB / 311 pairs 21.8
+  pairs/s, 84.9 ms CPU per pair (main 81.1), peak 342 MB. Neither target (1,000 and 100
+  pairs/s) is met.
 """
 
 from __future__ import annotations

@@ -33,6 +33,16 @@ Measured (2 cores shared with other sessions' test suites; the machine was never
 - Idle (load 0.7, 200 calls, 20 history sessions): overhead p50 26.4 / p95 30.7 ms (first turns
   p95 29.5, later turns 30.8), server CPU until the first token p50 34.8 ms (PostgreSQL 8.3):
   0.7 ms over the target.
+- Session 3 (Known entities in one statement, the memory match and the build in one
+  transaction without a savepoint, one text read in the search: a later turn 28 -> 24
+  statements), with the vectors embedded after the response (MNEMO_EMBED_AFTER_RESPONSE), idle
+  (load 0.9-1.3, 200 calls):
+  - `--pause-ms 300` (a person reading the reply): overhead p50 26.0 / p95 29.6 ms (first turns
+    p95 28.6, later 29.6), server CPU until the first token p50 32.3 ms (PostgreSQL 7.9).
+  - back to back: overhead p50 34.3 / p95 48.5 ms, server CPU p50 67.1 ms: the previous reply's
+    vectors are computed during the next call. Before, this bench's client also waited for
+    that work at the end of the previous call (its hooks ran before the response body ended),
+    which an `openai` SDK client, which stops reading at `[DONE]`, does not.
 """
 
 from __future__ import annotations
