@@ -25,7 +25,7 @@ from ingestion_app.services.deferred_embeddings import (
 from ingestion_app.tasks import embed_missing_task
 from memory_site.providers import ProviderError, get_embedder
 from sessions_app.models import Message
-from tests.context_app.stream_helpers import generous_budget  # noqa: F401
+from tests.context_app.stream_helpers import generous_budget, stream_turn  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("generous_budget")]
 
@@ -187,8 +187,6 @@ def test_off_embeds_in_the_request(api, user, settings, held):
 
 
 def test_a_fact_said_just_before_is_in_the_first_pack_of_the_next_chat(api, user, held):
-    from tests.context_app.stream_helpers import parse_sse, read_stream
-
     post_exchange(
         api,
         prompt="I am allergic to peanuts, keep that in mind for recipes.",
@@ -199,16 +197,9 @@ def test_a_fact_said_just_before_is_in_the_first_pack_of_the_next_chat(api, user
 
     # The embedder answers while the pack is being built: the pack waits for it.
     threading.Timer(0.05, held.release).start()
-    response = api.post(
-        "/api/v1/ai/chat/stream",
-        {
-            "session_id": new_session,
-            "messages": [{"role": "user", "content": "am I allergic to peanuts at all"}],
-        },
-        format="json",
-        HTTP_X_REGGIE_CONTEXT_DEBUG="1",
+    _, events, _ = stream_turn(
+        api, "am I allergic to peanuts at all", session_id=new_session, debug=True
     )
-    events, _ = parse_sse(read_stream(response))
     context = next(data for name, data in events if name == "context")
     assert "allergic to peanuts" in context["pack"]
 
