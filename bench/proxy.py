@@ -38,7 +38,9 @@ Measured (2 cores shared with other sessions' test suites; the machine was never
   statements), with the vectors embedded after the response (MNEMO_EMBED_AFTER_RESPONSE), idle
   (load 0.9-1.3, 200 calls):
   - `--pause-ms 300` (a person reading the reply): overhead p50 26.0 / p95 29.6 ms (first turns
-    p95 28.6, later 29.6), server CPU until the first token p50 32.3 ms (PostgreSQL 7.9).
+    p95 28.6, later 29.6), server CPU until the first token p50 32.3 ms (PostgreSQL 7.9); a
+    second run p50 26.3 / p95 30.6 ms (CPU 32.5). The p95 sits at the < 30 ms target, not
+    reliably under it.
   - back to back: overhead p50 34.3 / p95 48.5 ms, server CPU p50 67.1 ms: the previous reply's
     vectors are computed during the next call. Before, this bench's client also waited for
     that work at the end of the previous call (its hooks ran before the response body ended),
