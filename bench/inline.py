@@ -87,6 +87,7 @@ from django.db import connection  # noqa: E402
 
 from context_app.services.summaries import session_close_run  # noqa: E402
 from ingestion_app.models import MemoryItem  # noqa: E402
+from ingestion_app.services.deferred_embeddings import pending_embeddings_wait  # noqa: E402
 from memory_site.providers import get_embedder  # noqa: E402
 from sessions_app.models import ChatSession, SessionSummary  # noqa: E402
 from sessions_app.services.messages import message_create, message_run_hooks  # noqa: E402
@@ -180,14 +181,6 @@ class Timings:
         assert pending_embeddings_wait(60), "deferred embeddings not done within 60 s"
         self.after_ms.append((time.perf_counter() - started) * 1000)
         self.cpu_ms.append((time.process_time() - cpu_started) * 1000)
-
-
-def pending_embeddings_wait(timeout: float) -> bool:
-    try:
-        from ingestion_app.services.deferred_embeddings import pending_embeddings_wait as wait
-    except ImportError:  # a tree from before the deferred embeddings: nothing to wait for
-        return True
-    return wait(timeout)
 
 
 def bench_request_path(user, rng: random.Random, exchanges: int) -> None:

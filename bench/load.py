@@ -139,12 +139,22 @@ def own_cpu_seconds() -> float:
 
 
 class FakeModel:
-    """tests/fake_openai.py in a process of its own (not competing with the clients' GIL)."""
+    """tests/fake_openai.py in a process of its own (not competing with the clients' GIL).
 
-    def __init__(self, stream_delay: float):
+    backlog: the listen backlog (socketserver's default is 5: with 100 streams connecting at
+    once it drops SYNs, and the kernel's retries, 1, 3, 7, 15, 31, 63 s, would be measured
+    instead of Mnemo)."""
+
+    def __init__(self, stream_delay: float, *, backlog: int | None = None):
         code = (
             f"import sys, time; sys.path.insert(0, {str(BASE_DIR)!r})\n"
-            "from tests.fake_openai import FakeOpenAIServer\n"
+            + (
+                "from http.server import ThreadingHTTPServer\n"
+                f"ThreadingHTTPServer.request_queue_size = {backlog}\n"
+                if backlog
+                else ""
+            )
+            + "from tests.fake_openai import FakeOpenAIServer\n"
             "s = FakeOpenAIServer(dimensions=384)\n"
             f"s.stream_delay_seconds = {stream_delay!r}\n"
             "s.reply_text = 'Kyoto in April: temples at dawn, quiet ryokans, and vegetarian "

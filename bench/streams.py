@@ -32,34 +32,6 @@ sys.path.insert(0, str(BASE_DIR))
 import httpx  # noqa: E402
 
 from bench.load import FakeModel, manage, percentile, stop_embedded  # noqa: E402
-
-
-class DeepBacklogFakeModel(FakeModel):
-    """bench/load.py's fake model with a listen backlog of 1024 instead of socketserver's 5:
-    with 100 streams connecting at once, a backlog of 5 drops SYNs and the kernel's retries
-    (1, 3, 7, 15, 31, 63 s) would be measured instead of Mnemo."""
-
-    def __init__(self, stream_delay: float):
-        import subprocess
-
-        code = (
-            f"import sys, time; sys.path.insert(0, {str(BASE_DIR)!r})\n"
-            "from http.server import ThreadingHTTPServer\n"
-            "ThreadingHTTPServer.request_queue_size = 1024\n"
-            "from tests.fake_openai import FakeOpenAIServer\n"
-            "s = FakeOpenAIServer(dimensions=384)\n"
-            f"s.stream_delay_seconds = {stream_delay!r}\n"
-            "s.reply_text = 'Kyoto in April: temples at dawn, quiet ryokans, and vegetarian "
-            "shojin ryori near Arashiyama.'\n"
-            "s.start(); print(s.base_url, flush=True)\n"
-            "while True: time.sleep(3600)\n"
-        )
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True
-        )
-        self.base_url = self.process.stdout.readline().strip()
-
-
 from tests.deploy.cluster import Cluster, node_environment  # noqa: E402
 
 NOTES = [
@@ -195,7 +167,7 @@ def main() -> None:
     data_dir = Path(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     print(f"load average at start: {os.getloadavg()}, cores: {os.cpu_count()}", flush=True)
-    fake = DeepBacklogFakeModel(args.stream_delay)
+    fake = FakeModel(args.stream_delay, backlog=1024)
     env = node_environment(
         database_url="",
         redis_url="",
