@@ -10,6 +10,9 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_site.settings")
 django_application = get_asgi_application()
 
+from django.conf import settings  # noqa: E402
+from django.core.handlers.asgi import ASGIHandler  # noqa: E402
+
 from gateway_app.mcp.http import mcp_asgi_mount  # noqa: E402  (needs Django set up)
 from memory_site.middleware import body_limit_for  # noqa: E402
 
@@ -92,5 +95,52 @@ class BodyLimitASGI:
         return await self.app({**scope, "headers": new_headers}, replay, send)
 
 
-# /mcp is the MCP server (Streamable HTTP); everything else is Django.
-application = BodyLimitASGI(mcp_asgi_mount(django_application, path="/mcp"))
+# The OpenAI-compatible API authenticates by API key, sets no cookie and renders no page: of
+# the site's middleware it needs only the character guard, in OpenAI's error shape (its body
+# limit is BodyLimitASGI's).
+GATEWAY_PATH = "/v1/"
+GATEWAY_MIDDLEWARE = ["gateway_app.openai_compat.middleware.OpenAIGuardMiddleware"]
+
+
+class SlimASGIHandler(ASGIHandler):
+    """Django's ASGI handler with its own, shorter middleware list.
+
+    Each of Django's own middleware (sessions, CSRF, messages, security headers...) hands an
+    async view's request to a thread and back for its process_request and process_response:
+    the site's stack cost a gateway call about 1.5 ms of CPU and latency before its first
+    token (bench/proxy.py). The list is swapped in only while the chain is built, at start.
+    """
+
+    def __init__(self, middleware: list[str]):
+        self.middleware = middleware
+        super().__init__()
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        site_middleware = settings.MIDDLEWARE
+        settings.MIDDLEWARE = self.middleware
+        try:
+            super().load_middleware(is_async=is_async)
+        finally:
+            settings.MIDDLEWARE = site_middleware
+
+
+class GatewayRoute:
+    """ASGI: the OpenAI-compatible paths go to `gateway`, everything else to `app`."""
+
+    def __init__(self, app, gateway, *, prefix: str = GATEWAY_PATH):
+        self.app = app
+        self.gateway = gateway
+        self.prefix = prefix
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope.get("path", "").startswith(self.prefix):
+            return await self.gateway(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+gateway_application = SlimASGIHandler(GATEWAY_MIDDLEWARE)
+
+# /mcp is the MCP server (Streamable HTTP), /v1/ Django with the slim stack; the rest Django.
+application = BodyLimitASGI(
+    mcp_asgi_mount(GatewayRoute(django_application, gateway_application), path="/mcp")
+)

@@ -66,6 +66,32 @@ QUERY_PARAMETERS: dict[str, tuple[str, ...]] = {
 UNCHECKED_QUERY_URL_NAMES = {"schema", "api-docs"}
 
 
+def invalid_characters(request) -> str | None:
+    """What carries a NUL character or lone surrogate (PostgreSQL cannot store either;
+    unchecked they reach a query and fail as a 500): "path", "query", a parameter or a
+    header name; None when the request is clean."""
+    if is_unstorable(request.path):
+        return "path"
+    for key, values in request.GET.lists():
+        if is_unstorable(key):
+            return "query"
+        if any(is_unstorable(value) for value in values):
+            return key
+    for name, value in request.META.items():
+        if name.startswith("HTTP_") and isinstance(value, str) and is_unstorable(value):
+            return name[5:].replace("_", "-").title()
+    return None
+
+
+def invalid_characters_response(problem: str):
+    return error_response(
+        400,
+        "invalid_characters",
+        f"{problem}: must not contain NUL characters or lone surrogates.",
+        problem,
+    )
+
+
 class RequestGuardMiddleware:
     """One place for the checks every endpoint needs before a view runs.
 
@@ -80,29 +106,10 @@ class RequestGuardMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        problem = self._invalid_characters(request)
+        problem = invalid_characters(request)
         if problem:
-            return error_response(
-                400,
-                "invalid_characters",
-                f"{problem}: must not contain NUL characters or lone surrogates.",
-                problem,
-            )
+            return invalid_characters_response(problem)
         return self.get_response(request)
-
-    @staticmethod
-    def _invalid_characters(request) -> str | None:
-        if is_unstorable(request.path):
-            return "path"
-        for key, values in request.GET.lists():
-            if is_unstorable(key):
-                return "query"
-            if any(is_unstorable(value) for value in values):
-                return key
-        for name, value in request.META.items():
-            if name.startswith("HTTP_") and isinstance(value, str) and is_unstorable(value):
-                return name[5:].replace("_", "-").title()
-        return None
 
     def process_view(self, request, view_func, view_args, view_kwargs):
         if request.method not in ("GET", "HEAD") or not request.path.startswith("/api/"):

@@ -113,6 +113,59 @@ def test_oversized_bodies_get_openai_shape_on_v1_only():
     assert set(json.loads(sent[1]["body"])["error"]) == OPENAI_ERROR_KEYS | {"code"}
 
 
+def _asgi_call(path: str, query: bytes = b"", method: str = "POST") -> tuple[int, dict, dict]:
+    """One request through the production ASGI app: (status, headers, JSON body)."""
+    sent, requests = [], [{"type": "http.request", "body": b"{}", "more_body": False}]
+
+    async def receive():
+        if requests:
+            return requests.pop()
+        await asyncio.Event().wait()  # the client stays connected
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query,
+        "root_path": "",
+        "headers": [(b"content-length", b"2"), (b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 50000),
+        "server": ("testserver", 80),
+    }
+    asyncio.run(application(scope, receive, send))
+    headers = {name.decode().lower(): value.decode() for name, value in sent[0]["headers"]}
+    return sent[0]["status"], headers, json.loads(b"".join(m.get("body", b"") for m in sent[1:]))
+
+
+def test_v1_paths_run_their_own_middleware_stack_in_openai_shape():
+    # A NUL in a query parameter is refused before the view, in OpenAI's shape on /v1/ ...
+    status, headers, body = _asgi_call(URL, b"note=%00")
+    assert status == 400
+    assert body["error"] == {
+        "message": "note: must not contain NUL characters or lone surrogates.",
+        "type": "invalid_request_error",
+        "param": "note",
+        "code": "invalid_characters",
+    }
+    # ... while the rest of the site keeps its own guard and error envelope ...
+    status, headers, body = _asgi_call("/api/v1/memory/search", b"note=%00")
+    assert status == 400 and body["error"]["code"] == "invalid_characters"
+    assert body["error"]["field"] == "note" and "type" not in body["error"]
+    # ... and its browser middleware, which the /v1/ views do without (no frame headers).
+    status, headers, body = _asgi_call("/v1/models", method="GET")
+    assert status == 401 and body["error"]["code"] == "invalid_api_key"
+    assert "x-frame-options" not in headers
+    status, headers, body = _asgi_call("/api/v1/memory/stats", method="GET")
+    assert status == 401 and headers["x-frame-options"] == "DENY"
+
+
 def test_schema_documents_the_v1_endpoints(api):
     schema = api.get("/api/schema/?format=json").json()
     operation = schema["paths"]["/v1/chat/completions"]["post"]
