@@ -105,23 +105,40 @@ class LoggedTurn:
         return None
 
 
-def _locked_conversation(*, user, key: str) -> tuple[GatewayConversation, bool]:
-    """Get or create the conversation row and lock it for this transaction (one upsert).
+_SESSION_FIELDS = [field for field in ChatSession._meta.concrete_fields]
+_SESSION_COLUMNS = ", ".join(f"s.{field.column}" for field in _SESSION_FIELDS)
+
+
+def _locked_conversation(*, user, key: str) -> tuple[GatewayConversation, bool, ChatSession | None]:
+    """Get or create the conversation row and lock it for this transaction, with its session
+    if that is still the caller's and open, locked too (one statement, `session_open_locked`'s
+    rule; a second only when the session is closed or was created concurrently).
 
     A row another call is creating makes the insert wait for that call's commit, then take
-    the update branch; either branch leaves the row locked until this transaction ends.
+    the update branch; either branch leaves the row locked until this transaction ends. The
+    session's FOR UPDATE re-reads its status after waiting for a concurrent close.
     """
     table = GatewayConversation._meta.db_table
+    sessions = ChatSession._meta.db_table
     now = timezone.now()
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""INSERT INTO {table} (user_id, key, message_hashes, created_at, updated_at)
-                VALUES (%s, %s, '[]'::jsonb, %s, %s)
-                ON CONFLICT (user_id, key) DO UPDATE SET updated_at = EXCLUDED.updated_at
-                RETURNING id, session_id, message_hashes::text, created_at, xmax = 0""",
-            [user.pk, key, now, now],
+            f"""WITH conversation AS (
+                    INSERT INTO {table} (user_id, key, message_hashes, created_at, updated_at)
+                    VALUES (%(user)s, %(key)s, '[]'::jsonb, %(now)s, %(now)s)
+                    ON CONFLICT (user_id, key) DO UPDATE SET updated_at = EXCLUDED.updated_at
+                    RETURNING id, session_id, message_hashes::text AS hashes, created_at,
+                              xmax = 0 AS inserted
+                )
+                SELECT c.id, c.session_id, c.hashes, c.created_at, c.inserted, {_SESSION_COLUMNS}
+                FROM conversation AS c LEFT JOIN LATERAL (
+                    SELECT * FROM {sessions}
+                    WHERE id = c.session_id AND user_id = %(user)s AND status = %(open)s
+                    FOR UPDATE
+                ) AS s ON true""",
+            {"user": user.pk, "key": key, "now": now, "open": ChatSession.Status.OPEN},
         )
-        row_id, session_id, hashes, created_at, inserted = cursor.fetchone()
+        row_id, session_id, hashes, created_at, inserted, *session_values = cursor.fetchone()
     # xmax = 0 only on a freshly inserted row version (PostgreSQL's insert-or-update tell).
     conversation = GatewayConversation(
         id=row_id,
@@ -132,7 +149,47 @@ def _locked_conversation(*, user, key: str) -> tuple[GatewayConversation, bool]:
         created_at=created_at,
         updated_at=now,
     )
-    return conversation, inserted
+    session = None
+    if session_values[0] is not None:
+        session = ChatSession.from_db(
+            connection.alias,
+            [field.attname for field in _SESSION_FIELDS],
+            [
+                field.from_db_value(value, None, connection)
+                if hasattr(field, "from_db_value")
+                else value
+                for field, value in zip(_SESSION_FIELDS, session_values, strict=True)
+            ],
+        )
+        session.user = user
+    elif session_id is not None:
+        # The statement's snapshot predates a session that a concurrent call of this
+        # conversation created and committed while the insert waited for its lock: look again.
+        session = session_open_locked(user=user, session_id=session_id)
+    return conversation, inserted, session
+
+
+def _conversation_update(conversation: GatewayConversation, *, last_activity_at) -> None:
+    """Save the conversation's session and hashes and, when messages were appended, move the
+    session's last activity to the last one: one statement for the two rows."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""WITH touched AS (
+                    UPDATE {ChatSession._meta.db_table} SET last_activity_at = %(activity)s
+                    WHERE id = %(session)s AND %(activity)s::timestamptz IS NOT NULL
+                )
+                UPDATE {GatewayConversation._meta.db_table}
+                SET session_id = %(session)s, message_hashes = %(hashes)s::jsonb,
+                    updated_at = %(now)s
+                WHERE id = %(id)s""",
+            {
+                "activity": last_activity_at,
+                "session": conversation.session_id,
+                "hashes": json.dumps(conversation.message_hashes),
+                "now": conversation.updated_at,
+                "id": conversation.id,
+            },
+        )
 
 
 def _stored_hashes(session: ChatSession) -> list[str]:
@@ -172,15 +229,13 @@ def conversation_turn_log(
         if session_id is not None:
             explicit = session_get_for_user(user=user, session_id=session_id, lock=True)
             session_require_open(explicit)
-        conversation, created = _locked_conversation(user=user, key=key)
+        conversation, created, continued = _locked_conversation(user=user, key=key)
         stored = list(conversation.message_hashes or [])
         if explicit is not None:
             explicit.user = user  # the caller's own session: spares a read of its user
             if created:
                 stored = _stored_hashes(explicit)
-        session = explicit
-        if session is None and conversation.session_id is not None:
-            session = session_open_locked(user=user, session_id=conversation.session_id)
+        session = explicit or continued
         common = _common_prefix(stored, incoming_hashes)
         new_session = session is None
         if new_session:
@@ -197,11 +252,16 @@ def conversation_turn_log(
         # The session is locked (explicit or continued) or new in this transaction: the new
         # messages go in as one insert.
         appended = messages_create(
-            session=session, messages=incoming[common:], metadata={"source": "openai_compat"}
+            session=session,
+            messages=incoming[common:],
+            metadata={"source": "openai_compat"},
+            touch_session=False,
         )
         conversation.message_hashes = incoming_hashes if incoming_hashes else stored
         conversation.session = session
-        conversation.save(update_fields=["message_hashes", "session", "updated_at"])
+        _conversation_update(
+            conversation, last_activity_at=appended[-1].created_at if appended else None
+        )
     return LoggedTurn(
         conversation_id=conversation.id,
         session=session,

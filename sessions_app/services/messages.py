@@ -110,11 +110,17 @@ def _message_row(
 
 
 def messages_create(
-    *, session: ChatSession, messages: Sequence[tuple[str, str]], metadata: dict | None = None
+    *,
+    session: ChatSession,
+    messages: Sequence[tuple[str, str]],
+    metadata: dict | None = None,
+    touch_session: bool = True,
 ) -> list[Message]:
     """Insert (role, content) messages in one statement, each row as `message_create` writes
     it (redacted copy, token count, its own created_at), and move the session's
-    last_activity_at once. For callers that hold the session's lock; no checks, no hooks."""
+    last_activity_at once (unless `touch_session` is False: the caller moves it to the last
+    message's created_at in a statement of its own). For callers that hold the session's
+    lock; no checks, no hooks."""
     rows = []
     for role, content in messages:
         rows.append(
@@ -129,7 +135,8 @@ def messages_create(
     if not rows:
         return []
     created = Message.objects.bulk_create(rows)
-    ChatSession.objects.filter(id=session.id).update(last_activity_at=rows[-1].created_at)
+    if touch_session:
+        ChatSession.objects.filter(id=session.id).update(last_activity_at=rows[-1].created_at)
     return created
 
 
