@@ -199,6 +199,12 @@ def table_stats(cursor) -> TableStats:
     return stats
 
 
+def table_stats_forget() -> None:
+    """Drop this process's copy of `table_stats` (after an ANALYZE it ran itself)."""
+    global _table_stats_cached
+    _table_stats_cached = (0.0, TableStats(0.0, {}))
+
+
 def without_user_index(scope: str) -> str:
     """The scope with its user condition written so no btree on user_id can serve it (the
     condition still filters every row the HNSW scan returns)."""

@@ -45,6 +45,7 @@ from django.db import connection, models
 from django.utils import timezone
 
 from ingestion_app.models import MemoryItem
+from ingestion_app.selectors.scope import table_stats_forget
 from ingestion_app.services.entities import bucket_for, entities_extract, memory_item_bucket
 from memory_site.providers import get_embedder
 from memory_site.providers.base import ProviderError
@@ -394,3 +395,21 @@ def memory_items_embed(items: Sequence[MemoryItem], *, embedder=None) -> None:
         for text, vector in zip(window, vectors, strict=True):
             for item in by_text[text]:
                 item.embedding = vector
+
+
+def memory_store_vacuum() -> bool:
+    """VACUUM (ANALYZE) the memory table after a bulk write (an import); False when skipped.
+
+    Right after a bulk write the first searches pay for it: each fresh row costs its first
+    reader a commit-status lookup and a page write (hint bits), index-only scans find no
+    visibility map, and the planner's figures that search relies on (the row count and the
+    frequent lexemes, `ingestion_app.selectors.scope.table_stats`) are stale until
+    autovacuum's next round, which then runs beside those searches. VACUUM cannot run inside
+    a transaction: skipped there (tests, callers holding one).
+    """
+    if connection.in_atomic_block:
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute(f"VACUUM (ANALYZE) {MemoryItem._meta.db_table}")
+    table_stats_forget()
+    return True

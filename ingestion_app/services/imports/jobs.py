@@ -15,7 +15,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
-from django.db.models import F, Prefetch, Q
+from django.db.models import F, Prefetch, Q, Sum
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -28,6 +28,7 @@ from ingestion_app.services.imports.conversations import (
     import_file_process,
 )
 from ingestion_app.services.imports.verification import import_job_summary
+from ingestion_app.services.memory_store import memory_store_vacuum
 from memory_site.errors import InvalidInput, NotFound
 from memory_site.leases import LeaseKeeper, lease_expired_before, lease_held
 from memory_site.task_paths import IMPORT_TASK
@@ -41,6 +42,9 @@ QUEUED_LOST_AFTER = timedelta(minutes=10)
 TASK_TIMEOUT_SECONDS = 6 * 3600
 # Cyclic-GC generation thresholds while a job runs (CPython's defaults are 700, 10, 10).
 IMPORT_GC_THRESHOLDS = (20_000, 20, 100)
+# A job that wrote at least this many chunks ends with memory_store_vacuum (its cost is a
+# fraction of the import's; below it autovacuum catches up before it matters).
+IMPORT_VACUUM_MIN_CHUNKS = 500
 
 
 # --------------------------------------------------------------------------------------------
@@ -324,6 +328,8 @@ def _import_job_files(
             import_file_process(
                 import_file=import_file, job=job, progress=progress, embed=embed, workers=workers
             )
+        if _chunks_written(job) >= IMPORT_VACUUM_MIN_CHUNKS:
+            memory_store_vacuum()
         job.summary = import_job_summary(
             job=job, duration_seconds=time.monotonic() - started, pool=workers.started
         )
@@ -338,6 +344,15 @@ def _import_job_files(
     job.finished_at = timezone.now()
     job.save(update_fields=["status", "error", "summary", "finished_at"])
     return True
+
+
+def _chunks_written(job: ImportJob) -> int:
+    return (
+        job.files.filter(status=ImportFile.Status.IMPORTED).aggregate(total=Sum("chunks_written"))[
+            "total"
+        ]
+        or 0
+    )
 
 
 def _job_outcome(job: ImportJob) -> tuple[str, str]:

@@ -200,3 +200,34 @@ def test_two_concurrent_imports_of_the_same_export_store_it_once(
     assert sorted(f.status for f in files) == ["imported", "imported"]
     assert sorted(f.chunks_written for f in files) == [0, 15]
     assert import_chunks(user).count() == 15
+
+
+def _rag_store_vacuums() -> tuple[int, int]:
+    """(manual VACUUMs of rag_store so far, its pages marked all-visible)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT s.vacuum_count, c.relallvisible FROM pg_stat_user_tables AS s
+               JOIN pg_class AS c ON c.oid = s.relid WHERE s.relname = 'rag_store'"""
+        )
+        return cursor.fetchone()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_large_import_leaves_the_memory_table_vacuumed_and_analyzed(
+    user, tmp_path, fake_embedder, upload_dir, monkeypatch
+):
+    # The first searches after an import must not pay for it (hint bits, visibility map,
+    # the planner's row count): a job over the threshold ends with VACUUM (ANALYZE), ...
+    monkeypatch.setattr("ingestion_app.services.imports.jobs.IMPORT_VACUUM_MIN_CHUNKS", 6)
+    vacuums, _ = _rag_store_vacuums()
+    small = write_json(tmp_path / "small.json", [chatgpt_linear("Small", EXCHANGES)])
+    assert run_import(user, small).summary["chunks_generated"] < 6
+    assert _rag_store_vacuums()[0] == vacuums  # ... a job under it leaves that to autovacuum
+    large = write_json(
+        tmp_path / "large.json",
+        [chatgpt_linear(f"T{n}", EXCHANGES, conversation_id=f"c{n}") for n in range(3)],
+    )
+    job = run_import(user, large)
+    assert job.status == "done" and job.summary["chunks_generated"] >= 6
+    after, all_visible_pages = _rag_store_vacuums()
+    assert after == vacuums + 1 and all_visible_pages >= 1
