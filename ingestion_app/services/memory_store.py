@@ -345,6 +345,22 @@ def _copy_field_plain(field: models.Field) -> bool:
     return type(field) in _PLAIN_FIELD_CLASSES
 
 
+def _copy_prepare(field: models.Field) -> Any:
+    """``field.get_db_prep_save``, except that an aware datetime goes to psycopg as it is:
+    that is all save() would send for it (the PostgreSQL backend adapts datetimes as they
+    are), and the three date columns' calls were a third of the row preparation."""
+    prepare = field.get_db_prep_save
+    if not isinstance(field, models.DateTimeField):
+        return prepare
+
+    def prepare_datetime(value: Any, connection: Any) -> Any:
+        if isinstance(value, datetime) and value.tzinfo is not None:
+            return value
+        return prepare(value, connection)
+
+    return prepare_datetime
+
+
 @lru_cache(maxsize=1)
 def _copy_columns() -> tuple[list[models.Field], Any, list[tuple[models.Field, Any]]]:
     """rag_store's written columns for COPY: the plain ones (read straight off the instance
@@ -352,7 +368,7 @@ def _copy_columns() -> tuple[list[models.Field], Any, list[tuple[models.Field, A
     vectors, dates)."""
     fields = [f for f in MemoryItem._meta.concrete_fields if not f.generated and not f.primary_key]
     plain = [f for f in fields if _copy_field_plain(f)]
-    prepared = [(f, f.get_db_prep_save) for f in fields if not _copy_field_plain(f)]
+    prepared = [(f, _copy_prepare(f)) for f in fields if not _copy_field_plain(f)]
     names = [f.attname for f in plain]
     read = attrgetter(*names) if len(names) > 1 else (lambda item: (getattr(item, names[0]),))
     return plain, read, prepared

@@ -65,19 +65,42 @@ _ENTITY_BUCKETS = {
     "concept": CREATOR,
 }
 _TIE_ORDER = (PROJECTS, CREATOR, PERSONAL_LIFE)
-# Each cue word with the buckets it counts for: one lookup per word of the text (imports
-# classify every chunk and passage).
+# Each cue word (as bytes) with the buckets it counts for: one lookup per word of the text
+# (imports classify every chunk and passage).
 _CUE_BUCKETS = {
-    word: tuple(bucket for bucket in _TIE_ORDER if word in _CUES[bucket])
+    word.encode(): tuple(bucket for bucket in _TIE_ORDER if word in _CUES[bucket])
     for word in frozenset().union(*_CUES.values())
 }
+# Bytes outside _WORD_RE's alphabet become spaces, so ``split()`` yields its runs.
+_RUN_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz'-")
+_TO_RUNS = bytes(byte if byte in _RUN_BYTES else 32 for byte in range(256))
+
+
+def _words(text: str) -> list[bytes]:
+    """The matches of ``_WORD_RE`` in the lower-cased text, as ASCII bytes, in order.
+
+    Imports classify every chunk and passage, and the regular expression was most of that
+    cost: after lower-casing, every non-ASCII character is a separator for ``_WORD_RE``, so
+    the text is encoded to ASCII (each of them becomes "?"), every byte outside ``[a-z'-]``
+    becomes a space and the runs are split off in C. A run is one match once the ' and - it
+    starts with are stripped (a match starts at a letter), or none if it holds no letter.
+    """
+    words = []
+    for run in text.lower().encode("ascii", "replace").translate(_TO_RUNS).split():
+        if run[0] in b"'-":
+            run = run.lstrip(b"'-")
+            if not run:
+                continue
+        words.append(run)
+    return words
 
 
 def bucket_classify(text: str, *, entity_types: Iterable[str] = ()) -> str:
     """The bucket whose cue words (and entity types) ``text`` holds most; OTHER for none."""
     scores = dict.fromkeys(_TIE_ORDER, 0.0)
-    for word in _WORD_RE.findall((text or "")[:4000].lower()):
-        for bucket in _CUE_BUCKETS.get(word, ()):
+    cue_buckets = _CUE_BUCKETS.get
+    for word in _words((text or "")[:4000]):
+        for bucket in cue_buckets(word, ()):
             scores[bucket] += 1
     for kind in entity_types:
         bucket = _ENTITY_BUCKETS.get(kind)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -13,6 +14,7 @@ from ingestion_app.services.memory_store import (
     memory_item_build,
     memory_item_create,
     memory_items_bulk_create,
+    memory_items_copy,
     memory_items_embed,
 )
 from memory_site.tokens import count_tokens
@@ -116,3 +118,23 @@ def test_items_with_the_same_text_are_embedded_once_and_share_the_vector(user):
     ]
     assert items[0].embedding == items[1].embedding == [0.0]
     assert items[2].embedding == [1.0]
+
+
+def test_copied_items_keep_the_moment_they_were_said_and_get_an_update_time(user, settings):
+    settings.TIME_ZONE = "Europe/Amsterdam"  # a naive moment is read in the site's time zone
+    scope = MemoryScope(user_id=user.id, app_id="default")
+    said_in_tokyo = datetime(2024, 3, 1, 9, 30, tzinfo=timezone(timedelta(hours=9)))
+    naive = datetime(2024, 3, 1, 9, 30)
+    before = datetime.now(UTC)
+    items = [
+        memory_item_build(scope=scope, source="chunk", content="Tokyo", occurred_at=said_in_tokyo),
+        memory_item_build(scope=scope, source="chunk", content="Local", occurred_at=naive),
+    ]
+
+    with pytest.warns(RuntimeWarning, match="naive datetime"):
+        memory_items_copy(items)
+
+    tokyo, local = (MemoryItem.objects.get(content=text) for text in ("Tokyo", "Local"))
+    assert tokyo.occurred_at == datetime(2024, 3, 1, 0, 30, tzinfo=UTC)
+    assert local.occurred_at == datetime(2024, 3, 1, 8, 30, tzinfo=UTC)
+    assert tokyo.updated_at >= before and tokyo.created_at >= before

@@ -75,3 +75,17 @@ def test_bucket_rules():
     assert bucket_classify("Fixed the bug in the API and deployed the server.") == "CREATOR"
     assert bucket_classify("The project roadmap has a new milestone.") == "PROJECTS"
     assert bucket_classify("Okay.") == "OTHER"
+
+
+def test_bucket_cue_words_are_whole_words_whatever_surrounds_them():
+    # Cue words count only as whole words of [a-z'-] after lower-casing: not inside a
+    # hyphenated or possessive word, and not joined to a letter by ' or -; any other
+    # character (digits, accents, CJK, underscores) separates them.
+    assert bucket_classify("The ROADMAP, the milestone.") == "PROJECTS"
+    assert bucket_classify("re-release of the pre-launch mid-sprint") == "OTHER"
+    assert bucket_classify("the project's sprint's") == "OTHER"
+    assert bucket_classify("--'release' -launch 'sprint") == "PROJECTS"
+    assert bucket_classify("déjà-vu: 日本project2sprint_launch é-release") == "PROJECTS"
+    assert bucket_classify("x-'-sprint 'x-launch") == "OTHER"
+    # İ lower-cases to "i" plus a combining dot, which separates words.
+    assert bucket_classify("Dİet DOG") == "PERSONAL_LIFE"
