@@ -82,25 +82,23 @@ def _words(text: str) -> list[bytes]:
     Imports classify every chunk and passage, and the regular expression was most of that
     cost: after lower-casing, every non-ASCII character is a separator for ``_WORD_RE``, so
     the text is encoded to ASCII (each of them becomes "?"), every byte outside ``[a-z'-]``
-    becomes a space and the runs are split off in C. A run is one match once the ' and - it
-    starts with are stripped (a match starts at a letter), or none if it holds no letter.
+    becomes a space and the runs are split off in C. A match starts at a letter, so the ' and
+    - a run starts with are blanked first (a run of them alone then disappears).
     """
-    words = []
-    for run in text.lower().encode("ascii", "replace").translate(_TO_RUNS).split():
-        if run[0] in b"'-":
-            run = run.lstrip(b"'-")
-            if not run:
-                continue
-        words.append(run)
-    return words
+    data = text.lower().encode("ascii", "replace").translate(_TO_RUNS)
+    if b"'" in data or b"-" in data:
+        data = b" " + data
+        while b" '" in data or b" -" in data:
+            data = data.replace(b" '", b"  ").replace(b" -", b"  ")
+    return data.split()
 
 
 def bucket_classify(text: str, *, entity_types: Iterable[str] = ()) -> str:
     """The bucket whose cue words (and entity types) ``text`` holds most; OTHER for none."""
     scores = dict.fromkeys(_TIE_ORDER, 0.0)
-    cue_buckets = _CUE_BUCKETS.get
-    for word in _words((text or "")[:4000]):
-        for bucket in cue_buckets(word, ()):
+    # Only the cue words reach this loop (most words are not).
+    for buckets in filter(None, map(_CUE_BUCKETS.get, _words((text or "")[:4000]))):
+        for bucket in buckets:
             scores[bucket] += 1
     for kind in entity_types:
         bucket = _ENTITY_BUCKETS.get(kind)
