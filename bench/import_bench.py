@@ -79,6 +79,13 @@ this benchmark's own busy processes), 200 MB export, 61,688 pairs:
   0.78), peak 205 MB, entity backfill after it 646 chunks/s; embed 1 MB / 311 pairs 21.8
   pairs/s, 84.9 ms CPU per pair (main 81.1), peak 342 MB. Neither target (1,000 and 100
   pairs/s) is met.
+- Session 4, idle (load 0.7-1.1), `--size-mb 20 --embed-mb 1`, with the VACUUM (ANALYZE) that
+  now ends an import of >= 100 chunks and the cheaper bucket cue words (helper `imp2`,
+  output-identical): no-embed 624.1 pairs/s, 2.6 ms CPU per pair (main 0.61, workers 1.12,
+  PostgreSQL 0.87), peak 205 MB; embed 21.2 pairs/s, 87.3 ms CPU per pair (peak 1,051 MB: this
+  run's fresh data dir exported the ONNX graph with torch in the process first). Neither target
+  (1,000 and 100 pairs/s) is met. Not merged: the helper's COPY in a second thread (no gain
+  measurable above the noise, and the connection shared between threads).
 """
 
 from __future__ import annotations

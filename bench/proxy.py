@@ -45,6 +45,13 @@ Measured (2 cores shared with other sessions' test suites; the machine was never
     vectors are computed during the next call. Before, this bench's client also waited for
     that work at the end of the previous call (its hooks ran before the response body ended),
     which an `openai` SDK client, which stops reading at `[DONE]`, does not.
+- Session 4 (`/v1/` on its own slim Django stack under ASGI: no browser middleware, each of
+  which cost an async view two thread hops; the turn log 6 -> 4 statements), idle (load
+  0.6-1.1, 200 calls, `--pause-ms 300`), two runs: overhead p50 25.6 / p95 31.1 ms and p50 25.0
+  / p95 30.2 ms, server CPU until the first token p50 34.8 / 33.2 ms (PostgreSQL 9.1 / 8.8).
+  No better than session 3's runs: the in-process cuts (about 1.4 ms of CPU on a refused
+  request, 1.4 ms in the log) do not show above the run-to-run spread. The < 30 ms p95 target
+  is still not reliably met.
 """
 
 from __future__ import annotations
