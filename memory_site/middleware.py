@@ -66,6 +66,9 @@ QUERY_PARAMETERS: dict[str, tuple[str, ...]] = {
 UNCHECKED_QUERY_URL_NAMES = {"schema", "api-docs"}
 
 
+INVALID_CHARACTERS = "must not contain NUL characters or lone surrogates"
+
+
 def invalid_characters(request) -> str | None:
     """What carries a NUL character or lone surrogate (PostgreSQL cannot store either;
     unchecked they reach a query and fail as a 500): "path", "query", a parameter or a
@@ -81,15 +84,6 @@ def invalid_characters(request) -> str | None:
         if name.startswith("HTTP_") and isinstance(value, str) and is_unstorable(value):
             return name[5:].replace("_", "-").title()
     return None
-
-
-def invalid_characters_response(problem: str):
-    return error_response(
-        400,
-        "invalid_characters",
-        f"{problem}: must not contain NUL characters or lone surrogates.",
-        problem,
-    )
 
 
 class RequestGuardMiddleware:
@@ -108,7 +102,9 @@ class RequestGuardMiddleware:
     def __call__(self, request):
         problem = invalid_characters(request)
         if problem:
-            return invalid_characters_response(problem)
+            return error_response(
+                400, "invalid_characters", f"{problem}: {INVALID_CHARACTERS}.", problem
+            )
         return self.get_response(request)
 
     def process_view(self, request, view_func, view_args, view_kwargs):

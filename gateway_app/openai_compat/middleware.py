@@ -5,7 +5,7 @@ from __future__ import annotations
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 
 from gateway_app.openai_compat.errors import OpenAIError, openai_error_response
-from memory_site.middleware import invalid_characters
+from memory_site.middleware import INVALID_CHARACTERS, invalid_characters
 
 
 def _refusal(request):
@@ -15,7 +15,7 @@ def _refusal(request):
     return openai_error_response(
         OpenAIError(
             400,
-            f"{problem}: must not contain NUL characters or lone surrogates.",
+            f"{problem}: {INVALID_CHARACTERS}.",
             code="invalid_characters",
             param=problem,
         )

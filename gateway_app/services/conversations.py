@@ -105,7 +105,7 @@ class LoggedTurn:
         return None
 
 
-_SESSION_FIELDS = [field for field in ChatSession._meta.concrete_fields]
+_SESSION_FIELDS = list(ChatSession._meta.concrete_fields)
 _SESSION_COLUMNS = ", ".join(f"s.{field.column}" for field in _SESSION_FIELDS)
 
 
@@ -255,7 +255,6 @@ def conversation_turn_log(
             session=session,
             messages=incoming[common:],
             metadata={"source": "openai_compat"},
-            touch_session=False,
         )
         conversation.message_hashes = incoming_hashes if incoming_hashes else stored
         conversation.session = session

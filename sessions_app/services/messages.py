@@ -114,13 +114,11 @@ def messages_create(
     session: ChatSession,
     messages: Sequence[tuple[str, str]],
     metadata: dict | None = None,
-    touch_session: bool = True,
 ) -> list[Message]:
     """Insert (role, content) messages in one statement, each row as `message_create` writes
-    it (redacted copy, token count, its own created_at), and move the session's
-    last_activity_at once (unless `touch_session` is False: the caller moves it to the last
-    message's created_at in a statement of its own). For callers that hold the session's
-    lock; no checks, no hooks."""
+    it (redacted copy, token count, its own created_at). For callers that hold the session's
+    lock and move its last_activity_at themselves (the gateway, in the statement that saves
+    its conversation); no checks, no hooks."""
     rows = []
     for role, content in messages:
         rows.append(
@@ -135,8 +133,6 @@ def messages_create(
     if not rows:
         return []
     created = Message.objects.bulk_create(rows)
-    if touch_session:
-        ChatSession.objects.filter(id=session.id).update(last_activity_at=rows[-1].created_at)
     return created
 
 

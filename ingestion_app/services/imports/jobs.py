@@ -15,7 +15,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
-from django.db.models import F, Prefetch, Q, Sum
+from django.db.models import F, Prefetch, Q
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -329,11 +329,11 @@ def _import_job_files(
             import_file_process(
                 import_file=import_file, job=job, progress=progress, embed=embed, workers=workers
             )
-        if _chunks_written(job) >= IMPORT_VACUUM_MIN_CHUNKS:
-            memory_store_vacuum()
         job.summary = import_job_summary(
             job=job, duration_seconds=time.monotonic() - started, pool=workers.started
         )
+        if job.summary.get("chunks_generated", 0) >= IMPORT_VACUUM_MIN_CHUNKS:
+            memory_store_vacuum()
         job.status, job.error = _job_outcome(job)
     except Exception as exc:  # the job record must say what happened
         logger.exception("import job %s failed", job.id)
@@ -345,15 +345,6 @@ def _import_job_files(
     job.finished_at = timezone.now()
     job.save(update_fields=["status", "error", "summary", "finished_at"])
     return True
-
-
-def _chunks_written(job: ImportJob) -> int:
-    return (
-        job.files.filter(status=ImportFile.Status.IMPORTED).aggregate(total=Sum("chunks_written"))[
-            "total"
-        ]
-        or 0
-    )
 
 
 def _job_outcome(job: ImportJob) -> tuple[str, str]:
