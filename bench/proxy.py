@@ -52,6 +52,12 @@ Measured (2 cores shared with other sessions' test suites; the machine was never
   No better than session 3's runs: the in-process cuts (about 1.4 ms of CPU on a refused
   request, 1.4 ms in the log) do not show above the run-to-run spread. The < 30 ms p95 target
   is still not reliably met.
+- Session 5: uvicorn with `uvloop` and `httptools` (in requirements.txt; uvicorn picks them
+  when installed) instead of asyncio's loop and the pure-Python h11 parser. Idle (load 0.8-0.9,
+  200 calls, `--pause-ms 300`), two runs: overhead p50 22.7 / p95 27.5 ms and p50 22.1 / p95
+  26.3 ms (first turns p95 26.4 / 26.3, later 27.5 / 26.3), server CPU until the first token
+  p50 28.4 / 27.6 ms (PostgreSQL 7.7 / 7.6): about 5 ms less CPU per call than session 4's
+  33-35 ms, and the p95 is under the < 30 ms target with 2.5-3.7 ms to spare.
 """
 
 from __future__ import annotations
