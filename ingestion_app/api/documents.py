@@ -4,6 +4,7 @@ ends with the document and its chunks."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -210,6 +211,8 @@ def ingest_job_body(job: DocumentIngestJob, *, with_chunks: bool = False) -> dic
 def _plain_data(request) -> dict:
     """Request data as a dict; multipart ``options`` may arrive as a JSON string, and the
     reference's camelCase ``content``/``mimeType`` names are accepted too."""
+    if not isinstance(request.data, Mapping):  # a JSON array, string, number or boolean
+        raise InvalidInput("The request body must be a JSON object.")
     data = {key: request.data.get(key) for key in request.data}
     if "file" in request.FILES:
         data["file"] = request.FILES["file"]
