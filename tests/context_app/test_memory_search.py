@@ -269,6 +269,31 @@ def test_question_naming_a_speaker_prefers_their_messages(user):
     assert all("Caroline: I went hiking" not in hit.content for hit in result.items[1:])
 
 
+def test_question_naming_a_speaker_finds_their_answer_before_their_small_talk(user):
+    # No word of the question is in the answer: the vector leg decides. With the name in the
+    # query's vector, "Melanie: Good, thanks!" (mostly her name) ranked above her answer.
+    conversation(
+        user,
+        [
+            ("Melanie", "Long runs by the river calm me down after work."),
+            ("Caroline", "Hey Melanie, how are you, Melanie?"),
+            ("Melanie", "Good, thanks!"),
+            ("Caroline", "Melanie, you look great!"),
+            ("Melanie", "Aw, you're sweet."),
+            ("Caroline", "So nice to see you, Melanie."),
+            ("Melanie", "Same here, honestly."),
+            ("Caroline", "Melanie, you deserve some rest."),
+            ("Melanie", "I know, I know."),
+            ("Caroline", "Take care of yourself, Melanie."),
+            ("Melanie", "I will, promise."),
+        ],
+    )
+
+    result = memory_search(user=user, query="What does Melanie do to relax?", sources=["chunk"])
+
+    assert result.items[0].content == "Melanie: Long runs by the river calm me down after work."
+
+
 def test_an_answer_next_to_the_matching_question_is_found(user):
     conversation(
         user,
