@@ -72,9 +72,14 @@ async def _authenticate(request: HttpRequest):
     return await sync_to_async(_user)(_api_key(request))
 
 
-def _turn_start(*, key: str, body: dict, session_id, memory: bool) -> ProxyTurn:
-    """Authenticate and start the turn in one trip to the worker thread (one DB connection)."""
+def _turn_start(*, key: str, raw_body: bytes, session_header: str, memory: bool) -> ProxyTurn:
+    """Authenticate, check the request and start the turn in one trip to the worker thread
+    (one DB connection). The key comes first: a caller without a valid one learns nothing
+    about its request or the configuration (401, as OpenAI answers)."""
     user = _user(key)
+    body = chat_request_check(raw_body)
+    session_id = _session_id(session_header)
+    upstream_base_url()  # 503 before anything is stored when no upstream is configured
     try:
         return proxy_turn_start(user=user, body=body, session_id=session_id, memory=memory)
     except DomainError as exc:
@@ -143,8 +148,8 @@ def chat_request_check(raw: bytes) -> dict:
     return body
 
 
-def _session_id(request: HttpRequest) -> uuid.UUID | None:
-    value = request.headers.get(SESSION_HEADER, "").strip()
+def _session_id(header: str) -> uuid.UUID | None:
+    value = header.strip()
     if not value:
         return None
     try:
@@ -169,19 +174,17 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     try:
         if request.method != "POST":
             raise OpenAIError(405, "Use POST.", code="method_not_allowed")
-        key = _api_key(request)
-        body = chat_request_check(request.body)
-        session_id = _session_id(request)
-        memory = request.headers.get(MEMORY_HEADER, "").strip().lower() not in _OFF
-        upstream_base_url()  # 503 before anything is stored when no upstream is configured
         turn = await sync_to_async(_turn_start)(
-            key=key, body=body, session_id=session_id, memory=memory
+            key=_api_key(request),
+            raw_body=request.body,
+            session_header=request.headers.get(SESSION_HEADER, ""),
+            memory=request.headers.get(MEMORY_HEADER, "").strip().lower() not in _OFF,
         )
         # A non-streamed reply: the pack is recorded and the new messages are indexed while the
         # upstream works on it. A stream: the pack is recorded once the first line is relayed,
         # the messages indexed after the stream (both would compete for the CPU with relaying
         # the first tokens).
-        stream = bool(body.get("stream"))
+        stream = bool(turn.upstream_body.get("stream"))
         hooks = _done() if stream else asyncio.ensure_future(sync_to_async(proxy_turn_hooks)(turn))
         try:
             upstream = await upstream_open(turn.upstream_body, stream=stream)

@@ -69,6 +69,28 @@ def test_a_bad_session_header_or_no_upstream_stores_nothing(user, other_user, se
     assert not Message.objects.exists()
 
 
+def test_a_wrong_key_is_a_401_whatever_else_is_wrong(user, settings):
+    """The key is checked first (as OpenAI does): without a valid one a caller learns nothing
+    about its request, the session it names or the server's configuration."""
+    client = Client()
+    foreign = ChatSession.objects.create(user=user)
+    settings.OPENAI_BASE_URL = ""
+    settings.OPENAI_API_KEY = ""
+    for body, headers in [
+        ("{not json", {}),
+        ({"model": "m", "messages": []}, {}),
+        ({"model": "m", "messages": [{"role": "user", "content": "hi"}]}, {}),
+        (
+            {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+            {"HTTP_X_MNEMO_SESSION_ID": str(foreign.id)},
+        ),
+    ]:
+        response = post(client, body, "not-a-token", **headers)
+        assert response.status_code == 401, (body, response.content)
+        assert response.json()["error"]["code"] == "invalid_api_key"
+    assert not Message.objects.exists()
+
+
 def test_an_unreachable_upstream_is_a_502(user, fake_embedder):
     fake_embedder.stop()  # the configured upstream is gone (embeddings fail too, and are logged)
     response = post(
