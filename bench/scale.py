@@ -100,6 +100,38 @@ DEFAULT_INDEX_SQL = {
 USERNAME_PREFIX = "scale_"
 APP_ID = "default"
 
+# --entities: a user's entities come from these pools (disjoint, no month, weekday or stop
+# word), in these shares; a user's first three people also go by a relation ("my sister").
+PEOPLE = (
+    "Ines Marco Priya Tomas Elena Raj Chen Sofia Liam Noah Hannah Omar Fatima Walter Grace "
+    "Kenji Lucas Zara Hugo Mateo Clara Victor Nina Aisha Layla Theo Oscar Rosa Emma Ingrid "
+    "Dmitri Yusuf Beatriz Lars Amara Felix Greta Ravi Selma Jonas Mei Pablo Leona Anders Keiko "
+    "Samir Olga Diego Freya Tariq Lucia Bruno Ayla Henrik Nadia Carlos Vera Idris Paloma Stefan "
+    "Imani Jakob Lena Arjun Marta Emil Sanne Kofi Elif Rafael Hedda Malik Noor Anton Liv"
+).split()
+SURNAMES = "Garcia Novak Okafor Lindqvist Tanaka Moreau Haddad Kowalski Silva Brennan".split()
+PETS = (
+    "Biscuit Pepper Kiwi Mochi Rocket Bubbles Clover Ziggy Waffles Noodle Pickles Gizmo "
+    "Maple Pumpkin Sprocket Tofu Nugget Marble Pixel Sushi"
+).split()
+PLACES = (
+    *(
+        "Lisbon Porto Berlin Kyoto Osaka Denver Chicago Oslo Munich Cairo Melbourne Toronto "
+        "Edinburgh Napa Bali Seville Bergen Hanoi Lima Tbilisi Zurich Reykjavik Marrakesh Dublin "
+        "Krakow Valencia Montreal Seattle Austin Santiago"
+    ).split(),
+    *"Costa Rica|San Sebastian|Sri Lanka|Cape Town|Buenos Aires|Mexico City|Tel Aviv".split("|"),
+)
+PROJECTS = (
+    "Tidewise Nightjar Starfall Helios Orion Quill Beacon Lantern Driftwood Halcyon Ember "
+    "Cobalt Sparrow Meridian Juniper Tessellate Kestrel Bramble Polaris Fjord"
+).split()
+RELATIONS = "my sister|my brother|my mom|my dad|my wife|my boss|my best friend".split("|")
+PET_KINDS = ("dog", "cat", "rabbit", "parrot")
+ENTITY_SHARES = (("person", 0.45), ("place", 0.3), ("project", 0.15), ("pet", 0.1))
+# Mentions per item: 0, 1 or 2 of the user's entities, Zipf over the user's entities.
+MENTIONS_PER_ITEM_P = (0.5, 0.35, 0.15)
+
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -122,6 +154,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--hnsw-ef-construction", type=int, help="and this ef_construction")
     parser.add_argument("--sweep", action="store_true", help="ef_search/iterative scan sweep")
     parser.add_argument("--cleanup", action="store_true", help="stop the server, delete data")
+    parser.add_argument(
+        "--entities",
+        type=int,
+        default=0,
+        help="entities per user, named in the items and the queries (0: none, the entity leg "
+        "never fires)",
+    )
     return parser.parse_args()
 
 
@@ -145,9 +184,10 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
-from context_app import selectors  # noqa: E402
+from context_app import search_quality, selectors  # noqa: E402
 from ingestion_app.selectors import scope as search_scope  # noqa: E402
 from ingestion_app.selectors import search_candidates  # noqa: E402
+from memory_site.text.entities import normalize_entity_name  # noqa: E402
 
 
 def log(message: str) -> None:
@@ -247,6 +287,28 @@ class Corpus:
         ranks = np.arange(1, len(self.filler) + 1)
         self.filler_p = (1.0 / ranks) / (1.0 / ranks).sum()
 
+    def entities_of(self, user_index: int, n: int) -> list[tuple[str, str, str, list[str]]]:
+        """The user's n entities (name, type, description, aliases), most mentioned first:
+        the same for a seed whatever else runs (a generator of its own per user)."""
+        rng = np.random.default_rng([self.seed, 3, user_index])
+        counts = {kind: int(round(share * n)) for kind, share in ENTITY_SHARES}
+        counts["person"] += n - sum(counts.values())
+        out: list[tuple[str, str, str, list[str]]] = []
+        people = rng.choice(PEOPLE, size=min(counts["person"], len(PEOPLE)), replace=False)
+        relations = list(rng.permutation(RELATIONS))
+        for index, first in enumerate(people):
+            # One in four people is known by a full name ("Ines Garcia").
+            name = f"{first} {rng.choice(SURNAMES)}" if rng.random() < 0.25 else str(first)
+            relation = relations.pop() if index < 3 and relations else ""
+            description = f"the user's {relation[3:]}" if relation else ""
+            out.append((name, "person", description, [relation] if relation else []))
+        for kind, pool in (("place", PLACES), ("project", PROJECTS), ("pet", PETS)):
+            for name in rng.choice(pool, size=min(counts[kind], len(pool)), replace=False):
+                description = f"the user's {rng.choice(PET_KINDS)}" if kind == "pet" else ""
+                out.append((str(name), kind, description, []))
+        order = rng.permutation(len(out))
+        return [out[i] for i in order]
+
     def topic_of(self, user_index: np.ndarray, uniform: np.ndarray) -> np.ndarray:
         """Topic id for rows of these users, skewed: a user's first topics are the ones they
         talk about most (local index = k * u^1.7 for uniform u)."""
@@ -274,13 +336,14 @@ class Corpus:
             out.append("User mentioned " + " ".join(words) + ".")
         return out
 
-    def query_text(self, topic_id: int, rng: np.random.Generator) -> str:
+    def query_text(self, topic_id: int, rng: np.random.Generator, entity: str = "") -> str:
         words = list(
             self.cluster_words[self.topic_cluster[topic_id], rng.choice(6, 2, replace=False)]
         )
         words.append(self.topic_private[topic_id])
         words.append(self.filler[rng.choice(len(self.filler), p=self.filler_p)])
-        return "what do you know about " + " ".join(words) + "?"
+        about = f"{entity} and " if entity else ""
+        return "what do you know about " + about + " ".join(words) + "?"
 
 
 # --- database helpers -------------------------------------------------------------------------
@@ -396,12 +459,17 @@ def load(corpus: Corpus, *, batch: int, seed: int) -> tuple[dict, np.ndarray]:
         "WHERE u.username NOT LIKE %s",
         [USERNAME_PREFIX + "%"],
     )
+    others += scalar(
+        "SELECT count(*) FROM entities e JOIN auth_user u ON u.id = e.user_id "
+        "WHERE u.username NOT LIKE %s",
+        [USERNAME_PREFIX + "%"],
+    )
     if others:
         raise SystemExit(f"rag_store holds {others} rows of other users: use a scratch database")
     figures: dict = {}
     definitions = {name: index_sql(name) for name in (HNSW_NAME, GIN_NAME)}
     started = time.perf_counter()
-    execute("TRUNCATE rag_store CASCADE")
+    execute("TRUNCATE rag_store, entities, cross_references CASCADE")
     execute(
         "DELETE FROM authtoken_token WHERE user_id IN (SELECT id FROM auth_user WHERE username LIKE %s)",
         [USERNAME_PREFIX + "%"],
@@ -434,11 +502,15 @@ def load(corpus: Corpus, *, batch: int, seed: int) -> tuple[dict, np.ndarray]:
     )
     figures["users_s"] = round(time.perf_counter() - started, 2)
     log(f"{corpus.users} users in {figures['users_s']} s")
+    entities = UserEntities(corpus, user_ids, ARGS.entities, seed) if ARGS.entities else None
+    if entities:
+        figures.update(entities.store(now))
 
     rng = np.random.default_rng(seed + 1)
     row_user = np.repeat(np.arange(corpus.users), corpus.counts)
     rng.shuffle(row_user)
     columns = [
+        ("id", "int8"),
         ("user_id", "int4"),
         ("app_id", "text"),
         ("project_id", "text"),
@@ -468,10 +540,13 @@ def load(corpus: Corpus, *, batch: int, seed: int) -> tuple[dict, np.ndarray]:
     empty_json = Jsonb({})
     sources = np.array(["chunk", "fact", "summary"])
     two_years = 2 * 365 * 86400
-    generate_s = copy_s = 0.0
+    generate_s = copy_s = mentions_s = 0.0
+    mention_count = 0
     load_started = time.perf_counter()
     with pg.cursor() as cursor:
         cursor.execute("SET synchronous_commit = off")
+    # Explicit ids, so the mentions of a batch know their items without reading them back.
+    first_id = int(scalar("SELECT nextval(pg_get_serial_sequence('rag_store', 'id'))"))
     for offset in range(0, corpus.rows, batch):
         t0 = time.perf_counter()
         users = row_user[offset : offset + batch]
@@ -481,14 +556,18 @@ def load(corpus: Corpus, *, batch: int, seed: int) -> tuple[dict, np.ndarray]:
         source_of = sources[rng.choice(3, size=len(users), p=[0.6, 0.35, 0.05])]
         ages = rng.integers(0, two_years, len(users))
         db_users = user_ids[users]
+        row_ids = first_id + offset + np.arange(len(users))
+        whens = [now - timedelta(seconds=int(age)) for age in ages]
+        mentions = entities.name_in_texts(users, texts, row_ids, whens) if entities else []
         t1 = time.perf_counter()
         with transaction.atomic(), pg.cursor() as cursor:
             with cursor.copy(copy_sql) as copy:
                 copy.set_types([kind for _, kind in columns])
                 for i in range(len(users)):
-                    when = now - timedelta(seconds=int(ages[i]))
+                    when = whens[i]
                     copy.write_row(
                         (
+                            int(row_ids[i]),
                             int(db_users[i]),
                             APP_ID,
                             "",
@@ -512,27 +591,166 @@ def load(corpus: Corpus, *, batch: int, seed: int) -> tuple[dict, np.ndarray]:
                         )
                     )
         t2 = time.perf_counter()
+        if mentions:
+            with transaction.atomic(), pg.cursor() as cursor:
+                with cursor.copy(MENTION_COPY) as copy:
+                    for mention in mentions:
+                        copy.write_row(mention)
+            mention_count += len(mentions)
         generate_s += t1 - t0
         copy_s += t2 - t1
+        mentions_s += time.perf_counter() - t2
         done = offset + len(users)
         if done % (batch * 4) == 0 or done == corpus.rows:
             rate = done / (time.perf_counter() - load_started)
             log(
                 f"loaded {done:,} rows ({rate:,.0f} rows/s; generate {generate_s:.0f} s, "
-                f"copy {copy_s:.0f} s)"
+                f"copy {copy_s:.0f} s, {mention_count:,} mentions {mentions_s:.0f} s)"
             )
+    execute(
+        "SELECT setval(pg_get_serial_sequence('rag_store', 'id'), %s)",
+        [first_id + corpus.rows],
+    )
     figures["rows_s"] = round(time.perf_counter() - load_started, 2)
     figures["generate_s"] = round(generate_s, 2)
     figures["copy_s"] = round(copy_s, 2)
+    if entities:
+        figures["mentions"] = mention_count
+        figures["mentions_copy_s"] = round(mentions_s, 2)
+        figures.update(entities.count_mentions())
 
     definitions[HNSW_NAME] = hnsw_definition(definitions[HNSW_NAME])
     figures.update(build_indexes({GIN_NAME: definitions[GIN_NAME]}))
     figures.update(build_indexes({HNSW_NAME: definitions[HNSW_NAME]}))
     t0 = time.perf_counter()
     execute("VACUUM (ANALYZE) rag_store")
+    if entities:
+        execute("VACUUM (ANALYZE) entities")
+        execute("VACUUM (ANALYZE) entity_mentions")
     figures["vacuum_analyze_s"] = round(time.perf_counter() - t0, 2)
     figures["load_load_avg"] = [round(x, 2) for x in os.getloadavg()]
     return figures, user_ids
+
+
+MENTION_COPY = (
+    'COPY entity_mentions (entity_id, memory_id, user_id, kind, sentence, start, "end", '
+    "created_at) FROM STDIN"
+)
+
+
+class UserEntities:
+    """--entities: every user's entities, stored as the extractor would leave them, and the
+    mentions that name them in the items (the names are written into the item text)."""
+
+    def __init__(self, corpus: Corpus, user_ids: np.ndarray, per_user: int, seed: int) -> None:
+        self.corpus, self.user_ids, self.per_user = corpus, user_ids, per_user
+        t0 = time.perf_counter()
+        self.entities = [corpus.entities_of(i, per_user) for i in range(corpus.users)]
+        self.per_user = min(len(found) for found in self.entities)
+        ranks = np.arange(1, self.per_user + 1)
+        # Zipf over a user's entities (their order): a few are named in most items.
+        self.rank_p = (1.0 / ranks) / (1.0 / ranks).sum()
+        self.rng = np.random.default_rng(seed + 3)  # not the rows' generator: rows unchanged
+        self.ids = np.zeros((corpus.users, self.per_user), dtype=np.int64)
+        self.generate_s = time.perf_counter() - t0
+
+    def store(self, now: datetime) -> dict:
+        """COPY the entities (no mentions counted yet); returns timings."""
+        t0 = time.perf_counter()
+        with transaction.atomic(), connection.connection.cursor() as cursor:
+            with cursor.copy(
+                "COPY entities (user_id, app_id, name, normalized_name, aliases, type, "
+                "description, description_history, mention_count, created_at, updated_at) "
+                "FROM STDIN"
+            ) as copy:
+                for index, found in enumerate(self.entities):
+                    for name, kind, description, aliases in found[: self.per_user]:
+                        copy.write_row(
+                            (
+                                int(self.user_ids[index]),
+                                APP_ID,
+                                name,
+                                normalize_entity_name(name),
+                                [normalize_entity_name(alias) for alias in aliases],
+                                kind,
+                                description,
+                                Jsonb([]),
+                                0,
+                                now,
+                                now,
+                            )
+                        )
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT user_id, normalized_name, id FROM entities WHERE app_id = %s", [APP_ID]
+            )
+            by_key = {(user, key): entity for user, key, entity in cursor.fetchall()}
+        for index, found in enumerate(self.entities):
+            user = int(self.user_ids[index])
+            for rank, (name, *_) in enumerate(found[: self.per_user]):
+                self.ids[index, rank] = by_key[(user, normalize_entity_name(name))]
+        figures = {
+            "entities": len(by_key),
+            "entities_generate_s": round(self.generate_s, 2),
+            "entities_copy_s": round(time.perf_counter() - t0, 2),
+        }
+        log(f"entities: {json.dumps(figures)}")
+        return figures
+
+    def name_in_texts(
+        self, users: np.ndarray, texts: list[str], row_ids: np.ndarray, whens: list[datetime]
+    ) -> list[tuple]:
+        """Each item names 0-2 of its user's entities ("... with Ines and Lisbon."): the texts
+        are changed in place; returns the mention rows."""
+        n = len(users)
+        counts = self.rng.choice(len(MENTIONS_PER_ITEM_P), size=n, p=MENTIONS_PER_ITEM_P)
+        picks = self.rng.choice(self.per_user, size=(n, 2), p=self.rank_p)
+        rows = []
+        for i in np.flatnonzero(counts):
+            user = int(users[i])
+            ranks = list(dict.fromkeys(int(rank) for rank in picks[i, : counts[i]]))
+            names = [self.entities[user][rank][0] for rank in ranks]
+            text = texts[i][:-1] + " with "
+            spans = []
+            for number, name in enumerate(names):
+                if number:
+                    text += " and "
+                spans.append((len(text), len(text) + len(name)))
+                text += name
+            text += "."
+            texts[i] = text
+            for rank, (start, end) in zip(ranks, spans, strict=True):
+                rows.append(
+                    (
+                        int(self.ids[user, rank]),
+                        int(row_ids[i]),
+                        int(self.user_ids[user]),
+                        "text",
+                        text,
+                        start,
+                        end,
+                        whens[i],
+                    )
+                )
+        return rows
+
+    @staticmethod
+    def count_mentions() -> dict:
+        """mention_count, first and last mentioned from the mentions (as mentions_insert keeps
+        them); returns timings."""
+        t0 = time.perf_counter()
+        execute(
+            """UPDATE entities e SET mention_count = m.n, first_mentioned_at = m.first,
+                      last_mentioned_at = m.last
+               FROM (SELECT em.entity_id, count(*) AS n, min(r.occurred_at) AS first,
+                            max(r.occurred_at) AS last
+                     FROM entity_mentions em JOIN rag_store r ON r.id = em.memory_id
+                     GROUP BY em.entity_id) AS m
+               WHERE e.id = m.entity_id"""
+        )
+        figures = {"entity_counts_s": round(time.perf_counter() - t0, 2)}
+        log(f"entity mention counts: {json.dumps(figures)}")
+        return figures
 
 
 def hnsw_definition(current: str) -> str:
@@ -723,9 +941,17 @@ def vector_plan(
 
 class Sample:
     def __init__(
-        self, user, user_index: int, topic_id: int, vector: np.ndarray, text: str, items: int
+        self,
+        user,
+        user_index: int,
+        topic_id: int,
+        vector: np.ndarray,
+        text: str,
+        items: int,
+        entity: str = "",
     ):
         self.user, self.user_index, self.topic_id, self.text = user, user_index, topic_id, text
+        self.entity = entity  # the entity the query names (--entities), else ""
         self.items = items  # the user's memory count (what the selector's scope stats count)
         self.vector = vector
         self.literal = vector_literal(vector)
@@ -740,21 +966,45 @@ def make_samples(
     # Fewer members than queries (small runs): users repeat, each time with another query.
     chosen = rng.choice(members, size=n, replace=len(members) < n)
     users = get_user_model().objects.in_bulk(sorted({int(user_ids[i]) for i in chosen}))
+    named = query_entities(sorted(users)) if ARGS.entities else {}
+    entity_rng = np.random.default_rng(seed + 1000)  # the queries' other draws stay the same
     samples = []
     for index in chosen:
         topic = int(corpus.topic_of(np.array([index]), rng.random(1))[0])
         vector = corpus.vectors(np.array([topic]), rng, ARGS.query_noise)[0]
+        entity = ""
+        if named.get(int(user_ids[index])):
+            names, counts = named[int(user_ids[index])]
+            entity = names[entity_rng.choice(len(names), p=counts / counts.sum())]
         samples.append(
             Sample(
                 users[int(user_ids[index])],
                 int(index),
                 topic,
                 vector,
-                corpus.query_text(topic, rng),
+                corpus.query_text(topic, rng, entity),
                 int(corpus.counts[index]),
+                entity,
             )
         )
     return samples
+
+
+def query_entities(users: list[int]) -> dict[int, tuple[list[str], np.ndarray]]:
+    """Per user: the names of their mentioned entities and mention counts (a query names one
+    in proportion to its mentions)."""
+    found: dict[int, tuple[list[str], list[int]]] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT user_id, name, mention_count FROM entities "
+            "WHERE user_id = ANY(%s) AND mention_count > 0 ORDER BY user_id, id",
+            [users],
+        )
+        for user, name, count in cursor.fetchall():
+            names, counts = found.setdefault(user, ([], []))
+            names.append(name)
+            counts.append(count)
+    return {user: (names, np.array(counts, dtype=float)) for user, (names, counts) in found.items()}
 
 
 def run_vector(sample: Sample, function, limit: int | None = None, **knobs):
@@ -798,6 +1048,9 @@ PHASES = (
     (search_candidates, "vector_candidates", "vector_candidates"),
     (search_candidates, "candidates_load", "load_candidates"),
     (search_candidates, "hits_load", "load_hits"),
+    (selectors, "entities_named_in_query", "entity_lookup"),
+    (selectors, "entity_leg_candidates", "entity_candidates"),
+    (search_quality, "names_missing", "names_missing"),
 )
 
 
@@ -807,7 +1060,8 @@ class PhaseTimer:
 
     def __init__(self) -> None:
         self.current: dict[str, float] | None = None
-        self.calls: list[dict[str, float]] = []
+        self.label = ""
+        self.calls: dict[str, list[dict[str, float]]] = {}
         for module, name, label in PHASES:
             original = getattr(module, name, None)
             if callable(original):
@@ -825,22 +1079,20 @@ class PhaseTimer:
 
         return timed
 
-    def start(self) -> None:
-        self.current = {}
+    def start(self, label: str = "") -> None:
+        self.current, self.label = {}, label
 
     def stop(self) -> None:
         if self.current is not None:
-            self.calls.append(self.current)
+            self.calls.setdefault(self.label, []).append(self.current)
         self.current = None
 
-    def report(self) -> dict:
-        names = sorted({name for call in self.calls for name in call})
-        out = {
-            name.lstrip("_"): summary([call.get(name, 0.0) for call in self.calls])
-            for name in names
+    def report(self, label: str = "") -> dict:
+        calls = self.calls.pop(label, [])
+        names = sorted({name for call in calls for name in call})
+        return {
+            name.lstrip("_"): summary([call.get(name, 0.0) for call in calls]) for name in names
         }
-        self.calls = []
-        return out
 
 
 def measure_group(
@@ -866,57 +1118,101 @@ def measure_group(
         recalls.append(recall_at_10(ids, sample.exact))
         returned.append(len(ids))
 
-    # Twice per query: the first call is the first of this user in this process (per-user
-    # caches of the selector, if any, are cold), the repeat is a user in a conversation.
-    search_ms, repeat_ms, search_inner_ms, hits, overlap = [], [], [], [], []
-    cpu_ms: list[float] = []
-    for sample in samples:
-        for attempt in range(2):
-            if not attempt:
-                timer.start()
-            cpu0 = clock.now_ms()
-            t0 = time.perf_counter()
-            result = selectors.memory_search(
-                user=sample.user,
-                query=sample.text,
-                app_id=APP_ID,
-                top_k=10,
-                mode="hybrid",
-                query_embedding=[float(x) for x in sample.vector],
-            )
-            elapsed = (time.perf_counter() - t0) * 1000
-            cpu1 = clock.now_ms()
-            timer.stop()
-            if not attempt and cpu0 is not None and cpu1 is not None:
-                cpu_ms.append(cpu1 - cpu0)
-            if attempt:
-                repeat_ms.append(elapsed)
-            else:
-                search_ms.append(elapsed)
-                search_inner_ms.append(result.search_ms)
-        hits.append(len(result.items))
-        overlap.append(recall_at_10([hit.id for hit in result.items], sample.exact))
+    # Each query with the entity leg (ENTITY_WEIGHT as shipped) and without it (0), in turns
+    # (which goes first alternates, so neither always meets the colder caches), then both
+    # again: the first call of a variant vs its repeat (a user in a conversation).
+    shipped = selectors.ENTITY_WEIGHT
+    variants = (("", shipped), ("_no_entity", 0.0))
+    calls: dict[str, dict[str, list[float]]] = {
+        label: {"ms": [], "repeat": [], "inner": [], "cpu": [], "naming": []}
+        for label, _ in variants
+    }
+    hits, overlap, entity_hits = [], [], []
+    try:
+        for number, sample in enumerate(samples):
+            order = variants if number % 2 == 0 else variants[::-1]
+            for attempt in range(2):
+                for label, weight in order:
+                    selectors.ENTITY_WEIGHT = weight
+                    if not attempt:
+                        timer.start(label)
+                    cpu0 = clock.now_ms()
+                    t0 = time.perf_counter()
+                    result = selectors.memory_search(
+                        user=sample.user,
+                        query=sample.text,
+                        app_id=APP_ID,
+                        top_k=10,
+                        mode="hybrid",
+                        query_embedding=[float(x) for x in sample.vector],
+                    )
+                    elapsed = (time.perf_counter() - t0) * 1000
+                    cpu1 = clock.now_ms()
+                    timer.stop()
+                    figures = calls[label]
+                    if attempt:
+                        figures["repeat"].append(elapsed)
+                        continue
+                    figures["ms"].append(elapsed)
+                    figures["inner"].append(result.search_ms)
+                    if cpu0 is not None and cpu1 is not None:
+                        figures["cpu"].append(cpu1 - cpu0)
+                    if sample.entity:
+                        figures["naming"].append(
+                            sum(1 for hit in result.items if sample.entity in hit.content)
+                        )
+                    if label == "":
+                        hits.append(len(result.items))
+                        overlap.append(recall_at_10([hit.id for hit in result.items], sample.exact))
+                        entity_hits.append(
+                            sum(
+                                1
+                                for hit in result.items
+                                if any(why.get("signal") == "entity" for why in hit.why)
+                            )
+                        )
+    finally:
+        selectors.ENTITY_WEIGHT = shipped
 
     figures = {
         "queries": len(samples),
         "users_sampled": len({sample.user.pk for sample in samples}),
-        "hybrid_ms": summary(search_ms),
-        "hybrid_repeat_ms": summary(repeat_ms),
-        "hybrid_search_ms_reported": summary(search_inner_ms),
-        # CPU of client + database backend per call: the latency of an idle machine, roughly.
-        "hybrid_cpu_ms": summary(cpu_ms) if cpu_ms else None,
-        "hybrid_phases_ms": timer.report(),
-        "vector_ms": summary(vector_ms),
-        "vector_first_pass_ms": summary(vector_first_ms),
-        "exact_ms": summary(exact_ms),
-        "recall_at_10": round(statistics.fmean(recalls), 4),
-        "recall_at_10_min": round(min(recalls), 2),
-        "vector_rows_returned_min": min(returned),
-        "hybrid_items_mean": round(statistics.fmean(hits), 2),
-        "hybrid_top10_in_exact_vector_top10": round(statistics.fmean(overlap), 4),
-        "vector_plans": plans,
-        "load_avg": [round(x, 2) for x in os.getloadavg()],
+        "entity_weight": shipped,
     }
+    for label, _ in variants:
+        figures.update(
+            {
+                f"hybrid{label}_ms": summary(calls[label]["ms"]),
+                f"hybrid{label}_repeat_ms": summary(calls[label]["repeat"]),
+                f"hybrid{label}_search_ms_reported": summary(calls[label]["inner"]),
+                # CPU of client + database backend per call: an idle machine's latency, roughly.
+                f"hybrid{label}_cpu_ms": summary(calls[label]["cpu"])
+                if calls[label]["cpu"]
+                else None,
+                f"hybrid{label}_phases_ms": timer.report(label),
+                # Hits whose text names the query's entity (--entities), mean per query.
+                f"hybrid{label}_hits_naming_entity_mean": round(
+                    statistics.fmean(calls[label]["naming"]), 2
+                )
+                if calls[label]["naming"]
+                else None,
+            }
+        )
+    figures.update(
+        {
+            "vector_ms": summary(vector_ms),
+            "vector_first_pass_ms": summary(vector_first_ms),
+            "exact_ms": summary(exact_ms),
+            "recall_at_10": round(statistics.fmean(recalls), 4),
+            "recall_at_10_min": round(min(recalls), 2),
+            "vector_rows_returned_min": min(returned),
+            "hybrid_items_mean": round(statistics.fmean(hits), 2),
+            "hybrid_top10_in_exact_vector_top10": round(statistics.fmean(overlap), 4),
+            "vector_plans": plans,
+            "hybrid_hits_from_entity_leg_mean": round(statistics.fmean(entity_hits), 2),
+            "load_avg": [round(x, 2) for x in os.getloadavg()],
+        }
+    )
     return figures
 
 
@@ -1002,6 +1298,7 @@ def main() -> None:
         "clusters": ARGS.clusters,
         "noise": ARGS.noise,
         "seed": ARGS.seed,
+        "entities": ARGS.entities,
     }
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     stored_rows = scalar("SELECT count(*) FROM rag_store")
@@ -1080,6 +1377,7 @@ def main() -> None:
         "users": ARGS.users,
         "dimensions": DIMENSIONS,
         "clusters": ARGS.clusters,
+        "entities_per_user": ARGS.entities,
         "pgvector": scalar("SELECT extversion FROM pg_extension WHERE extname = 'vector'"),
         "shared_buffers": scalar("SHOW shared_buffers"),
         "cpus": os.cpu_count(),
