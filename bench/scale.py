@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python bench/scale.py [--rows 1000000] [--users 10000] [--queries 100]
 [--data-dir /tmp/mnemo_scale] [--keep] [--sweep] [--cleanup] [--shared-buffers 3GB]
-[--hnsw-m 16 --hnsw-ef-construction 128]``. ``--keep`` reuses the data of an earlier run with
+[--hnsw-m 16 --hnsw-ef-construction 128] [--entities 60]``. ``--keep`` reuses the data of an earlier run with
 the same parameters (and rebuilds only the HNSW index when its parameters differ); to measure
 exactly the committed code, run it from ``git archive HEAD`` unpacked under /tmp.
 
@@ -19,18 +19,29 @@ Data (synthetic, deterministic for a seed):
   Gaussian noise (unit vectors, 384-d: same-topic cosine ~0.5, unrelated ~0);
 - each memory has a short text made of its cluster's topic words, a per-user-topic "private"
   word and Zipf-distributed filler words, so full text search has something to match;
+- ``--entities N`` (default 0: none, as in the figures before it): every user has N entities
+  (45% people, a quarter of them with a surname and three with a relation alias such as "my
+  sister", 30% places, 15% projects, 10% pets with a description), stored as the extractor
+  leaves them (normalized name, type, mention_count, first/last mentioned from the mentions);
+  each item names 0, 1 or 2 of its user's entities (p 0.5/0.35/0.15, Zipf over the user's
+  entities: the most mentioned is in ~1 item in 7 of a user's), written into its text ("...
+  with Ines and Lisbon.") and as an EntityMention row (sentence, offsets), COPYed with the rows;
 - rows are loaded in random order (a user's memories are spread over the table as they are in
   a live system) with binary COPY, with the HNSW and GIN indexes dropped; both are then built
   (timed, ``maintenance_work_mem`` and 2 parallel workers) and the table vacuumed/analyzed.
 
 Queries: for ``--queries`` sampled users in each measured group, a query vector near one of
 the user's topics (picked in proportion to how much they talk about it) and a query text of
-that topic's words. Measured:
+that topic's words (with ``--entities``, it also names one of the user's entities, picked in
+proportion to its mentions: "what do you know about Ines and ..."). Measured:
 
 - ``memory_search`` (hybrid, top_k 10, the embedding passed in, so no model is loaded): what a
   caller waits for, p50/p95 (first call of a user, and a repeat); its CPU time (this process +
   the database backend, from /proc schedstat: what an idle machine would take, roughly) and
-  the time of each of the selector's internal steps (keyword side, vector side, loads);
+  the time of each of the selector's internal steps (keyword side, vector side, loads, the
+  entity leg's lookup and candidates); each query runs with the entity leg (ENTITY_WEIGHT as
+  shipped: ``hybrid_ms``...) and without it (ENTITY_WEIGHT 0: ``hybrid_no_entity_ms``...),
+  which goes first alternating from query to query;
 - the vector side alone, through the committed selector's ``search_candidates.vector_candidates`` when its
   signature allows (else an identical copy of its SQL): p50/p95 and recall@10 against the
   exact answer (same user filter, ORDER BY distance with index scans disabled, which leaves
@@ -1051,6 +1062,10 @@ PHASES = (
     (selectors, "entities_named_in_query", "entity_lookup"),
     (selectors, "entity_leg_candidates", "entity_candidates"),
     (search_quality, "names_missing", "names_missing"),
+    (selectors, "_rank", "rank"),
+    (search_quality, "texts_read", "texts_read"),
+    (search_quality, "window_updates", "window_updates"),
+    (search_quality, "pairwise_similarity", "pairwise_similarity"),
 )
 
 
