@@ -77,6 +77,26 @@ this process + its backend per call; 50 queries per group, first call of each sa
   load 7, 22.1 and 70.6 ms, the keyword side 58 ms p95 (a common word's GIN posting list:
   150k entries read for a 100-item user) and the scope statistics 19 ms p95 (every row of
   the user).
+- ``--entities 60`` (issue 17: hybrid search with the entity leg, ENTITY_WEIGHT 0.4, vs
+  without it, 0; commits 58c3b14/5c4c0d3 on main 9321ef4; shared_buffers 6 GB; 100 queries
+  per group; "with/without" p50/p95 ms, CPU p95 in brackets):
+  - 1,000,000 rows / 10,000 users: 600,000 entities COPY 12 s, 638,156 mentions COPY 21 s,
+    counts 15 s; HNSW 514 s at load 2.7-2.9. Run 1 (load 2.2-2.6): 100 memories 9.1/10.3
+    (10.2) vs 6.7/7.8 (7.7); 10,000 memories 22.0/31.7 (29.6) vs 17.5/25.5 (24.3). Run 2
+    (--keep, machine quiet, load 0.4-0.5): 100 memories 8.4/10.3 (9.9) vs 6.4/7.9 (7.8);
+    10,000 memories 19.6/25.8 (25.7) vs 15.2/21.3 (20.8). Steps of 10,000-memory users
+    (run 2, p50/p95): keyword side 5.2/8.2, vector side 3.5/7.9, entity lookup
+    (entities_named_in_query) 1.8/1.9, entity candidates 1.5/2.1, candidate loads 2.7/3.2
+    with the leg vs 1.9/2.4 without, names_missing (the query's capitalised name) 1.8/3.8
+    in both. The leg costs ~4.4 ms at p50 and p95 (lookup + candidates + the loads of its
+    extra candidates); the target (< 20 ms p95 with entities) is missed by ~6 ms, and the
+    query naming a name is over it even without the leg (names in item texts and the query
+    lengthen the keyword side and add names_missing, next to 12.5/17.3 without entities).
+  - 300,000 rows / 3,000 users (load 0.3-0.4): 100 memories 7.6/8.7 (8.5) vs 5.7/6.7 (6.4);
+    10,000 memories 18.0/22.8 (21.9) vs 13.7/16.6 (16.5), entity lookup 1.8/2.2, entity
+    candidates 1.6/2.0. At load 3.9-4.0: 15.7/23.6 (23.7) vs 11.6/16.2 (16.3).
+  - The leg adds 0.4-0.7 hits per query whose text names the queried entity (10,000
+    memories: 1.87 vs 1.63 per top 10 at 1M rows; 100 memories: 1.48 vs 1.09).
 - Earlier (selector v1 of commit 7a61754, 1M rows): vector recall@10 of 10,000-memory users
   0.91 with ef_construction 64 (no ef_search/iterative setting reaches 0.95), 0.985 with 128;
   hybrid p95 160-340 ms, all of it ts_rank_cd over every matching row.
