@@ -95,7 +95,7 @@ this process + its backend per call; 50 queries per group, first call of each sa
   - 300,000 rows / 3,000 users (load 0.3-0.4): 100 memories 7.6/8.7 (8.5) vs 5.7/6.7 (6.4);
     10,000 memories 18.0/22.8 (21.9) vs 13.7/16.6 (16.5), entity lookup 1.8/2.2, entity
     candidates 1.6/2.0. At load 3.9-4.0: 15.7/23.6 (23.7) vs 11.6/16.2 (16.3).
-  - The leg adds 0.4-0.7 hits per query whose text names the queried entity (10,000
+  - The leg adds 0.2-0.4 hits per query whose text names the queried entity (10,000
     memories: 1.87 vs 1.63 per top 10 at 1M rows; 100 memories: 1.48 vs 1.09).
 - Earlier (selector v1 of commit 7a61754, 1M rows): vector recall@10 of 10,000-memory users
   0.91 with ef_construction 64 (no ef_search/iterative setting reaches 0.95), 0.985 with 128;
