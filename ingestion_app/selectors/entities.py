@@ -62,21 +62,34 @@ def query_name_keys(query: str) -> list[str]:
 def entities_named_in_query(
     *, user_id: int, app_id: str, query: str, exclude_names=(), limit: int = 10
 ) -> list[QueryEntity]:
-    """The caller's entities whose name or alias the query holds, most mentioned first."""
+    """The caller's entities whose name or alias the query holds, most mentioned first.
+
+    Plain SQL: every hybrid search asks this, and building the same query through the ORM
+    cost 1.1 ms of the search's ~15 (the statement itself runs in about 0.1 ms)."""
     keys = query_name_keys(query)
     if not keys:
         return []
-    excluded = {normalize_entity_name(name) for name in exclude_names}
-    rows = (
-        Entity.objects.filter(user_id=user_id, app_id=app_id, mention_count__gt=0)
-        .filter(Q(normalized_name__in=keys) | Q(aliases__overlap=keys))
-        .exclude(normalized_name__in=excluded)
-        .order_by("-mention_count", "id")
-        .values_list("id", "name", "type", "description", "mention_count", "normalized_name")[
-            :limit
-        ]
-    )
-    return [QueryEntity(*row) for row in rows]
+    excluded = sorted({normalize_entity_name(name) for name in exclude_names})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT id, name, type, description, mention_count, normalized_name
+            FROM {Entity._meta.db_table}
+            WHERE user_id = %(user_id)s AND app_id = %(app_id)s AND mention_count > 0
+              AND (normalized_name = ANY(%(keys)s::text[]) OR aliases && %(keys)s::varchar[])
+              AND NOT normalized_name = ANY(%(excluded)s::text[])
+            ORDER BY mention_count DESC, id
+            LIMIT %(limit)s
+            """,
+            {
+                "user_id": user_id,
+                "app_id": app_id,
+                "keys": keys,
+                "excluded": excluded,
+                "limit": limit,
+            },
+        )
+        return [QueryEntity(*row) for row in cursor.fetchall()]
 
 
 def entity_leg_candidates(
