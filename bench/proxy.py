@@ -58,6 +58,13 @@ Measured (2 cores shared with other sessions' test suites; the machine was never
   26.3 ms (first turns p95 26.4 / 26.3, later 27.5 / 26.3), server CPU until the first token
   p50 28.4 / 27.6 ms (PostgreSQL 7.7 / 7.6): about 5 ms less CPU per call than session 4's
   33-35 ms, and the p95 is under the < 30 ms target with 2.5-3.7 ms to spare.
+- Later in session 5 the machine itself ran slower: the code of those two runs, measured again
+  alternately with the final code (load 0.3-0.7), read CPU until the first token p50 31-32 ms
+  (was 27.6-28.4) and overhead p95 28.1, 28.5, 28.4, 30.6 ms; the final code (the key checked
+  before the body, the entity lookup in plain SQL, neither measurable here) 30.2, 32.9, 30.4,
+  27.5, 31.6, 30.2 ms, p50 22.5-24.6 ms. With `--pause-ms 1000` (150 calls) the final code
+  read p50 25.8 / p95 35.3 ms: longer idle gaps between calls make it slower, not faster. The
+  target holds on the quieter machine and not reliably on the slower one.
 """
 
 from __future__ import annotations
