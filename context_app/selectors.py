@@ -150,10 +150,6 @@ def _without_name(query: str, name: str) -> str:
     return rest if re.search(r"\w", rest) else ""
 
 
-def _vector_literal(embedding: list[float]) -> str:
-    return "[" + ",".join(f"{x:.7g}" for x in embedding) + "]"
-
-
 # --------------------------------------------------------------------------------------------
 # Ranking
 # --------------------------------------------------------------------------------------------
@@ -245,7 +241,7 @@ def memory_search(
             started = time.perf_counter()
             query_embedding = get_embedder().embed([query])[0]
             embed_ms = (time.perf_counter() - started) * 1000
-        vector = _vector_literal(query_embedding)
+        vector = search_candidates.vector_literal(query_embedding)
 
     started = time.perf_counter()
     scope, params = search_scope.scope_sql(
@@ -278,7 +274,7 @@ def memory_search(
             rest = _without_name(query[:MAX_KEYWORD_QUERY_CHARS], named[0])
             if rest:
                 embed_started = time.perf_counter()
-                vector = _vector_literal(get_embedder().embed([rest])[0])
+                vector = search_candidates.vector_literal(get_embedder().embed([rest])[0])
                 embed_ms += (time.perf_counter() - embed_started) * 1000
         query_entities, entity_rows = _entity_leg(
             cursor,

@@ -12,6 +12,7 @@ from django.db.models import Count, F, Q, QuerySet
 from ingestion_app.models import FactHistory, MemoryCommitLog, MemoryItem, ProjectContext
 from ingestion_app.selectors.entities import entity_stats
 from ingestion_app.selectors.scope import SOURCES
+from ingestion_app.selectors.search_candidates import vector_literal
 from memory_site.errors import NotFound
 from sessions_app.models import ChatSession
 
@@ -108,7 +109,7 @@ def facts_nearest_many(
     """
     if not embeddings:
         return []
-    vectors = ["[" + ",".join(f"{x:.7g}" for x in embedding) + "]" for embedding in embeddings]
+    vectors = [vector_literal(embedding) for embedding in embeddings]
     # SET LOCAL needs a transaction; atomic() reuses the caller's when there is one.
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")

@@ -16,6 +16,13 @@ from datetime import datetime
 from ingestion_app.selectors import scope as search_scope
 from ingestion_app.selectors.scope import ScopeStats
 
+
+def vector_literal(embedding) -> str:
+    """A pgvector literal ('[0.1,...]') of an embedding, 7 significant digits: what every
+    vector query here sends (float32 precision, a third of repr's length)."""
+    return "[" + ",".join(f"{x:.7g}" for x in embedding) + "]"
+
+
 # BM25.
 BM25_K1 = 1.2
 BM25_B = 0.75
