@@ -113,6 +113,9 @@ PAIR_WEIGHT = 0.5
 # give the same recall, 0.5 keeps summaries reachable when nothing else matches).
 SUMMARY_WEIGHT = 0.5
 CANDIDATES_PER_SIDE = 100
+# Semantic mode ranks by similarity alone (with factors <= 1), so candidates far past top_k
+# cannot rise into it: three per slot, at least this many.
+SEMANTIC_MIN_CANDIDATES = 50
 TEXT_READ_WINDOW = 2 * search_quality.SUPERSEDE_WINDOW
 MAX_KEYWORD_QUERY_CHARS = 4000  # a pasted document as query: only its start is parsed
 # One exchange, one slot: an item whose messages overlap those of an item already taken (a
@@ -252,6 +255,8 @@ def memory_search(
         scope += " AND search_vector @@ websearch_to_tsquery('english', %(s_phrase)s)"
         params["s_phrase"] = phrase
     limit = max(CANDIDATES_PER_SIDE, top_k * 3)
+    if mode == "semantic":
+        limit = max(SEMANTIC_MIN_CANDIDATES, top_k * 3)
     named: list[str] = []
     # SET LOCAL needs a transaction; inside the caller's (the context pack's build) no
     # savepoint is taken: a failed search fails the caller's transaction, as the pack wants.
@@ -315,7 +320,8 @@ def memory_search(
             list(fused),
             vector,
             dict(vector_rows),
-            probe_covered_pairs=PAIR_WEIGHT != 1.0,
+            # Only the fused modes weigh covered pairs (see _rank).
+            probe_covered_pairs=PAIR_WEIGHT != 1.0 and mode != "semantic",
         )
         keyword_scores = dict(keyword_rows)
         entity_ranks = {item_id: rank for rank, (item_id, _) in enumerate(entity_rows, start=1)}

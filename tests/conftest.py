@@ -124,3 +124,14 @@ def live_url():
     server.should_exit = True
     thread.join(timeout=10)
     sock.close()
+
+
+@pytest.fixture(autouse=True)
+def context_settings_fresh():
+    """Each test reads the settings row it set up: a transactional test's flush deletes the
+    row without the signal that clears ContextSettings.current()'s process cache."""
+    from context_app.models.context import _settings_cache
+
+    _settings_cache.clear()
+    yield
+    _settings_cache.clear()

@@ -113,7 +113,7 @@ def chat_turn_start(
     pack = None
     attachment_report: list[dict] = []
     block_text = ""
-    context_settings = ContextSettings.load()
+    context_settings = ContextSettings.current()
     if attachments:
         block = attachments_block(attachments, cap_chars=context_settings.attachment_cap_chars)
         block_text, attachment_report = block.text, block.report

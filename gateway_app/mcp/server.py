@@ -160,7 +160,7 @@ def _search(
 def _context(user, *, query: str) -> dict:
     """The budgeted pack for `query`: the user's recent and long-term rollups and the stored
     memories most similar to it, each under its cap and all under the total cap."""
-    caps = ContextSettings.load()
+    caps = ContextSettings.current()
     snapshot = user_context_snapshot(user=user, app_id=settings.MNEMO_DEFAULT_APP_ID)
     pending_embeddings_wait(READ_WAIT_SECONDS, user_id=user.id)
     hits = memory_search(

@@ -9,7 +9,6 @@ and tool results pass through unchanged.
 
 from __future__ import annotations
 
-import copy
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -89,7 +88,7 @@ def _gateway_context_settings() -> ContextSettings:
     """The staff's context settings, except that a pack may come from the first user turn on:
     a chat app cannot open its session early, and a new chat's first message is where earlier
     memory matters most (MNEMO_GATEWAY_MIN_USER_TURNS, default 1)."""
-    context_settings = copy.copy(ContextSettings.load())
+    context_settings = ContextSettings.current()
     context_settings.min_user_turns = min(
         context_settings.min_user_turns, settings.MNEMO_GATEWAY_MIN_USER_TURNS
     )
@@ -207,7 +206,7 @@ def proxy_turn_finish(
     )
     if reply is not None:
         turn.hooks_pending.append(reply)
-    settings_row = ContextSettings.load()
+    settings_row = ContextSettings.current()
     if settings_row.verbose_logging:
         logger.info(
             "gateway session=%s appended=%d reply=%s context=%s chars=%d",

@@ -70,7 +70,7 @@ def prepare_context(
     caller runs `context_pack_record(pack)` (after the reply has started); until then
     `pack.injection_log_id` is None.
     """
-    context_settings = context_settings or ContextSettings.load()
+    context_settings = context_settings or ContextSettings.current()
     deadline = _Deadline(context_settings.latency_budget_ms)
     turn = 0
     try:
