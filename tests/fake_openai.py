@@ -42,6 +42,7 @@ class FakeOpenAIServer:
         # ({"content": ..., "tool_calls": [...]}) instead of `reply_text`.
         self.message_responder: Callable[[dict], dict] | None = None
         self.models = ["fake-model", "fake-model-large"]
+        self.set_cookie = ""  # a Set-Cookie header value sent with every response when set
         self.fail_count = 0
         self.fail_status = 500
         self.delay_seconds = 0.0
@@ -79,7 +80,9 @@ class FakeOpenAIServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
-                    server.requests.append({"path": self.path, "body": body})
+                    server.requests.append(
+                        {"path": self.path, "body": body, "cookie": self.headers.get("Cookie")}
+                    )
                     failing = server.fail_count > 0
                     if failing:
                         server.fail_count -= 1
@@ -101,6 +104,11 @@ class FakeOpenAIServer:
                         return self._stream(body)
                     return self._chat(body)
                 return self._json(404, {"error": {"message": "unknown path"}})
+
+            def end_headers(self):
+                if server.set_cookie:
+                    self.send_header("Set-Cookie", server.set_cookie)
+                super().end_headers()
 
             def _json(self, status: int, payload: dict):
                 data = json.dumps(payload).encode()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import httpx
 from django.conf import settings
@@ -44,6 +45,9 @@ def upstream_client() -> httpx.AsyncClient:
         client = httpx.AsyncClient(
             timeout=httpx.Timeout(settings.LLM_TIMEOUT_SECONDS, connect=10.0),
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+            # One client serves every user's calls: a cookie the upstream sets in one user's
+            # reply must not ride along on the next user's request.
+            cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
         )
         _clients[loop] = client
     return client

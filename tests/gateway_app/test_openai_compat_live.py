@@ -265,6 +265,23 @@ def test_async_client_streams_with_usage_and_passes_response_format(live_url, us
     assert structured.usage.total_tokens > 0
 
 
+def test_a_cookie_the_upstream_sets_never_reaches_another_users_call(
+    live_url, user, other_user, upstream
+):
+    upstream.set_cookie = "lb_session=user-one-affinity; Path=/"
+    client_for(live_url, user).chat.completions.create(
+        model="fake-model", messages=[{"role": "user", "content": "Hello there"}], stream=True
+    )
+    upstream.set_cookie = ""
+    client_for(live_url, other_user).chat.completions.create(
+        model="fake-model", messages=[{"role": "user", "content": "Hi, I am someone else"}]
+    )
+
+    calls = [r for r in upstream.requests if r["path"].endswith("/chat/completions")]
+    assert len(calls) == 2
+    assert calls[1]["cookie"] is None
+
+
 def test_memory_off_header_and_explicit_session(live_url, user, other_user, upstream):
     client = client_for(live_url, user)
     session = open_session(user)
