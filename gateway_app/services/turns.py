@@ -42,6 +42,9 @@ _REDACTED_ROLES = ("system", "developer", "user", "assistant")
 # older ones it brings along (a long chat Mnemo sees for the first time) go to the worker: each
 # turn pair costs a model call for its header, which would hold the reply for minutes.
 INLINE_HOOK_MESSAGES = 2
+# Messages per queued task: 50 turn pairs at the 1.5 s header budget stay well inside the
+# task timeout (Q_CLUSTER["timeout"], 600 s).
+BACKLOG_TASK_MESSAGES = 100
 
 
 @dataclass
@@ -175,15 +178,16 @@ def proxy_turn_record(turn: ProxyTurn) -> None:
 def proxy_turn_hooks(turn: ProxyTurn) -> None:
     """Record the pack if still pending, then run the after-message hooks of the call's new
     messages (indexing, consolidation): the newest INLINE_HOOK_MESSAGES here, any older ones
-    in one queued task."""
+    in queued tasks of BACKLOG_TASK_MESSAGES."""
     proxy_turn_record(turn)
     pending, turn.hooks_pending = turn.hooks_pending, []
     backlog = pending[:-INLINE_HOOK_MESSAGES]
-    if backlog:
+    for start in range(0, len(backlog), BACKLOG_TASK_MESSAGES):
+        batch = backlog[start : start + BACKLOG_TASK_MESSAGES]
         async_task(
             GATEWAY_BACKLOG_INDEX_TASK,
-            [message.id for message in backlog],
-            task_name=f"gateway-backlog-{backlog[0].id}",
+            [message.id for message in batch],
+            task_name=f"gateway-backlog-{batch[0].id}",
         )
     for message in pending[-INLINE_HOOK_MESSAGES:]:
         message_run_hooks(message=message)

@@ -23,6 +23,7 @@ def test_earlier_turns_of_a_first_seen_chat_are_indexed_by_the_worker(
     live_url, user, upstream, monkeypatch
 ):
     queued = []
+    monkeypatch.setattr("gateway_app.services.turns.BACKLOG_TASK_MESSAGES", 3)
     monkeypatch.setattr(
         "gateway_app.services.turns.async_task", lambda path, *args, **kwargs: queued.append(args)
     )
@@ -38,10 +39,10 @@ def test_earlier_turns_of_a_first_seen_chat_are_indexed_by_the_worker(
     messages = list(Message.objects.filter(user=user).order_by("id"))
     assert [m.content for m in messages[:7]] == [m["content"] for m in history[1:]]
     older = [m.id for m in messages[:5]]
-    assert queued == [(older,)]
+    assert queued == [(older[:3],), (older[3:],)]  # in batches (each inside the task timeout)
     # The newest exchange is indexed in the request, the earlier ones not yet.
     assert remembered("Shelly") and not remembered("Miso") and not remembered("Kiwi")
 
     assert GATEWAY_BACKLOG_INDEX_TASK == "gateway_app.tasks.messages_hooks_task"
-    assert messages_hooks_task(*queued[0]) == len(older)
+    assert [messages_hooks_task(*batch) for batch in queued] == [3, 2]
     assert remembered("Miso") and remembered("Kiwi")
