@@ -30,7 +30,11 @@ IMPORT_ENTITIES_TASK = "ingestion_app.tasks.import_entities_backfill_task"
 CLOSE_STALE_SESSIONS_TASK = "sessions_app.tasks.close_stale_sessions_task"
 RETENTION_TASK = "sessions_app.tasks.retention_task"
 
+# gateway_app: the after-message hooks of the older messages a chat app's call brings along.
+GATEWAY_BACKLOG_INDEX_TASK = "gateway_app.tasks.messages_hooks_task"
+
 TASK_PATHS = (
+    GATEWAY_BACKLOG_INDEX_TASK,
     SESSION_CLOSE_TASK,
     SESSION_RESUMMARIZE_TASK,
     USER_ROLLUPS_REBUILD_TASK,

@@ -25,7 +25,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from context_app.models import ContextSettings
 from context_app.selectors import format_for_prompt, memory_search
@@ -37,6 +37,7 @@ from ingestion_app.services.commit.add import memory_fact_add
 from ingestion_app.services.deferred_embeddings import READ_WAIT_SECONDS, pending_embeddings_wait
 from ingestion_app.services.memories import memory_delete, memory_update
 from memory_site.errors import DomainError
+from memory_site.parsers import is_unstorable
 from memory_site.providers import ProviderError
 from sessions_app.selectors import sessions_for_user
 
@@ -59,6 +60,17 @@ class _Unauthenticated(Exception):
     pass
 
 
+def _storable(text: str) -> str:
+    # PostgreSQL cannot store or compare either; unchecked, the query fails as a crash.
+    if is_unstorable(text):
+        raise ValueError("must not contain NUL characters or lone surrogates")
+    return text
+
+
+# Every free-text argument: refused with a validation error naming it, like a wrong type.
+Text = AfterValidator(_storable)
+
+
 def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment else None
 
@@ -66,11 +78,14 @@ def _iso(moment: datetime | None) -> str | None:
 def _moment(value: str | None, name: str) -> datetime | None:
     if not value:
         return None
-    moment = parse_datetime(value)
-    if moment is None:
-        day = parse_date(value)
-        if day is not None:
-            moment = datetime(day.year, day.month, day.day)
+    try:
+        moment = parse_datetime(value)
+        if moment is None:
+            day = parse_date(value)
+            if day is not None:
+                moment = datetime(day.year, day.month, day.day)
+    except ValueError:  # well formed but impossible: month 13, an offset of 99 hours
+        moment = None
     if moment is None:
         raise ToolError(f"`{name}` must be an ISO date or date-time such as 2026-05-01.")
     return moment
@@ -240,6 +255,7 @@ def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
             Field(
                 min_length=1, max_length=2000, description="What to look for, in natural language."
             ),
+            Text,
         ],
         limit: Annotated[int, Field(ge=1, le=50, description="How many results at most.")] = 10,
         mode: Annotated[
@@ -252,17 +268,19 @@ def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
             ),
         ] = None,
         project_id: Annotated[
-            str | None, Field(max_length=128, description="Only this project's memories.")
+            str | None, Field(max_length=128, description="Only this project's memories."), Text
         ] = None,
         topics: Annotated[
-            list[str] | None,
+            list[Annotated[str, Text]] | None,
             Field(max_length=20, description="Only memories tagged with one of these topics."),
         ] = None,
         since: Annotated[
-            str | None, Field(description="Only memories from this ISO date or date-time on.")
+            str | None,
+            Field(description="Only memories from this ISO date or date-time on."),
+            Text,
         ] = None,
         until: Annotated[
-            str | None, Field(description="Only memories up to this ISO date or date-time.")
+            str | None, Field(description="Only memories up to this ISO date or date-time."), Text
         ] = None,
         as_of: Annotated[
             str | None,
@@ -270,6 +288,7 @@ def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
                 description="Rank as of this ISO date or date-time: of two memories about the "
                 "same subject, the latest said by then comes first."
             ),
+            Text,
         ] = None,
     ) -> dict:
         """Search the user's long-term memory (facts, past conversation excerpts, session
@@ -304,9 +323,10 @@ def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
                 max_length=1000,
                 description='One self-contained fact, e.g. "The user\'s sister Anna lives in Lisbon."',
             ),
+            Text,
         ],
         project_id: Annotated[
-            str, Field(max_length=128, description="Optional project the fact belongs to.")
+            str, Field(max_length=128, description="Optional project the fact belongs to."), Text
         ] = "",
     ) -> dict:
         """Remember one durable fact about the user. A fact nearly identical to a stored one
@@ -340,7 +360,9 @@ def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
             Source | None, Field(description="Only this kind: fact, chunk, summary or document.")
         ] = None,
         query: Annotated[
-            str | None, Field(max_length=500, description="Optional text the memory must contain.")
+            str | None,
+            Field(max_length=500, description="Optional text the memory must contain."),
+            Text,
         ] = None,
         limit: Annotated[int, Field(ge=1, le=100)] = 20,
         offset: Annotated[int, Field(ge=0, le=100_000)] = 0,
@@ -370,7 +392,9 @@ def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
             int, Field(ge=1, description="The id from search_memory or list_memories.")
         ],
         text: Annotated[
-            str, Field(min_length=1, max_length=10_000, description="The corrected text.")
+            str,
+            Field(min_length=1, max_length=10_000, description="The corrected text."),
+            Text,
         ],
     ) -> dict:
         """Correct a stored memory's text. The previous text is kept in the memory's history."""
@@ -410,6 +434,7 @@ def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
             Field(
                 min_length=1, max_length=4000, description="The user's current request or topic."
             ),
+            Text,
         ],
     ) -> dict:
         """The context pack Mnemo would prepend to a chat about `query`: the user's recent and

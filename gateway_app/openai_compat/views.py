@@ -36,6 +36,7 @@ from gateway_app.services.turns import (
     proxy_turn_start,
 )
 from memory_site.errors import DomainError
+from memory_site.parsers import unstorable_field
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +99,15 @@ def chat_request_check(raw: bytes) -> dict:
         raise OpenAIError(400, "The request body is not valid JSON.", code="invalid_json") from None
     if not isinstance(body, dict):
         raise OpenAIError(400, "The request body must be a JSON object.", code="invalid_json")
+    # PostgreSQL cannot store either; unchecked, the turn's insert fails as a 500.
+    unstorable = unstorable_field(body)
+    if unstorable:
+        raise OpenAIError(
+            400,
+            f"`{unstorable}` must not contain NUL characters or lone surrogates.",
+            code="invalid_characters",
+            param=unstorable,
+        )
     model = body.get("model", "")
     if not isinstance(model, str) or len(model) > 256:
         raise OpenAIError(400, "`model` must be a string.", code="invalid_type", param="model")

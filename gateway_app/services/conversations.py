@@ -95,6 +95,9 @@ class LoggedTurn:
     appended: list[Message] = field(default_factory=list)
     stored_count: int = 0
     new_session: bool = False
+    # The stored reply this call's messages stop just short of (a repeated call, a retry whose
+    # answer was lost, or a regeneration); "" when the call adds something new.
+    previous_reply_hash: str = ""
 
     @property
     def user_message(self) -> Message | None:
@@ -249,6 +252,9 @@ def conversation_turn_log(
             )
             if common == len(incoming_hashes):
                 common = 0
+        previous_reply_hash = ""
+        if not new_session and common == len(incoming_hashes) and len(stored) == common + 1:
+            previous_reply_hash = stored[common]
         # The session is locked (explicit or continued) or new in this transaction: the new
         # messages go in as one insert.
         appended = messages_create(
@@ -267,6 +273,7 @@ def conversation_turn_log(
         appended=appended,
         stored_count=len(conversation.message_hashes),
         new_session=new_session,
+        previous_reply_hash=previous_reply_hash,
     )
 
 
@@ -284,23 +291,34 @@ def conversation_reply_store(
 
     The reply is appended only if the conversation is still where this call left it: a
     concurrent call of the same conversation that stored its own reply (or moved on) first
-    wins, so a retried request never leaves two replies to one question. Usage is always
-    recorded (the tokens were spent). Returns the stored message or None; hooks not run.
+    wins, so a retried request never leaves two replies to one question. A call repeated
+    after its turn was answered (the SDK's retry of a lost response, an app resending) whose
+    reply is the stored one word for word keeps that one; a different reply is a regeneration
+    and is stored. Usage is always recorded (the tokens were spent). Returns the stored
+    message or None; hooks not run.
     """
     message = None
+    content = text[:MAX_MESSAGE_CHARS]
     if text.strip():
         with transaction.atomic():
             conversation = GatewayConversation.objects.select_for_update().get(
                 id=turn.conversation_id
             )
             hashes = list(conversation.message_hashes or [])
-            if len(hashes) == turn.stored_count and conversation.session_id == turn.session.id:
+            in_place = (
+                len(hashes) == turn.stored_count and conversation.session_id == turn.session.id
+            )
+            reply_hash = message_hash(Message.Role.ASSISTANT, content)
+            if in_place and reply_hash == turn.previous_reply_hash:
+                conversation.message_hashes = [*hashes, reply_hash]
+                conversation.save(update_fields=["message_hashes", "updated_at"])
+            elif in_place:
                 try:
                     message = message_append(
                         user=user,
                         session_id=turn.session.id,
                         role=Message.Role.ASSISTANT,
-                        content=text[:MAX_MESSAGE_CHARS],
+                        content=content,
                         model=model,
                         metadata={"source": "openai_compat", **(metadata or {})},
                         run_hooks=False,
@@ -308,10 +326,7 @@ def conversation_reply_store(
                 except Conflict:
                     message = None  # the session closed while the model was answering
                 if message is not None:
-                    conversation.message_hashes = [
-                        *hashes,
-                        message_hash(Message.Role.ASSISTANT, message.content),
-                    ]
+                    conversation.message_hashes = [*hashes, reply_hash]
                     conversation.save(update_fields=["message_hashes", "updated_at"])
     usage_record(
         user=user,

@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django_q.tasks import async_task
 
 from context_app.models import ContextSettings
 from context_app.services.context_pack import (
@@ -29,6 +30,7 @@ from gateway_app.services.conversations import (
     message_text,
 )
 from memory_site.redaction import redact
+from memory_site.task_paths import GATEWAY_BACKLOG_INDEX_TASK
 from memory_site.tokens import count_tokens
 from sessions_app.models import Message
 from sessions_app.services.messages import message_run_hooks
@@ -36,6 +38,13 @@ from sessions_app.services.messages import message_run_hooks
 logger = logging.getLogger(__name__)
 
 _REDACTED_ROLES = ("system", "developer", "user", "assistant")
+# A call's newest messages are indexed in the request (the next turn's pack can find them);
+# older ones it brings along (a long chat Mnemo sees for the first time) go to the worker: each
+# turn pair costs a model call for its header, which would hold the reply for minutes.
+INLINE_HOOK_MESSAGES = 2
+# Messages per queued task: 50 turn pairs at the 1.5 s header budget stay well inside the
+# task timeout (Q_CLUSTER["timeout"], 600 s).
+BACKLOG_TASK_MESSAGES = 100
 
 
 @dataclass
@@ -168,11 +177,32 @@ def proxy_turn_record(turn: ProxyTurn) -> None:
 
 def proxy_turn_hooks(turn: ProxyTurn) -> None:
     """Record the pack if still pending, then run the after-message hooks of the call's new
-    messages (indexing, consolidation)."""
+    messages (indexing, consolidation): the newest INLINE_HOOK_MESSAGES here, any older ones
+    in queued tasks of BACKLOG_TASK_MESSAGES."""
     proxy_turn_record(turn)
     pending, turn.hooks_pending = turn.hooks_pending, []
-    for message in pending:
+    backlog = pending[:-INLINE_HOOK_MESSAGES]
+    for start in range(0, len(backlog), BACKLOG_TASK_MESSAGES):
+        batch = backlog[start : start + BACKLOG_TASK_MESSAGES]
+        async_task(
+            GATEWAY_BACKLOG_INDEX_TASK,
+            [message.id for message in batch],
+            task_name=f"gateway-backlog-{batch[0].id}",
+        )
+    for message in pending[-INLINE_HOOK_MESSAGES:]:
         message_run_hooks(message=message)
+
+
+def messages_hooks_run(*, message_ids: list[int]) -> int:
+    """Run the after-message hooks of these messages, oldest first; returns how many ran.
+    Idempotent (the hooks are: indexing finds the items it stored); a deleted message is
+    skipped."""
+    messages = Message.objects.filter(id__in=message_ids).order_by("id")
+    count = 0
+    for message in messages:
+        message_run_hooks(message=message)
+        count += 1
+    return count
 
 
 def proxy_turn_finish(
