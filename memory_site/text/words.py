@@ -51,6 +51,8 @@ lol lmao rofl omg wow oh ah uh um umm hmm hm huh haha hehe ugh oops yay
 please pls plz sorry excuse mind maybe probably actually basically literally really quite pretty
 simply just like likely unlikely definitely certainly absolutely totally kinda sorta gonna wanna
 gotta lemme dunno
+noted understood acknowledged gotcha correct precisely apologies congratulations congrats
+fortunately unfortunately interesting wonderful fantastic excellent lovely brilliant amazing
 want wants wanted wanting need needs needed needing know knows knew known knowing think thinks
 thought thinking make makes making use uses used using try tries tried trying help helps helped
 helping ask asks asked asking tell tells told telling say says said saying mean means meant

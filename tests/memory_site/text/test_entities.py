@@ -34,6 +34,16 @@ def test_sentence_openers_dates_and_placeholders_are_not_entities():
     assert extract_entities(text) == []
 
 
+def test_an_assistants_opening_word_is_not_a_person():
+    # Chat models open replies with these; each was once stored as a person and shown in packs.
+    for opener in ("Noted", "Understood", "Absolutely", "Excellent", "Congratulations"):
+        assert names_and_types(f"{opener}, your sister Anna lives in Lisbon.") == [
+            ("Anna", "person"),
+            ("Lisbon", "place"),
+        ]
+    assert names_and_types("Ned, your brother called.") == [("Ned", "person")]
+
+
 def test_context_types_places_organizations_projects_events():
     assert names_and_types("I have an interview at Brightwave next week.") == [
         ("Brightwave", "organization")
