@@ -173,12 +173,13 @@ def transcript_digest(
     user,
     session: ChatSession | None,
     want_title: bool,
+    offline_only: bool = False,
 ) -> Digest:
     """A bullet digest (never a replay) of sanitized turns, plus a title when asked.
 
-    Uses the configured LLM (JSON schema output, one UsageLog row of kind "summary") or, offline,
-    the local summarizer. Raises ProviderError if the model fails or returns no usable points:
-    callers retry rather than store a worse digest silently.
+    Uses the configured LLM (JSON schema output, one UsageLog row of kind "summary") or, offline
+    (or with `offline_only`), the local summarizer. Raises ProviderError if the model fails or
+    returns no usable points: callers retry rather than store a worse digest silently.
     """
     user_texts = [text for role, text in turns if role == Message.Role.USER]
     if not turns:
@@ -188,6 +189,8 @@ def transcript_digest(
         title = clean_title(None, fallback_texts=user_texts) if want_title else ""
         return Digest(summary=summarize(turns, max_chars=max_chars), model="local", title=title)
 
+    if offline_only:
+        return offline()
     return model_or_offline(
         lambda llm: _digest_with_llm(
             llm,
@@ -286,11 +289,12 @@ def session_date_of(session: ChatSession, messages: Sequence[Message]) -> dateti
     return session.last_activity_at or session.opened_at
 
 
-def session_digest_build(*, session: ChatSession) -> SessionDigest:
+def session_digest_build(*, session: ChatSession, offline_only: bool = False) -> SessionDigest:
     """Summary, title proposal, tags and embedding of a session, computed without writing.
 
     Raises ProviderError (model or embedder failure). A session without user or assistant
-    text gives an empty digest: it is closed with no summary, tags or title.
+    text gives an empty digest: it is closed with no summary, tags or title. `offline_only`:
+    the local summarizer even when a model is configured.
     """
     messages = list(
         Message.objects.filter(session=session)
@@ -306,6 +310,7 @@ def session_digest_build(*, session: ChatSession) -> SessionDigest:
         user=session.user,
         session=session,
         want_title=not session.title,
+        offline_only=offline_only,
     )
     user_texts = [text for role, text in turns if role == Message.Role.USER]
     result = SessionDigest(
@@ -401,7 +406,10 @@ def session_close_run(*, session_id) -> str:
     (another worker holds the session) or "failed". A failure is recorded on the session
     (`close_error`, `close_attempts`), the session stays `closing` with nothing written, and a
     retry is scheduled while attempts remain; the exception is logged, not raised, so a close
-    request served with synchronous tasks still answers.
+    request served with synchronous tasks still answers. When the model still fails on the
+    last attempt (down, or unable to give the structured answer), the session is closed with
+    the local summarizer's digest and `close_error` says so: a chat's memory is not held back
+    by its summary (`session_resummarize` can redo it with the model later).
     """
     with advisory_try_lock(f"session-close:{session_id}") as acquired:
         if not acquired:
@@ -411,9 +419,20 @@ def session_close_run(*, session_id) -> str:
         ).update(close_attempts=F("close_attempts") + 1)
         if not claimed:
             return "skipped"
+        fallback = ""
         try:
             session = ChatSession.objects.select_related("user").get(id=session_id)
-            digest = session_digest_build(session=session)
+            try:
+                digest = session_digest_build(session=session)
+            except ProviderError as exc:
+                if session.close_attempts < _max_close_attempts():
+                    raise
+                fallback = (
+                    f"closed with the local summarizer after {session.close_attempts} failed "
+                    f"model attempts: {type(exc).__name__}: {exc}"
+                )[:800]
+                logger.warning("session %s: %s", session_id, fallback)
+                digest = session_digest_build(session=session, offline_only=True)
             stored = session_digest_store(
                 session_id=session_id,
                 digest=digest,
@@ -423,7 +442,13 @@ def session_close_run(*, session_id) -> str:
             logger.exception("closing session %s failed", session_id)
             _close_failed(session_id=session_id, error=exc, retry=True)
             return "failed"
+        if stored and fallback:
+            ChatSession.objects.filter(id=session_id).update(close_error=fallback)
     return "closed" if stored else "skipped"
+
+
+def _max_close_attempts() -> int:
+    return int(settings.Q_CLUSTER.get("max_attempts") or 3)
 
 
 def session_resummarize(*, session_id) -> str:
@@ -458,7 +483,7 @@ def _close_failed(*, session_id, error: Exception, retry: bool) -> None:
         ChatSession.objects.filter(id=session_id).values_list("close_attempts", flat=True).first()
         or 0
     )
-    max_attempts = int(settings.Q_CLUSTER.get("max_attempts") or 3)
+    max_attempts = _max_close_attempts()
     detail = f"{type(error).__name__}: {error}"[:800]
     if retry and attempts < max_attempts:
         delay = RETRY_DELAYS_SECONDS[min(attempts, len(RETRY_DELAYS_SECONDS)) - 1]

@@ -108,17 +108,41 @@ def test_a_failing_model_leaves_the_session_closing_with_the_error_then_retries(
     assert SessionSummary.objects.filter(session=session).count() == 1
 
 
-def test_retries_stop_after_max_attempts(closing_session, fake_openai, settings):
+def test_a_model_still_failing_on_the_last_attempt_closes_with_the_local_summary(
+    closing_session, fake_openai, settings
+):
     fake_openai.fail_count = 1_000
     max_attempts = settings.Q_CLUSTER["max_attempts"]
 
-    for _ in range(max_attempts):
+    for _ in range(max_attempts - 1):
         assert session_close_task(str(closing_session.id)) == "failed"
+    assert ChatSession.objects.get(id=closing_session.id).status == "closing"
+
+    assert session_close_task(str(closing_session.id)) == "closed"
 
     session = ChatSession.objects.get(id=closing_session.id)
-    assert session.status == "closing"
-    assert session.close_error.startswith(f"gave up after {max_attempts} attempts")
+    assert session.status == "closed"
+    assert session.close_error.startswith(
+        f"closed with the local summarizer after {max_attempts} failed model attempts"
+    )
+    summary = SessionSummary.objects.get(session=session)
+    assert summary.summary.strip()
+    assert summary.model == "local"
+    assert MemoryItem.objects.filter(chat_session=session, source="summary").count() == 1
     assert Schedule.objects.filter(func=SESSION_CLOSE_TASK).count() == max_attempts - 1
+
+
+def test_a_model_answer_without_points_fails_until_the_last_attempt(
+    closing_session, fake_openai, settings
+):
+    # A model that cannot give the structured answer (no json_schema support): the session
+    # still closes, with the local summary, instead of staying `closing`.
+    fake_openai.json_responder = lambda body: {"points": [], "title": ""}
+    for _ in range(settings.Q_CLUSTER["max_attempts"] - 1):
+        assert session_close_task(str(closing_session.id)) == "failed"
+
+    assert session_close_task(str(closing_session.id)) == "closed"
+    assert "no summary points" in ChatSession.objects.get(id=closing_session.id).close_error
 
 
 def test_a_model_answer_without_points_is_a_failure_not_an_empty_summary(
