@@ -281,7 +281,8 @@ _RELATION_QUESTIONS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             "residence",
             r"\bwhere (?:do|did|am|have) i (?:currently |now )?(?:live|living|lived|"
             r"move|moved|relocate|stay|based)\b|\b(?:city|town|country|state|place) "
-            r"(?:do|did|am|have) i (?:currently |now )?(?:live|living|lived|move|moved)",
+            r"(?:do|did|am|have) i (?:currently |now )?(?:live|living|lived|move|moved)|"
+            r"\bwhere (?:is|'s) my (?:current |new )?(?:home|house|apartment|flat)\b",
         ),
         (
             "employer",

@@ -208,6 +208,18 @@ def test_as_of_between_the_two_puts_the_older_value_first(api, imported, as_of):
     assert not any(item["superseded"] for item in items)  # nothing replaced Austin yet
 
 
+@pytest.mark.parametrize(
+    "query", ["where am I living?", "Where am I living now?", "Where is my home?"]
+)
+def test_other_wordings_of_the_question_find_the_move(api, imported, query):
+    items = _search(api, query=query)
+
+    assert items, "a question about where I live found nothing"
+    assert "Denver" in items[0]["content"]
+    austin = next(item for item in items if "Austin" in item["content"])
+    assert austin["superseded"]["by"] == items[0]["id"]
+
+
 def test_every_item_carries_the_conversation_date_not_the_import_date(api, imported):
     listed = api.get("/api/v1/memories", {"source": "chunk"}).json()["results"]
 

@@ -75,6 +75,8 @@ def test_a_dated_or_hedged_statement_still_updates_the_old_one(old, new):
     [
         ("Where do I live now?", "residence"),
         ("Which city do I currently live in?", "residence"),
+        ("where am I living?", "residence"),
+        ("Where is my home?", "residence"),
         ("Where do I work these days?", "employer"),
         ("What is my job?", "job"),
         ("Where does Caroline live?", ""),
