@@ -314,7 +314,9 @@ def user_statements(content: str, *, is_fact: bool = False) -> list:
         if match is None:
             return []
         text = content[match.end() :]
-        following = _OTHER_LINE.search(text)
+        # From the second character: a sentence of the user's own that opens with "Big news:"
+        # is not another speaker's line.
+        following = _OTHER_LINE.search(text, 1)
         if following is not None:
             text = text[: following.start()]
     return statements_parse(extract_facts([("user", text[:USER_STATEMENT_CHARS])]))

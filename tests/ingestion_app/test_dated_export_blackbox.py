@@ -220,6 +220,45 @@ def test_other_wordings_of_the_question_find_the_move(api, imported, query):
     assert austin["superseded"]["by"] == items[0]["id"]
 
 
+def test_the_move_is_found_when_each_statement_opens_a_long_exchange(
+    api, django_capture_on_commit_callbacks, upload_dir
+):
+    advice = BOILER_REPLY.replace("Acme X200", "unit").replace("2.4 bar", "its rated value")
+    export = [
+        _conversation(
+            "a",
+            "Garden and boiler",
+            MARCH,
+            [
+                ("user", "I live in Austin. How do I service my boiler at home?"),
+                ("assistant", advice),
+            ],
+        ),
+        _conversation(
+            "c",
+            "New apartment",
+            AUGUST,
+            [
+                (
+                    "user",
+                    "Big news: I moved to Denver last week, so the boiler in the new apartment "
+                    "needs a service too. What should I check first?",
+                ),
+                ("assistant", advice),
+            ],
+        ),
+    ]
+    _upload(api, django_capture_on_commit_callbacks, export)
+
+    now = _search(api, query="Where do I live?")
+    before_move = _search(api, query="Where do I live?", as_of="2025-06-15")
+
+    assert "Denver" in now[0]["content"]
+    austin = next(item for item in now if "Austin" in item["content"])
+    assert austin["superseded"]["by"] == now[0]["id"]
+    assert "Austin" in before_move[0]["content"] and before_move[0]["superseded"] is None
+
+
 def test_every_item_carries_the_conversation_date_not_the_import_date(api, imported):
     listed = api.get("/api/v1/memories", {"source": "chunk"}).json()["results"]
 

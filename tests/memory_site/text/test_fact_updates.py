@@ -60,6 +60,7 @@ def test_additions_restatements_and_other_subjects_are_not_updates(old, new):
         ("I live in Austin, Texas.", "I just moved to Denver, Colorado last week."),
         ("My favorite coffee shop is Blue Bottle.", "My new favorite coffee shop is Ritual."),
         ("I work at Acme.", "I finally joined Globex in March."),
+        ("I live in Austin.", "Big news: I moved to Denver last week."),
     ],
 )
 def test_a_dated_or_hedged_statement_still_updates_the_old_one(old, new):
