@@ -216,6 +216,19 @@ def relevance_floor_apply(
     return [candidate for candidate in ranked if candidate.id in kept]
 
 
+def relation_relevance_apply(ranked: list[Candidate], query: str, stated: dict[int, list]) -> None:
+    """A first-person question about a single-valued relation ("where am I living?") is
+    answered by the items that state a value of it ("I moved to Denver"), which share no word
+    with it and embed far from it: each such item of `stated` (its parsed user statements,
+    `window_updates`) is at least RELEVANCE_FLOOR relevant, so the floor keeps it."""
+    relation = question_relation(query)
+    if not relation:
+        return
+    for candidate in ranked:
+        if any(fact.relation == relation for fact in stated.get(candidate.id, ())):
+            candidate.relevance = max(candidate.relevance, RELEVANCE_FLOOR)
+
+
 # Score factor of the assistant's words when the query asks about the user's own life ("how
 # much did I spend...", "where did I..."): what the user said answers it, the assistant's
 # advice around it only shares its words. Not applied when the query asks what the assistant
@@ -301,7 +314,9 @@ def user_statements(content: str, *, is_fact: bool = False) -> list:
         if match is None:
             return []
         text = content[match.end() :]
-        following = _OTHER_LINE.search(text)
+        # From the second character: a sentence of the user's own that opens with "Big news:"
+        # is not another speaker's line.
+        following = _OTHER_LINE.search(text, 1)
         if following is not None:
             text = text[: following.start()]
     return statements_parse(extract_facts([("user", text[:USER_STATEMENT_CHARS])]))

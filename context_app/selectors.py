@@ -366,6 +366,7 @@ def memory_search(
             stated=stated,
             texts=texts,
         )
+        search_quality.relation_relevance_apply(ranked, query, stated)
         # Keyword mode has no floor: every item it returns holds words of the query.
         if mode != "keyword":
             ranked = search_quality.relevance_floor_apply(

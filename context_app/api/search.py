@@ -60,7 +60,10 @@ class IsoDateTimeField(serializers.DateTimeField):
     def to_internal_value(self, value):
         if not isinstance(value, str):
             self.fail("invalid", format="ISO 8601")
-        day = parse_date(value) if len(value) <= 10 else None
+        try:
+            day = parse_date(value) if len(value) <= 10 else None
+        except ValueError:  # shaped like a date but not one (2025-02-30)
+            self.fail("invalid", format="ISO 8601")
         if day is not None:
             moment = datetime.combine(day, time.max if self.end_of_day else time.min)
             return timezone.make_aware(moment, UTC)

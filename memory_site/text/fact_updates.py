@@ -21,10 +21,18 @@ _SUBJECT_VERBS = (
 )
 
 
+_LEAD_IN = re.compile(r"\s*[\w' -]{1,30}:\s+")
+
+
 def _split_subject(fact: str, user_name: str) -> tuple[list[str], list[str]]:
     """(subject words, predicate words), lowercase."""
-    lowered = [word.lower() for word in re.findall(r"[\w'-]+", fact.replace("’", "'"))]
     name_words = _names(user_name)[0].lower().split()
+    # A short lead-in before the user's name ("Big news: the user moved to Denver") is not
+    # part of the subject.
+    lead = _LEAD_IN.match(fact)
+    if lead and fact[lead.end() :].lower().startswith(" ".join(name_words)):
+        fact = fact[lead.end() :]
+    lowered = [word.lower() for word in re.findall(r"[\w'-]+", fact.replace("’", "'"))]
     count = len(name_words)
     if count and len(lowered) >= count and lowered[: count - 1] == name_words[:-1]:
         head = lowered[count - 1]
@@ -281,7 +289,8 @@ _RELATION_QUESTIONS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             "residence",
             r"\bwhere (?:do|did|am|have) i (?:currently |now )?(?:live|living|lived|"
             r"move|moved|relocate|stay|based)\b|\b(?:city|town|country|state|place) "
-            r"(?:do|did|am|have) i (?:currently |now )?(?:live|living|lived|move|moved)",
+            r"(?:do|did|am|have) i (?:currently |now )?(?:live|living|lived|move|moved)|"
+            r"\bwhere (?:is|'s) my (?:current |new )?(?:home|house|apartment|flat)\b",
         ),
         (
             "employer",

@@ -60,6 +60,7 @@ def test_additions_restatements_and_other_subjects_are_not_updates(old, new):
         ("I live in Austin, Texas.", "I just moved to Denver, Colorado last week."),
         ("My favorite coffee shop is Blue Bottle.", "My new favorite coffee shop is Ritual."),
         ("I work at Acme.", "I finally joined Globex in March."),
+        ("I live in Austin.", "Big news: I moved to Denver last week."),
     ],
 )
 def test_a_dated_or_hedged_statement_still_updates_the_old_one(old, new):
@@ -75,6 +76,8 @@ def test_a_dated_or_hedged_statement_still_updates_the_old_one(old, new):
     [
         ("Where do I live now?", "residence"),
         ("Which city do I currently live in?", "residence"),
+        ("where am I living?", "residence"),
+        ("Where is my home?", "residence"),
         ("Where do I work these days?", "employer"),
         ("What is my job?", "job"),
         ("Where does Caroline live?", ""),
