@@ -409,7 +409,7 @@ def session_close_run(*, session_id) -> str:
     request served with synchronous tasks still answers. When the model still fails on the
     last attempt (down, or unable to give the structured answer), the session is closed with
     the local summarizer's digest and `close_error` says so: a chat's memory is not held back
-    by its summary (`session_resummarize` can redo it with the model later).
+    by its summary (the admin's "re-summarize" action redoes it with the model later).
     """
     with advisory_try_lock(f"session-close:{session_id}") as acquired:
         if not acquired:
