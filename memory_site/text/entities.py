@@ -58,6 +58,11 @@ _COMMON_WORDS = frozenset(_ENGLISH_STOP.split()) | frozenset(_CHAT_STOP.split())
 _SENTENCE_END = frozenset({".", "!", "?", "…"})
 _CONNECTORS = frozenset({"of", "for", "de", "da", "del", "van", "von", "la", "le", "du", "y"})
 _POSSESSIVES = frozenset({"my", "our", "his", "her", "their", "your"})
+# Words that follow a verb, not a name, at the start of a sentence ("Mix the flour", "Ask your
+# doctor"): a name opening a sentence is followed by its verb or a comma.
+_IMPERATIVE_OBJECTS = frozenset(
+    {"the", "a", "an", "your", "my", "our", "their", "its", "this", "these", "those", "it", "them"}
+)
 _ADJECTIVES = frozenset(
     """
     little big older younger old new best oldest youngest dear late baby twin elder adopted
@@ -244,6 +249,16 @@ def _trim(span: _Span, tokens: list[_Token], starts: set[int]) -> _Span | None:
         and " ".join(token.lower for token in tokens[first + 1 : last + 1]) in names.PLACES
     ):
         first += 1
+    # An instruction's verb opening a sentence ("Preheat the oven", "Bleed the radiator", "Add a
+    # pinch"): a lone word there followed by an article or a possessive is not a name.
+    if (
+        first == last
+        and first in starts
+        and last + 1 < len(tokens)
+        and tokens[last + 1].lower in _IMPERATIVE_OBJECTS
+        and not _known(tokens[first].lower)
+    ):
+        return None
     # A lone acronym we do not know ("TV", "NDA") is skipped rather than guessed.
     word = tokens[first].text
     if first == last and word.isupper() and len(word) > 1 and not _known(word.lower()):

@@ -44,6 +44,17 @@ def test_an_assistants_opening_word_is_not_a_person():
     assert names_and_types("Ned, your brother called.") == [("Ned", "person")]
 
 
+def test_an_instructions_opening_verb_is_not_a_person():
+    # Assistant replies are full of these; a name opening a sentence is followed by its verb.
+    reply = "Preheat the oven. Add a pinch of salt. Bleed the radiator. Ask your sister Anna."
+    assert names_and_types(reply) == [("Anna", "person")]
+    assert names_and_types("Anna lives in Lisbon. Oscar, call me.") == [
+        ("Anna", "person"),
+        ("Lisbon", "place"),
+        ("Oscar", "person"),
+    ]
+
+
 def test_context_types_places_organizations_projects_events():
     assert names_and_types("I have an interview at Brightwave next week.") == [
         ("Brightwave", "organization")
