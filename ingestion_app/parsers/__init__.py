@@ -38,6 +38,7 @@ from .detect import (
     PLATFORM_BY_FORMAT,
     ZIP,
     detect_format,
+    json_damage,
 )
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "TurnPair",
     "UnrecognizedFormat",
     "detect_format",
+    "json_damage",
     "iso_utc",
     "normalize_text",
     "parse_file",

@@ -91,6 +91,25 @@ def detect_format(source: Path | str | bytes) -> str | None:
     return None
 
 
+def json_damage(source: Path | str | bytes) -> str:
+    """Why a JSON-shaped file detection did not recognize fails to parse ("truncated or
+    invalid JSON ..."), or "" when it parses or is not JSON. Only a file that fits in the
+    detection head is checked: a larger export's keys are in its head, so it was recognized
+    and its parser reports the damage."""
+    head = read_head(source, HEAD_BYTES + 1)
+    if len(head) > HEAD_BYTES:
+        return ""
+    text = decode_head(head).strip()
+    if not text or text[0] not in "[{":
+        return ""
+    try:
+        json.loads(text)
+    except ValueError as exc:
+        line, column = getattr(exc, "lineno", 0), getattr(exc, "colno", 0)
+        return f"truncated or invalid JSON (line {line}, column {column}): not a complete export"
+    return ""
+
+
 def _detect_json(text: str) -> str | None:
     keys = set(_JSON_KEY.findall(text))
     if "mapping" in keys and ({"author", "content_type", "current_node"} & keys):

@@ -104,6 +104,25 @@ def test_several_files_each_get_a_manifest_row(
     assert body["summary"]["files_skipped"]["count"] == 1
 
 
+def test_an_export_cut_off_before_its_keys_fails_with_the_reason(
+    api, django_capture_on_commit_callbacks, fake_embedder, upload_dir
+):
+    whole = json.dumps(CHATGPT).encode()
+    files = [
+        _file("conversations.json", whole[:20]),  # cut before any key says "ChatGPT"
+        _file("notes.json", {"shopping": ["milk"]}),  # whole, just not an export
+    ]
+
+    response = _post(api, files, django_capture_on_commit_callbacks)
+
+    body = api.get(f"/api/v1/imports/{response.json()['import_id']}").json()
+    cut, other = body["files"]
+    assert cut["status"] == "failed"
+    assert cut["error"].startswith("truncated or invalid JSON")
+    assert (other["status"], other["error"]) == ("skipped", "unrecognized format")
+    assert not MemoryItem.objects.exists()
+
+
 def test_a_zip_archive_is_opened_and_its_members_imported(
     api, django_capture_on_commit_callbacks, fake_embedder, upload_dir
 ):

@@ -26,6 +26,7 @@ from ingestion_app.parsers import (
     SkippedConversation,
     UnrecognizedFormat,
     detect_format,
+    json_damage,
     parse_file,
     skipped_note,
 )
@@ -98,8 +99,11 @@ def import_file_process(
             archive_expand(archive=import_file, job=job, depth=archive_depth(import_file))
             return _finish(import_file, progress)
         if file_format not in CONVERSATION_FORMATS:
-            import_file.status = ImportFile.Status.SKIPPED
-            import_file.error = UNRECOGNIZED
+            # A cut-off export too short to show its format's keys is a broken file, not an
+            # unknown one: it fails with the reason.
+            damage = json_damage(path)
+            import_file.status = ImportFile.Status.FAILED if damage else ImportFile.Status.SKIPPED
+            import_file.error = damage or UNRECOGNIZED
             return _finish(import_file, progress)
         previous = (
             ImportFile.objects.filter(
