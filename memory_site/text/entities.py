@@ -473,6 +473,10 @@ def _description(relation: str, owner: str, speaker: str) -> str:
     if owner in {"my", "our"}:
         subject = speaker or "the user"
         return f"{subject}'s {relation}"
+    if owner == "user's":
+        # A digest's "The user's sister Anna" names the same relation as "my sister Anna";
+        # "user's sister" would replace "the user's sister" as a new description.
+        return f"the user's {relation}"
     if owner.endswith("'s"):
         return f"{owner} {relation}"
     return relation
