@@ -1,0 +1,99 @@
+"""A user talks about a sister, her cat and a city over three closed sessions, offline, through
+the public API only: what the entity list, an entity page and the next context pack then say."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.context_app.stream_helpers import stream_turn
+
+pytestmark = pytest.mark.django_db
+
+ENTITIES = "/api/v1/entities"
+
+
+def session_with(api, capture, *lines: str) -> str:
+    """Open a session, log the user's lines and close it (its summary written on close)."""
+    session_id = api.post("/api/v1/chat/new", {}, format="json").json()["session_id"]
+    for line in lines:
+        body = {"session_id": session_id, "role": "user", "content": line}
+        assert api.post("/api/v1/chat/messages", body, format="json").status_code == 201
+    with capture(execute=True):
+        assert (
+            api.post("/api/v1/chat/close", {"session_id": session_id}, format="json").status_code
+            == 202
+        )
+    return session_id
+
+
+@pytest.fixture
+def anna_story(api, fake_embedder, django_capture_on_commit_callbacks):
+    session_with(
+        api,
+        django_capture_on_commit_callbacks,
+        "My sister Anna lives in Lisbon. She has a cat named Pixel.",
+    )
+    session_with(
+        api,
+        django_capture_on_commit_callbacks,
+        "Anna Costa called me yesterday",
+        "my sister just got a new job at Globex",
+    )
+    session_id = api.post("/api/v1/chat/new", {}, format="json").json()["session_id"]
+    response, _, _ = stream_turn(
+        api, "Pixel misses Lisbon. How is Anna doing?", session_id=session_id
+    )
+    assert response.status_code == 200
+    return session_id
+
+
+def test_the_sister_keeps_her_description_when_the_session_summaries_name_her(api, anna_story):
+    anna = api.get(ENTITIES, {"type": "person"}).json()["results"][0]
+    assert (anna["name"], anna["aliases"]) == ("Anna", ["anna costa", "my sister"])
+
+    page = api.get(f"{ENTITIES}/{anna['id']}").json()
+    # The summary's "The user's sister Anna" once replaced it with "user's sister".
+    assert page["description"] == "the user's sister"
+    assert page["description_history"] == []
+    sessions = {mention["chat_session_id"] for mention in page["mentions"]}
+    assert len(sessions) == 3
+    assert {related["name"] for related in page["related_entities"]} == {
+        "Lisbon",
+        "Pixel",
+        "Globex",
+    }
+
+
+def test_the_next_context_pack_names_the_entities_and_retells_she_in_lower_case(api, anna_story):
+    pack = api.get(f"/api/v1/chat/sessions/{anna_story}/context").json()["pack"]
+
+    known = pack.split("[Known entities]\n", 1)[1].splitlines()
+    assert "- [ENTITY: person] Anna: the user's sister" in known
+    assert "- [ENTITY: pet] Pixel: cat" in known
+    assert "- [ENTITY: place] Lisbon" in known
+    # The local summary of session 1 once read "The user noted that She has a cat named Pixel."
+    assert "The user noted that she has a cat named Pixel." in pack
+    assert "that She" not in pack
+
+
+def test_a_surname_known_only_as_an_alias_finds_the_entity(api, other_api, anna_story):
+    assert [e["name"] for e in api.get(ENTITIES, {"q": "Costa"}).json()["results"]] == ["Anna"]
+    assert [e["name"] for e in api.get(ENTITIES, {"q": "sister"}).json()["results"]] == ["Anna"]
+    assert other_api.get(ENTITIES, {"q": "Costa"}).json()["count"] == 0
+
+
+def test_an_unknown_or_foreign_entity_is_a_404_naming_the_id(api, other_api, anna_story):
+    anna_id = api.get(ENTITIES, {"q": "Anna"}).json()["results"][0]["id"]
+    for response in (
+        other_api.get(f"{ENTITIES}/{anna_id}"),
+        other_api.patch(f"{ENTITIES}/{anna_id}", {"description": "x"}, format="json"),
+        other_api.delete(f"{ENTITIES}/{anna_id}"),
+        api.get(f"{ENTITIES}/{anna_id + 1000}"),
+    ):
+        assert response.status_code == 404
+        assert response.json()["error"] == {
+            "code": "entity_not_found",
+            "message": "Entity not found.",
+            "field": "entity_id",
+        }
+    assert api.get(f"{ENTITIES}/{anna_id}").json()["description"] == "the user's sister"
