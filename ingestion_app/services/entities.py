@@ -127,8 +127,10 @@ def _collect(items: Sequence[MemoryItem]) -> dict[tuple[int, str], dict[str, _Fo
                 entry.strong = True
                 entry.type = extracted.type
                 entry.description = extracted.description
-                owner = normalize_entity_name(speaker) if speaker else "my"
-                entry.relation_alias = f"{owner} {extracted.relation}"
+                if extracted.owner in {"my", "our"}:
+                    # "his dog Rex" is not what the speaker's "my dog" means.
+                    owner = normalize_entity_name(speaker) if speaker else "my"
+                    entry.relation_alias = f"{owner} {extracted.relation}"
             entry.mentions.append((item, _shifted(extracted, offset)))
     return scopes
 

@@ -14,8 +14,8 @@ Rules, in the order they decide a name's type (first match wins):
 4. The name's own first or last word: "Mount Rainier", "Lake Tahoe" -> place; "St. Mary's
    Hospital", "Wellcome Trust" -> organization; "Berlin Marathon" -> event; "Project Atlas".
 5. The words around it: "the Apollo migration" -> project, "the Harbor Lights festival" ->
-   event, "in/to/from/near/visited X" -> place, "works at X", "interview at X" ->
-   organization, "reading/bought/using X" -> product.
+   event, "in/to/from/near/visited X" and "in the Alps" (one plural word) -> place, "works at
+   X", "interview at X" -> organization, "reading/bought/using X" -> product.
 6. A name joined by "and" or a comma to a typed name takes its type ("Arizona and Utah").
 7. Otherwise one to three capitalized words are a person; "the Warriors" (a plural after
    "the") is an organization.
@@ -105,6 +105,8 @@ class ExtractedEntity:
     sentence: str
     description: str = ""
     relation: str = ""
+    # The word before the relation: "my" in "my dog Max", "his" in "his dog Rex", "ana's".
+    owner: str = ""
 
 
 @dataclass
@@ -403,7 +405,14 @@ def _context_type(tokens: list[_Token], span: _Span) -> str:
     if nearest in names.PLACE_CUES or nearest == "at" or verb in names.PLACE_CUES:
         if nearest == "at" or nearest in names.PLACE_CUES or verb in {"visit", "visited"}:
             return "place"
+        if nearest == "the" and skipped == 1 and _is_one_plural_word(tokens, span):
+            # "hiking in the Alps", "from the Rockies": a plural range after "in the".
+            return "place"
     return ""
+
+
+def _is_one_plural_word(tokens: list[_Token], span: _Span) -> bool:
+    return span.first == span.last and tokens[span.first].lower.endswith("s")
 
 
 def _type_span(tokens: list[_Token], text: str, span: _Span) -> str:
@@ -529,6 +538,7 @@ def extract_entities(text: str, *, speaker: str = "") -> list[ExtractedEntity]:
                 sentence=_sentence_bounds(tokens, text, ordered_starts, span.first)[:500],
                 description=_description(span.relation, span.owner, speaker),
                 relation=span.relation,
+                owner=span.owner,
             )
         )
     return found

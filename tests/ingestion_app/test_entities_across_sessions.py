@@ -97,3 +97,19 @@ def test_an_unknown_or_foreign_entity_is_a_404_naming_the_id(api, other_api, ann
             "field": "entity_id",
         }
     assert api.get(f"{ENTITIES}/{anna_id}").json()["description"] == "the user's sister"
+
+
+def test_a_brothers_dog_is_not_my_dog_and_the_alps_are_a_place(
+    api, fake_embedder, django_capture_on_commit_callbacks
+):
+    session_with(
+        api,
+        django_capture_on_commit_callbacks,
+        "My brother Tom moved to Berlin. His dog Rex went hiking with him in the Alps.",
+    )
+
+    listed = {e["name"]: e for e in api.get(ENTITIES).json()["results"]}
+    assert (listed["Tom"]["type"], listed["Tom"]["aliases"]) == ("person", ["my brother"])
+    # Rex once took the alias "my dog", so the user's own "my dog" would have meant him.
+    assert (listed["Rex"]["type"], listed["Rex"]["aliases"]) == ("pet", [])
+    assert listed["Alps"]["type"] == "place"  # was "organization" after "in the"
