@@ -113,3 +113,27 @@ def test_a_brothers_dog_is_not_my_dog_and_the_alps_are_a_place(
     # Rex once took the alias "my dog", so the user's own "my dog" would have meant him.
     assert (listed["Rex"]["type"], listed["Rex"]["aliases"]) == ("pet", [])
     assert listed["Alps"]["type"] == "place"  # was "organization" after "in the"
+
+
+@pytest.mark.parametrize(
+    ("first", "later", "name", "alias"),
+    [
+        ("I work at Acme Corp.", "Lena works at Acme too.", "Acme Corp", "acme"),
+        ("I work at Acme.", "Acme Corp hired Lena.", "Acme", "acme corp"),
+    ],
+)
+def test_a_company_with_and_without_its_legal_form_is_one_organization(
+    api, fake_embedder, django_capture_on_commit_callbacks, first, later, name, alias
+):
+    session_with(api, django_capture_on_commit_callbacks, first)
+    session_with(api, django_capture_on_commit_callbacks, later)
+
+    listed = api.get(ENTITIES).json()["results"]
+    assert sorted((e["name"], e["type"]) for e in listed) == [
+        (name, "organization"),
+        ("Lena", "person"),  # "hired Lena" once made her an organization
+    ]
+    acme = next(e for e in listed if e["type"] == "organization")
+    assert acme["aliases"] == [alias]
+    # The first message, its session's summary and the later message each mention it.
+    assert acme["mention_count"] >= 3
