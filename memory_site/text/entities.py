@@ -297,6 +297,32 @@ def _previous_words(tokens: list[_Token], index: int, count: int) -> list[str]:
     return words
 
 
+# First-person subjects of "I have a cat named Pixel", "we adopted a puppy called Rex", and a
+# digest's "The user has a cat named Pixel".
+_FIRST_PERSON_OWNERS = {
+    "i": "my",
+    "i've": "my",
+    "i'm": "my",
+    "we": "our",
+    "we've": "our",
+    "user": "my",
+}
+
+
+def _naming_owner(before_noun: list[str]) -> str:
+    """Whose is "<owner> cat named Pixel": "my"/"her"/"ana's" as written, "my" for "I have a
+    cat named", "" for "She has a cat named" (not the speaker's)."""
+    for position, word in enumerate(before_noun[:3]):  # past "tiny", "little old"
+        if word in _POSSESSIVES or word.endswith("'s"):
+            return word
+        if word in {"a", "an"}:
+            for subject in before_noun[position + 1 : position + 4]:
+                if subject in _FIRST_PERSON_OWNERS:
+                    return _FIRST_PERSON_OWNERS[subject]
+            return ""
+    return ""
+
+
 def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] | None:
     """(type, relation noun, owner) for "my sister Ines", "our startup, Brightleaf",
     "a kitten named Pepper", "my mom's friend Linda"."""
@@ -307,10 +333,11 @@ def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] 
     if position < len(before) and before[position] == ",":
         position += 1
     if position < len(before) and before[position] in _NAMING_WORDS:
-        for word in before[position + 1 : position + 5]:
+        for offset, word in enumerate(before[position + 1 : position + 5]):
             noun = word.rstrip("s") if word.rstrip("s") in names.RELATION_TYPES else word
             if noun in names.RELATION_TYPES:
-                return names.RELATION_TYPES[noun], noun, ""
+                owner = _naming_owner(before[position + 2 + offset :])
+                return names.RELATION_TYPES[noun], noun, owner
             if noun in _PERSON_NAMING_NOUNS:
                 return "person", "", ""
         return "person", "", ""

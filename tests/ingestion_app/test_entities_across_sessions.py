@@ -57,6 +57,9 @@ def test_the_sister_keeps_her_description_when_the_session_summaries_name_her(ap
     assert page["description_history"] == []
     sessions = {mention["chat_session_id"] for mention in page["mentions"]}
     assert len(sessions) == 3
+    pixel = api.get(ENTITIES, {"q": "Pixel"}).json()["results"][0]
+    # "She has a cat named Pixel": Anna's cat, so not what the user's "my cat" would mean.
+    assert (pixel["type"], pixel["aliases"], pixel["description"]) == ("pet", [], "cat")
     assert {related["name"] for related in page["related_entities"]} == {
         "Lisbon",
         "Pixel",
@@ -106,6 +109,7 @@ def test_a_brothers_dog_is_not_my_dog_and_the_alps_are_a_place(
         api,
         django_capture_on_commit_callbacks,
         "My brother Tom moved to Berlin. His dog Rex went hiking with him in the Alps.",
+        "I have a cat named Mochi.",
     )
 
     listed = {e["name"]: e for e in api.get(ENTITIES).json()["results"]}
@@ -113,6 +117,12 @@ def test_a_brothers_dog_is_not_my_dog_and_the_alps_are_a_place(
     # Rex once took the alias "my dog", so the user's own "my dog" would have meant him.
     assert (listed["Rex"]["type"], listed["Rex"]["aliases"]) == ("pet", [])
     assert listed["Alps"]["type"] == "place"  # was "organization" after "in the"
+    mochi = listed["Mochi"]
+    assert (mochi["type"], mochi["aliases"], mochi["description"]) == (
+        "pet",
+        ["my cat"],
+        "the user's cat",
+    )
 
 
 @pytest.mark.parametrize(
