@@ -157,7 +157,7 @@ OPERATION_ERRORS: dict[tuple[str, str], dict[str, list[tuple]]] = {
     ("get", "/api/v1/entities"): {"400": [UNKNOWN_PARAMETER], "404": [PAGE_NOT_FOUND]},
     **{
         (method, "/api/v1/entities/{entity_id}"): {
-            "404": [("entity_not_found", "Entity not found.", None)]
+            "404": [("entity_not_found", "Entity not found.", "entity_id")]
         }
         for method in ("get", "patch", "delete")
     },

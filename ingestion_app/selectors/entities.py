@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, F, Func, Q, QuerySet, TextField, Value
 
 from ingestion_app.models import CrossReference, Entity, EntityMention, MemoryItem
 from memory_site.errors import NotFound
@@ -237,7 +237,8 @@ def entities_for_user(
     q: str | None = None,
 ) -> QuerySet[Entity]:
     """The caller's entities, most mentioned first; `bucket` keeps those mentioned in an item
-    of that bucket, `q` matches the name or an alias (substring of the normalized name)."""
+    of that bucket, `q` matches a substring of the normalized name or of an alias ("costa"
+    finds Anna, also called "anna costa")."""
     queryset = Entity.objects.filter(user=user).defer("embedding")
     if app_id:
         queryset = queryset.filter(app_id=app_id)
@@ -251,7 +252,12 @@ def entities_for_user(
         )
     if q:
         key = normalize_entity_name(q)
-        queryset = queryset.filter(Q(normalized_name__contains=key) | Q(aliases__contains=[key]))
+        # Aliases are normalized too; joined by a newline so no match spans two of them.
+        queryset = queryset.annotate(
+            alias_text=Func(
+                F("aliases"), Value("\n"), function="array_to_string", output_field=TextField()
+            )
+        ).filter(Q(normalized_name__contains=key) | Q(alias_text__contains=key))
     return queryset.order_by("-mention_count", "name", "id")
 
 
@@ -259,7 +265,7 @@ def entity_get_for_user(*, user, entity_id: int) -> Entity:
     """The caller's entity; NotFound (404) for a missing id or another user's."""
     entity = Entity.objects.filter(user=user, id=entity_id).defer("embedding").first()
     if entity is None:
-        raise NotFound("Entity not found.", code="entity_not_found")
+        raise NotFound("Entity not found.", code="entity_not_found", field="entity_id")
     return entity
 
 

@@ -10,9 +10,11 @@ background task) for types, descriptions and relations the rules cannot see.
 Resolution, never across users or apps: a name resolves to the entity whose normalized name
 or alias it is; a lone first name to the one person whose full name starts with it ("Ines" ->
 "Ines Garcia") and a full name to the lone first-name person it extends; titles are dropped
-for the alias ("Dr. Alvarez" also answers to "alvarez"). New entities are then embedded in a
-background task and merged into an entity of the same type whose name embedding is at least
-MNEMO_ENTITY_SIMILARITY similar (``entity_edits.entities_embed_and_resolve``).
+for the alias ("Dr. Alvarez" also answers to "alvarez"), and so is a company's legal form
+("Acme Corp" is also "acme"; "Acme Corp" said after "Acme" is the same organization). New
+entities are then embedded in a background task and merged into an entity of the same type
+whose name embedding is at least MNEMO_ENTITY_SIMILARITY similar
+(``entity_edits.entities_embed_and_resolve``).
 """
 
 from __future__ import annotations
@@ -127,8 +129,10 @@ def _collect(items: Sequence[MemoryItem]) -> dict[tuple[int, str], dict[str, _Fo
                 entry.strong = True
                 entry.type = extracted.type
                 entry.description = extracted.description
-                owner = normalize_entity_name(speaker) if speaker else "my"
-                entry.relation_alias = f"{owner} {extracted.relation}"
+                if extracted.owner in {"my", "our"}:
+                    # "his dog Rex" is not what the speaker's "my dog" means.
+                    owner = normalize_entity_name(speaker) if speaker else "my"
+                    entry.relation_alias = f"{owner} {extracted.relation}"
             entry.mentions.append((item, _shifted(extracted, offset)))
     return scopes
 
@@ -217,6 +221,17 @@ def _untitled(key: str) -> str:
     return ""
 
 
+# Legal forms a company is also called without: "Acme Corp" is the user's "Acme".
+_LEGAL_FORMS = frozenset({"inc", "corp", "corporation", "llc", "ltd", "plc", "gmbh", "co"})
+
+
+def _without_legal_form(key: str) -> str:
+    words = key.split()
+    if len(words) > 1 and words[-1].rstrip(".") in _LEGAL_FORMS:
+        return " ".join(words[:-1])
+    return ""
+
+
 # The scope's entities a batch's names may resolve to (name, alias, or the full name of a lone
 # first name), with the newest item below the batch that mentions each: one round trip, raw
 # SQL (no ORM compilation on the message path), without the name embedding.
@@ -249,7 +264,12 @@ def _candidates(
                 "before": before_id,
                 "user": user_id,
                 "app": app_id,
-                "names": sorted(keys | full_first | known_keys),
+                "names": sorted(
+                    keys
+                    | full_first
+                    | known_keys
+                    | ({_without_legal_form(key) for key in keys} - {""})
+                ),
                 "aliases": sorted(keys | known_keys),
                 "firsts": sorted(first_words),
             },
@@ -293,10 +313,18 @@ def _resolve_scope(
             if shorter is not None and shorter.type == "person":
                 entity = shorter
                 entry.aliases.add(key)
+        if entity is None and entry.type == "organization" and _without_legal_form(key):
+            shorter = by_name.get(_without_legal_form(key))
+            if shorter is not None and shorter.type == "organization":
+                entity = shorter
+                entry.aliases.add(key)
         if entity is not None:
             resolved[key] = (entity, False)
             continue
-        aliases = {alias for alias in (_untitled(key), entry.relation_alias) if alias}
+        short_forms = [_untitled(key), entry.relation_alias]
+        if entry.type == "organization":
+            short_forms.append(_without_legal_form(key))
+        aliases = {alias for alias in short_forms if alias}
         pending[key] = Entity(
             user_id=user_id,
             app_id=app_id,

@@ -147,7 +147,7 @@ def entity_update(
     with transaction.atomic():
         entity = Entity.objects.select_for_update().filter(user=user, id=entity_id).first()
         if entity is None:
-            raise NotFound("Entity not found.", code="entity_not_found")
+            raise NotFound("Entity not found.", code="entity_not_found", field="entity_id")
         if type is not None:
             if type not in ENTITY_TYPES:
                 raise InvalidInput("Unknown entity type.", field="type")
@@ -185,7 +185,7 @@ def entity_delete(*, user, entity_id: int) -> None:
     with transaction.atomic():
         deleted, _ = Entity.objects.filter(user=user, id=entity_id).delete()
         if not deleted:
-            raise NotFound("Entity not found.", code="entity_not_found")
+            raise NotFound("Entity not found.", code="entity_not_found", field="entity_id")
         CrossReference.objects.filter(
             Q(source_type="entity", source_id=entity_id)
             | Q(target_type="entity", target_id=entity_id),

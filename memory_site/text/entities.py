@@ -14,8 +14,8 @@ Rules, in the order they decide a name's type (first match wins):
 4. The name's own first or last word: "Mount Rainier", "Lake Tahoe" -> place; "St. Mary's
    Hospital", "Wellcome Trust" -> organization; "Berlin Marathon" -> event; "Project Atlas".
 5. The words around it: "the Apollo migration" -> project, "the Harbor Lights festival" ->
-   event, "in/to/from/near/visited X" -> place, "works at X", "interview at X" ->
-   organization, "reading/bought/using X" -> product.
+   event, "in/to/from/near/visited X" and "in the Alps" (one plural word) -> place, "works at
+   X", "interview at X" -> organization, "reading/bought/using X" -> product.
 6. A name joined by "and" or a comma to a typed name takes its type ("Arizona and Utah").
 7. Otherwise one to three capitalized words are a person; "the Warriors" (a plural after
    "the") is an organization.
@@ -105,6 +105,8 @@ class ExtractedEntity:
     sentence: str
     description: str = ""
     relation: str = ""
+    # The word before the relation: "my" in "my dog Max", "his" in "his dog Rex", "ana's".
+    owner: str = ""
 
 
 @dataclass
@@ -295,6 +297,32 @@ def _previous_words(tokens: list[_Token], index: int, count: int) -> list[str]:
     return words
 
 
+# First-person subjects of "I have a cat named Pixel", "we adopted a puppy called Rex", and a
+# digest's "The user has a cat named Pixel".
+_FIRST_PERSON_OWNERS = {
+    "i": "my",
+    "i've": "my",
+    "i'm": "my",
+    "we": "our",
+    "we've": "our",
+    "user": "my",
+}
+
+
+def _naming_owner(before_noun: list[str]) -> str:
+    """Whose is "<owner> cat named Pixel": "my"/"her"/"ana's" as written, "my" for "I have a
+    cat named", "" for "She has a cat named" (not the speaker's)."""
+    for position, word in enumerate(before_noun[:3]):  # past "tiny", "little old"
+        if word in _POSSESSIVES or word.endswith("'s"):
+            return word
+        if word in {"a", "an"}:
+            for subject in before_noun[position + 1 : position + 4]:
+                if subject in _FIRST_PERSON_OWNERS:
+                    return _FIRST_PERSON_OWNERS[subject]
+            return ""
+    return ""
+
+
 def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] | None:
     """(type, relation noun, owner) for "my sister Ines", "our startup, Brightleaf",
     "a kitten named Pepper", "my mom's friend Linda"."""
@@ -305,10 +333,11 @@ def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] 
     if position < len(before) and before[position] == ",":
         position += 1
     if position < len(before) and before[position] in _NAMING_WORDS:
-        for word in before[position + 1 : position + 5]:
+        for offset, word in enumerate(before[position + 1 : position + 5]):
             noun = word.rstrip("s") if word.rstrip("s") in names.RELATION_TYPES else word
             if noun in names.RELATION_TYPES:
-                return names.RELATION_TYPES[noun], noun, ""
+                owner = _naming_owner(before[position + 2 + offset :])
+                return names.RELATION_TYPES[noun], noun, owner
             if noun in _PERSON_NAMING_NOUNS:
                 return "person", "", ""
         return "person", "", ""
@@ -403,7 +432,14 @@ def _context_type(tokens: list[_Token], span: _Span) -> str:
     if nearest in names.PLACE_CUES or nearest == "at" or verb in names.PLACE_CUES:
         if nearest == "at" or nearest in names.PLACE_CUES or verb in {"visit", "visited"}:
             return "place"
+        if nearest == "the" and skipped == 1 and _is_one_plural_word(tokens, span):
+            # "hiking in the Alps", "from the Rockies": a plural range after "in the".
+            return "place"
     return ""
+
+
+def _is_one_plural_word(tokens: list[_Token], span: _Span) -> bool:
+    return span.first == span.last and tokens[span.first].lower.endswith("s")
 
 
 def _type_span(tokens: list[_Token], text: str, span: _Span) -> str:
@@ -473,6 +509,10 @@ def _description(relation: str, owner: str, speaker: str) -> str:
     if owner in {"my", "our"}:
         subject = speaker or "the user"
         return f"{subject}'s {relation}"
+    if owner == "user's":
+        # A digest's "The user's sister Anna" names the same relation as "my sister Anna";
+        # "user's sister" would replace "the user's sister" as a new description.
+        return f"the user's {relation}"
     if owner.endswith("'s"):
         return f"{owner} {relation}"
     return relation
@@ -525,6 +565,7 @@ def extract_entities(text: str, *, speaker: str = "") -> list[ExtractedEntity]:
                 sentence=_sentence_bounds(tokens, text, ordered_starts, span.first)[:500],
                 description=_description(span.relation, span.owner, speaker),
                 relation=span.relation,
+                owner=span.owner,
             )
         )
     return found

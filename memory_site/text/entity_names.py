@@ -75,7 +75,7 @@ WORK_CUES = _split(
     """
 )
 # Verbs whose object is an organization (school, employer): "got into Stanford".
-ORGANIZATION_VERBS = _split("joined joining join hired accepted graduated attends attending")
+ORGANIZATION_VERBS = _split("joined joining join accepted graduated attends attending")
 # Verbs whose object is a product or a work (book, film, game, device).
 PRODUCT_VERBS = _split(
     """

@@ -55,7 +55,9 @@ _WE_WORDS = {
 # "us" only in lower case: "the US" is a country.
 _WE_RE = re.compile(r"(?i:\b(?:we|we're|we've|we'll|we'd|our|ours|ourselves)\b)|\bus\b")
 _YOU_RE = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
-_LEADING_FUNCTION_WORD_RE = re.compile(r"^(?:the|a|an|this|that|these|those|it|there)\b", re.I)
+_LEADING_FUNCTION_WORD_RE = re.compile(
+    r"^(?:the|a|an|this|that|these|those|it|there|she|he|they|her|his|its|their)\b", re.I
+)
 
 
 def _reported(sentence: str) -> str:
