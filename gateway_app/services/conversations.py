@@ -309,10 +309,8 @@ def conversation_reply_store(
                 len(hashes) == turn.stored_count and conversation.session_id == turn.session.id
             )
             reply_hash = message_hash(Message.Role.ASSISTANT, content)
-            if in_place and reply_hash == turn.previous_reply_hash:
-                conversation.message_hashes = [*hashes, reply_hash]
-                conversation.save(update_fields=["message_hashes", "updated_at"])
-            elif in_place:
+            repeated = reply_hash == turn.previous_reply_hash  # already stored, word for word
+            if in_place and not repeated:
                 try:
                     message = message_append(
                         user=user,
@@ -325,9 +323,9 @@ def conversation_reply_store(
                     )
                 except Conflict:
                     message = None  # the session closed while the model was answering
-                if message is not None:
-                    conversation.message_hashes = [*hashes, reply_hash]
-                    conversation.save(update_fields=["message_hashes", "updated_at"])
+            if in_place and (repeated or message is not None):
+                conversation.message_hashes = [*hashes, reply_hash]
+                conversation.save(update_fields=["message_hashes", "updated_at"])
     usage_record(
         user=user,
         model=model,

@@ -313,18 +313,16 @@ def _resolve_scope(
             if shorter is not None and shorter.type == "person":
                 entity = shorter
                 entry.aliases.add(key)
-        if entity is None and entry.type == "organization" and _without_legal_form(key):
-            shorter = by_name.get(_without_legal_form(key))
+        short_name = _without_legal_form(key) if entry.type == "organization" else ""
+        if entity is None and short_name:
+            shorter = by_name.get(short_name)
             if shorter is not None and shorter.type == "organization":
                 entity = shorter
                 entry.aliases.add(key)
         if entity is not None:
             resolved[key] = (entity, False)
             continue
-        short_forms = [_untitled(key), entry.relation_alias]
-        if entry.type == "organization":
-            short_forms.append(_without_legal_form(key))
-        aliases = {alias for alias in short_forms if alias}
+        aliases = {alias for alias in (_untitled(key), entry.relation_alias, short_name) if alias}
         pending[key] = Entity(
             user_id=user_id,
             app_id=app_id,
