@@ -339,20 +339,21 @@ def vector_candidates(
     if scope_items is not None and scope_items >= VECTOR_INDEX_MIN_ITEMS:
         if 4 * scope_items**2 >= limit * search_scope.table_stats(cursor).rows:
             scope = search_scope.without_user_index(scope)
+    # The index settings and the search go in one round trip: two statements in one string
+    # (client-side binding sends it as a simple query, run in order), the second one's result
+    # read after nextset().
     cursor.execute(
-        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-        " set_config('hnsw.ef_search', %s, true)",
-        [str(max(100, limit))],
-    )
-    cursor.execute(
-        f"""WITH nearest AS MATERIALIZED (
+        f"""SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
+                   set_config('hnsw.ef_search', %(v_ef_search)s, true);
+            WITH nearest AS MATERIALIZED (
                 SELECT id, embedding <=> %(v_vector)s::vector AS distance FROM rag_store
                 WHERE {scope} AND embedding IS NOT NULL
                 ORDER BY embedding <=> %(v_vector)s::vector LIMIT %(v_limit)s
             )
             SELECT id, 1 - distance FROM nearest ORDER BY distance, id DESC""",
-        {**params, "v_vector": vector, "v_limit": limit},
+        {**params, "v_vector": vector, "v_limit": limit, "v_ef_search": str(max(100, limit))},
     )
+    cursor.nextset()
     # relaxed_order may return rows slightly out of order: re-sorted above by exact distance.
     return [(row[0], float(row[1])) for row in cursor.fetchall()]
 
