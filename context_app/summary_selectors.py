@@ -11,9 +11,16 @@ from sessions_app.models import ChatSession, Message
 
 
 def user_rollups(*, user, app_id: str = "default") -> dict[str, UserChatSummary]:
-    """The user's rollups for one app keyed by kind ("recent", "history"); absent kinds omitted."""
+    """The user's rollups for one app keyed by kind ("recent", "history"); absent kinds omitted.
+
+    A raw read: every context pack makes it, and the ORM's query building cost more than
+    the statement."""
     return {
-        rollup.kind: rollup for rollup in UserChatSummary.objects.filter(user=user, app_id=app_id)
+        rollup.kind: rollup
+        for rollup in UserChatSummary.objects.raw(
+            f"SELECT * FROM {UserChatSummary._meta.db_table} WHERE user_id = %s AND app_id = %s",
+            [user.pk, app_id],
+        )
     }
 
 

@@ -226,7 +226,17 @@ def topic_summary_get_or_build(
     until the TTL passes.
     """
     now = timezone.now()
-    existing = TopicSummary.objects.filter(user=user, app_id=app_id, key=topic.key).first()
+    # A raw read (every context pack makes it; the ORM's query building cost more than it).
+    existing = next(
+        iter(
+            TopicSummary.objects.raw(
+                f"SELECT * FROM {TopicSummary._meta.db_table}"
+                " WHERE user_id = %s AND app_id = %s AND key = %s",
+                [user.pk, app_id, topic.key],
+            )
+        ),
+        None,
+    )
     if existing is not None and existing.expires_at > now and existing.title == topic.title:
         return existing
     sources = _relevant_summaries(user=user, app_id=app_id, key=topic.key)
