@@ -141,7 +141,18 @@ class ContextSettings(models.Model):
     @classmethod
     def load(cls) -> ContextSettings:
         """The settings row, created with the defaults on first use."""
-        instance, _ = cls.objects.get_or_create(pk=cls.SINGLETON_ID)
+        # A raw read first: turns read the row (see `current`), and the ORM's query building
+        # cost more than the statement.
+        instance = next(
+            iter(
+                cls.objects.raw(
+                    f"SELECT * FROM {cls._meta.db_table} WHERE id = %s", [cls.SINGLETON_ID]
+                )
+            ),
+            None,
+        )
+        if instance is None:
+            instance, _ = cls.objects.get_or_create(pk=cls.SINGLETON_ID)
         return instance
 
     @classmethod
