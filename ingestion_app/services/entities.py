@@ -398,10 +398,16 @@ def _update_entity(entity: Entity, entry: _Found, created: bool) -> bool:
     ):
         entity.type = entry.type
         changed = True
-    if entry.description and entry.description != entity.description:
+    if entry.description and not _says_no_more(entry.description, entity.description):
         entity_describe(entity=entity, description=entry.description, source="extractor")
         changed = True
     return changed
+
+
+def _says_no_more(new: str, current: str) -> bool:
+    """Whether a new description adds nothing: the same, or the bare relation of the current
+    one (a digest's "their son Leo" gives "son" after "my son Leo" gave "the user's son")."""
+    return new == current or current.endswith(f" {new}")
 
 
 def entity_describe(*, entity: Entity, description: str, source: str) -> None:

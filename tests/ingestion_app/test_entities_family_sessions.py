@@ -1,0 +1,32 @@
+"""A user talks about a wife, a son, a new puppy, an old friend and the places they go, over
+closed sessions, offline, through the public API only (a second black-box pass of the entity
+graph): types, aliases, descriptions and the next context pack."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.ingestion_app.test_entities_across_sessions import ENTITIES, session_with
+
+pytestmark = pytest.mark.django_db
+
+
+def listed_by_name(api) -> dict[str, dict]:
+    return {entity["name"]: entity for entity in api.get(ENTITIES).json()["results"]}
+
+
+def test_a_digest_retelling_our_son_keeps_the_users_son(
+    api, fake_embedder, django_capture_on_commit_callbacks
+):
+    session_with(
+        api,
+        django_capture_on_commit_callbacks,
+        "Our son Leo turned five on Saturday.",
+        "Our kids, Sam and Ella, love the beach.",
+    )
+
+    listed = listed_by_name(api)
+    # The session's digest says "their son Leo": "son" once replaced "the user's son".
+    for name, description in (("Leo", "the user's son"), ("Sam", "the user's kids")):
+        page = api.get(f"{ENTITIES}/{listed[name]['id']}").json()
+        assert (page["description"], page["description_history"]) == (description, [])
