@@ -323,10 +323,70 @@ def _naming_owner(before_noun: list[str]) -> str:
     return ""
 
 
+# Pronouns that stand for a noun introduced just before the name: "a puppy ... Her name is
+# Biscuit", "a rescue dog and named him Pepper".
+_NAME_PRONOUNS = frozenset({"her", "his", "its", "their", "him", "it", "them"})
+# People a pronoun may introduce that way: a newborn or adopted child, "a baby girl".
+_INTRODUCED_PEOPLE = frozenset(
+    {"baby", "son", "daughter", "kid", "child", "grandson", "granddaughter", "nephew", "niece"}
+)
+_PRONOUN_LOOKBACK_TOKENS = 30
+
+
+def _relation_by_pronoun(
+    tokens: list[_Token], span: _Span, before: list[str]
+) -> tuple[str, str, str] | None:
+    """(type, relation noun, owner) for a name given after its noun: "We got a puppy. Her name
+    is Biscuit", "adopted a dog and named him Pepper", "Our dog's name is Rex"."""
+    if before[:2] == ["is", "name"] and len(before) > 2:
+        marker, used = before[2], 3
+    elif before[:1] == ["name's"] and len(before) > 1:
+        marker, used = before[1], 2
+    elif len(before) > 1 and before[0] in _NAME_PRONOUNS and before[1] in _NAMING_WORDS:
+        marker, used = before[0], 1
+    else:
+        return None
+    if marker.endswith("'s") and marker[:-2] in names.RELATION_TYPES:
+        # "Our dog's name is Rex", "My sister's name is Ines".
+        noun = marker[:-2]
+        return names.RELATION_TYPES[noun], noun, _naming_owner(before[used:])
+    if marker not in _NAME_PRONOUNS:
+        return None
+    # The nearest relation noun before the pronoun, in this sentence or the one before.
+    position, sentence_ends = span.first - used - 1, 0
+    while position >= max(0, span.first - _PRONOUN_LOOKBACK_TOKENS):
+        lower = tokens[position].lower
+        if lower in _SENTENCE_END:
+            sentence_ends += 1
+            if sentence_ends > 1:
+                return None
+        elif lower in names.RELATION_TYPES:
+            break
+        position -= 1
+    else:
+        return None
+    noun = tokens[position].lower
+    kind = names.RELATION_TYPES[noun]
+    if kind != "pet" and noun not in _INTRODUCED_PEOPLE:
+        return None
+    # Only a noun just introduced ("a puppy", "a rescue dog"): "My boss hired someone. His
+    # name is Raj" is not about the boss.
+    words = _previous_words(tokens, position, 8)
+    for index, word in enumerate(words[:4]):
+        if word in {"a", "an"}:
+            return kind, noun, _naming_owner(words[index:])
+        if word in _POSSESSIVES or word.endswith("'s"):
+            return None
+    return None
+
+
 def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] | None:
     """(type, relation noun, owner) for "my sister Ines", "our startup, Brightleaf",
     "a kitten named Pepper", "my mom's friend Linda"."""
     before = _previous_words(tokens, span.first, 7)
+    introduced = _relation_by_pronoun(tokens, span, before)
+    if introduced:
+        return introduced
     position = 0
     if before and before[0] == "the":
         position = 1

@@ -30,3 +30,29 @@ def test_a_digest_retelling_our_son_keeps_the_users_son(
     for name, description in (("Leo", "the user's son"), ("Sam", "the user's kids")):
         page = api.get(f"{ENTITIES}/{listed[name]['id']}").json()
         assert (page["description"], page["description_history"]) == (description, [])
+
+
+def test_a_puppy_named_in_the_next_sentence_is_the_users_pet(
+    api, fake_embedder, django_capture_on_commit_callbacks
+):
+    session_with(
+        api,
+        django_capture_on_commit_callbacks,
+        "We got a puppy last week. Her name is Biscuit.",
+        "My sister adopted a kitten. Its name is Mochi.",
+    )
+    session_with(api, django_capture_on_commit_callbacks, "Biscuit chewed my shoes.")
+
+    listed = listed_by_name(api)
+    biscuit = listed["Biscuit"]  # was a person
+    assert (biscuit["type"], biscuit["aliases"], biscuit["description"]) == (
+        "pet",
+        ["my puppy"],
+        "the user's puppy",
+    )
+    assert biscuit["mention_count"] >= 3  # both messages and the first session's summary
+    # The sister's kitten: a pet, not the user's.
+    assert (listed["Mochi"]["type"], listed["Mochi"]["aliases"]) == ("pet", [])
+    assert [e["name"] for e in api.get(ENTITIES, {"q": "my puppy"}).json()["results"]] == [
+        "Biscuit"
+    ]

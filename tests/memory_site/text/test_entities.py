@@ -110,3 +110,24 @@ def test_bucket_cue_words_are_whole_words_whatever_surrounds_them():
     assert bucket_classify("x-'-sprint 'x-launch") == "OTHER"
     # İ lower-cases to "i" plus a combining dot, which separates words.
     assert bucket_classify("Dİet DOG") == "PERSONAL_LIFE"
+
+
+def test_a_pet_or_baby_introduced_before_its_name_takes_the_relation():
+    def found(text):
+        return [(e.name, e.type, e.description) for e in extract_entities(text)]
+
+    assert found("We got a puppy last week. Her name is Biscuit.") == [
+        ("Biscuit", "pet", "the user's puppy")
+    ]
+    assert found("We adopted a rescue dog and named him Pepper.") == [
+        ("Pepper", "pet", "the user's dog")
+    ]
+    assert found("Our dog's name is Rex.") == [("Rex", "pet", "the user's dog")]
+    assert found("My sister's name is Ines.") == [("Ines", "person", "the user's sister")]
+    assert found("My sister got a kitten. Its name is Mochi.") == [("Mochi", "pet", "kitten")]
+    assert found("We had a baby girl in May! Her name is Ada.") == [
+        ("Ada", "person", "the user's baby")
+    ]
+    # Only an introduced ("a ...") person: "my boss" hired him, he is not the boss.
+    assert found("My boss hired someone new. His name is Raj.") == [("Raj", "person", "")]
+    assert found("I met a guy at the gym. His name is Omar.") == [("Omar", "person", "")]
