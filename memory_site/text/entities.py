@@ -424,11 +424,16 @@ def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] 
 
 
 def _relation_after(tokens: list[_Token], span: _Span) -> tuple[str, str, str] | None:
-    """(type, relation noun, owner) for "Luna, our cat," and "Ben, my brother"."""
+    """(type, relation noun, owner) for "Luna, our cat,", "Ben, my old roommate," and "Tom
+    Becker is my oldest friend"."""
     position = span.last + 1
-    if position + 2 >= len(tokens) or tokens[position].text != ",":
+    if position + 2 >= len(tokens) or tokens[position].lower not in {",", "is", "was"}:
         return None
-    owner, noun = tokens[position + 1].lower, tokens[position + 2].lower
+    owner = tokens[position + 1].lower
+    position += 2
+    while position + 1 < len(tokens) and tokens[position].lower in _ADJECTIVES:
+        position += 1
+    noun = tokens[position].lower
     if owner in _POSSESSIVES and noun in names.RELATION_TYPES:
         return names.RELATION_TYPES[noun], noun, owner
     return None

@@ -71,7 +71,8 @@ WORK_CUES = _split(
     work works worked working job jobs interview interviewing intern interning internship team
     shift shifts office career position role hired employed contract contractor manager
     engineer developer designer nurse teacher volunteer volunteering volunteers study studying
-    studied student professor researcher lecturer
+    studied student professor researcher lecturer boss colleague colleagues coworker coworkers
+    co-worker co-workers
     """
 )
 # Verbs whose object is an organization (school, employer): "got into Stanford".

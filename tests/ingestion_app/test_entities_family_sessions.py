@@ -56,3 +56,36 @@ def test_a_puppy_named_in_the_next_sentence_is_the_users_pet(
     assert [e["name"] for e in api.get(ENTITIES, {"q": "my puppy"}).json()["results"]] == [
         "Biscuit"
     ]
+
+
+def test_a_first_name_and_full_name_in_one_message_are_one_friend(
+    api, fake_embedder, django_capture_on_commit_callbacks
+):
+    session_with(
+        api,
+        django_capture_on_commit_callbacks,
+        "Tom invited us to a barbecue. Tom Becker is my oldest friend.",
+        "Priya is my wife. Raj Patel, my old roommate, moved to Canada.",
+    )
+    session_with(api, django_capture_on_commit_callbacks, "Karen was my boss at Globex.")
+
+    listed = listed_by_name(api)
+    assert "Tom Becker" not in listed  # was a second person
+    tom = listed["Tom"]
+    assert (tom["aliases"], tom["description"]) == (
+        ["my friend", "tom becker"],
+        "the user's friend",
+    )
+    # "X is my wife", "X, my old roommate,": the relation after the name, adjectives skipped.
+    assert (listed["Priya"]["aliases"], listed["Priya"]["description"]) == (
+        ["my wife"],
+        "the user's wife",
+    )
+    assert listed["Raj Patel"]["description"] == "the user's roommate"
+    assert (listed["Karen"]["description"], listed["Globex"]["type"]) == (
+        "the user's boss",
+        "organization",  # was a place after "at"
+    )
+    assert {
+        related["name"] for related in api.get(f"{ENTITIES}/{tom['id']}").json()["related_entities"]
+    } >= {"Priya", "Raj Patel", "Canada"}

@@ -131,3 +131,14 @@ def test_a_pet_or_baby_introduced_before_its_name_takes_the_relation():
     # Only an introduced ("a ...") person: "my boss" hired him, he is not the boss.
     assert found("My boss hired someone new. His name is Raj.") == [("Raj", "person", "")]
     assert found("I met a guy at the gym. His name is Omar.") == [("Omar", "person", "")]
+
+
+def test_a_relation_after_the_name_skips_adjectives_and_reads_is_my():
+    def found(text):
+        return [(e.name, e.description) for e in extract_entities(text)]
+
+    assert found("Tom Becker is my oldest friend.") == [("Tom Becker", "the user's friend")]
+    assert found("Raj, my old roommate, moved.") == [("Raj", "the user's roommate")]
+    assert found("Biscuit is our new puppy.") == [("Biscuit", "the user's puppy")]
+    assert found("Lisbon is my favorite city.") == [("Lisbon", "")]
+    assert found("Anna is my sister's friend.") == [("Anna", "")]
