@@ -476,6 +476,8 @@ def _context_type(tokens: list[_Token], span: _Span) -> str:
         return "project"
     if after in names.EVENT_NOUNS:
         return "event"
+    if after in names.PLACE_NOUNS:
+        return "place"
     before = _previous_words(tokens, span.first, 5)
     if not before:
         return ""
@@ -494,11 +496,11 @@ def _context_type(tokens: list[_Token], span: _Span) -> str:
         return "organization"
     if nearest in {"at", "for", "with"} and any(word in names.WORK_CUES for word in before[1:4]):
         return "organization"
-    if nearest in names.PLACE_CUES or nearest == "at" or verb in names.PLACE_CUES:
+    if nearest in names.PLACE_CUES or "at" in {nearest, verb} or verb in names.PLACE_CUES:
         if nearest == "at" or nearest in names.PLACE_CUES or verb in {"visit", "visited"}:
             return "place"
-        if nearest == "the" and skipped == 1 and _is_one_plural_word(tokens, span):
-            # "hiking in the Alps", "from the Rockies": a plural range after "in the".
+        if nearest == "the" and skipped == 1:
+            # "hiking in the Alps", "dinner at The Golden Fork": a person is not "the".
             return "place"
     return ""
 
@@ -525,9 +527,9 @@ def _type_span(tokens: list[_Token], text: str, span: _Span) -> str:
         span.from_context = True
         return kind
     before = _previous_words(tokens, span.first, 1)
-    if span.first == span.last and words[0].endswith("s") and (not before or before[0] == "the"):
-        if tokens[span.first - 1].lower == "the" if span.first else False:
-            return "organization"
+    if before and before[0] == "the" and (span.first < span.last or words[0].endswith("s")):
+        # "the Warriors", "volunteering with the Red Cross": not a person.
+        return "organization"
     if span.last - span.first <= 2 and all(token.isalpha() or "-" in token for token in words):
         return "person"
     return "other"

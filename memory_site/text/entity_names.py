@@ -93,6 +93,8 @@ PROJECT_NOUNS = _split(
 )
 # Lower-case nouns right after a name that make it an event ("the Harbor Lights festival").
 EVENT_NOUNS = _split("festival conference concert parade fair summit marathon tournament gala")
+# Lower-case nouns right after a name that make it a place ("the Mission district").
+PLACE_NOUNS = _split("district neighborhood neighbourhood area quarter suburb borough region")
 
 # Last word of a name and the type it gives.
 SUFFIX_TYPES: dict[str, str] = {}
@@ -109,7 +111,9 @@ for _word in _split(
     """
     park lake river street st road avenue ave tower bridge island islands beach bay valley
     mountains mountain hills hill city county province canyon falls forest square station
-    airport harbor harbour peninsula coast desert heights village
+    airport harbor harbour peninsula coast desert heights village cafe café restaurant bistro
+    pub diner bakery tavern brasserie trattoria pizzeria hotel inn mall zoo stadium arena
+    theater theatre cinema
     """
 ):
     SUFFIX_TYPES[_word] = "place"

@@ -89,3 +89,28 @@ def test_a_first_name_and_full_name_in_one_message_are_one_friend(
     assert {
         related["name"] for related in api.get(f"{ENTITIES}/{tom['id']}").json()["related_entities"]
     } >= {"Priya", "Raj Patel", "Canada"}
+
+
+def test_a_neighbourhood_and_restaurants_are_places(
+    api, fake_embedder, django_capture_on_commit_callbacks
+):
+    session_with(
+        api,
+        django_capture_on_commit_callbacks,
+        "Anna lives in the Mission district. We had dinner at The Golden Fork.",
+        "I love the Shoreditch area and the coffee at Bean There Cafe.",
+        "I moved from Lisbon to Berlin, and I volunteer with the Red Cross.",
+    )
+
+    types = {name: entity["type"] for name, entity in listed_by_name(api).items()}
+    # Mission, Golden Fork and Shoreditch were people, the Red Cross too.
+    assert types == {
+        "Anna": "person",
+        "Mission": "place",
+        "Golden Fork": "place",
+        "Shoreditch": "place",
+        "Bean There Cafe": "place",
+        "Lisbon": "place",
+        "Berlin": "place",
+        "Red Cross": "organization",
+    }

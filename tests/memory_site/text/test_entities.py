@@ -142,3 +142,11 @@ def test_a_relation_after_the_name_skips_adjectives_and_reads_is_my():
     assert found("Biscuit is our new puppy.") == [("Biscuit", "the user's puppy")]
     assert found("Lisbon is my favorite city.") == [("Lisbon", "")]
     assert found("Anna is my sister's friend.") == [("Anna", "")]
+
+
+def test_a_name_after_the_is_a_place_or_an_organization_not_a_person():
+    assert names_and_types("We had dinner at The Golden Fork.") == [("Golden Fork", "place")]
+    assert names_and_types("She lives in the Mission district.") == [("Mission", "place")]
+    assert names_and_types("I love the Shoreditch area.") == [("Shoreditch", "place")]
+    assert names_and_types("We met at Bean There Cafe.") == [("Bean There Cafe", "place")]
+    assert names_and_types("I volunteer with the Red Cross.") == [("Red Cross", "organization")]
