@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory_site.text import entity_names as names
@@ -147,6 +148,32 @@ def normalize_entity_name(name: str) -> str:
     if len(words) > 1 and words[0] == "the":
         words = words[1:]
     return " ".join(words)[:200]
+
+
+PROMPT_ALIASES_MAX = 3
+
+
+def entity_prompt_line(kind: str, name: str, aliases: Sequence[str], description: str) -> str:
+    """The line the context pack and search show for an entity, with what else the user calls
+    it: "[ENTITY: person] Ines (Ines Costa, my sister): the user's sister". Aliases are stored
+    normalized: a name is shown capitalized, a relation ("my sister") as said; an alias inside
+    the name ("okafor" of "Mrs. Okafor", "acme" of "Acme Corp") adds nothing and is left out."""
+    own_words = set(normalize_entity_name(name).split())
+    shown = []
+    for alias in aliases:
+        words = alias.split()
+        if not words or set(words) <= own_words:
+            continue
+        if len(words) > 1 and words[-1] in names.RELATION_TYPES:
+            shown.append(alias)
+        else:
+            shown.append(" ".join(word[:1].upper() + word[1:] for word in words))
+        if len(shown) == PROMPT_ALIASES_MAX:
+            break
+    line = f"[ENTITY: {kind}] {name}"
+    if shown:
+        line += f" ({', '.join(shown)})"
+    return line + (f": {description}" if description else "")
 
 
 def entity_dates(sentence: str) -> list[str]:

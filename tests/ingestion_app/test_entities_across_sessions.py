@@ -71,7 +71,7 @@ def test_the_next_context_pack_names_the_entities_and_retells_she_in_lower_case(
     pack = api.get(f"/api/v1/chat/sessions/{anna_story}/context").json()["pack"]
 
     known = pack.split("[Known entities]\n", 1)[1].splitlines()
-    assert "- [ENTITY: person] Anna: the user's sister" in known
+    assert "- [ENTITY: person] Anna (Anna Costa, my sister): the user's sister" in known
     assert "- [ENTITY: pet] Pixel: cat" in known
     assert "- [ENTITY: place] Lisbon" in known
     # The local summary of session 1 once read "The user noted that She has a cat named Pixel."

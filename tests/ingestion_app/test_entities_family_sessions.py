@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.context_app.stream_helpers import stream_turn
 from tests.ingestion_app.test_entities_across_sessions import ENTITIES, session_with
 
 pytestmark = pytest.mark.django_db
@@ -114,3 +115,30 @@ def test_a_neighbourhood_and_restaurants_are_places(
         "Berlin": "place",
         "Red Cross": "organization",
     }
+
+
+def test_the_next_pack_and_search_show_what_else_the_user_calls_an_entity(
+    api, fake_embedder, django_capture_on_commit_callbacks
+):
+    session_with(
+        api,
+        django_capture_on_commit_callbacks,
+        "My sister Ines lives in Porto.",
+        "We got a puppy last week. Her name is Biscuit.",
+    )
+    session_with(api, django_capture_on_commit_callbacks, "Ines Costa called me about Biscuit.")
+    session_id = api.post("/api/v1/chat/new", {}, format="json").json()["session_id"]
+    response, _, _ = stream_turn(api, "What should I get Ines and Biscuit?", session_id=session_id)
+    assert response.status_code == 200
+
+    pack = api.get(f"/api/v1/chat/sessions/{session_id}/context").json()["pack"]
+    known = pack.split("[Known entities]\n", 1)[1].splitlines()
+    # The lines once showed no alias: "my sister" and "Ines Costa" found her, the pack did not say.
+    assert "- [ENTITY: person] Ines (Ines Costa, my sister): the user's sister" in known
+    assert "- [ENTITY: pet] Biscuit (my puppy): the user's puppy" in known
+
+    body = {"query": "my sister", "include_entities": True}
+    results = api.post("/api/v1/memory/search", body, format="json").json()["items"]
+    ines = next(item for item in results if item["type"] == "entity" and item["name"] == "Ines")
+    assert ines["aliases"] == ["ines costa", "my sister"]
+    assert ines["content"] == "[ENTITY: person] Ines (Ines Costa, my sister): the user's sister"
