@@ -6,7 +6,9 @@ Rules, in the order they decide a name's type (first match wins):
 1. A possessive relation before or after the name: "my sister Ines", "our cat, Luna", "Luna,
    our cat", "a kitten named Pepper", "my mom's friend Linda". The relation noun gives the type
    (sister -> person, dog -> pet, startup -> organization, app -> project) and the description
-   ("Ana's sister" for the speaker Ana, "the user's sister" without one).
+   ("Ana's sister" for the speaker Ana, "the user's sister" without one). Also after the name
+   ("Tom is my oldest friend") and after a noun just introduced ("We got a puppy. Her name is
+   Biscuit"); "She has a cat named Olive" after one named person is that person's cat.
 2. A title: "Dr. Alvarez", "Mrs. Patel", "Professor Okafor" -> person.
 3. Small word lists (``entity_names``): holidays and famous events, well-known companies,
    products, brands followed by a model ("Toyota Corolla"), languages and -isms, countries and
@@ -34,7 +36,7 @@ import re
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memory_site.text import entity_names as names
 from memory_site.text.words import _CHAT_STOP, _ENGLISH_STOP, MAX_TEXT_CHARS
@@ -338,7 +340,8 @@ _FIRST_PERSON_OWNERS = {
 
 def _naming_owner(before_noun: list[str]) -> str:
     """Whose is "<owner> cat named Pixel": "my"/"her"/"ana's" as written, "my" for "I have a
-    cat named", "" for "She has a cat named" (not the speaker's)."""
+    cat named", "she" for "She has a cat named" (not the speaker's; maybe a person named
+    before)."""
     for position, word in enumerate(before_noun[:3]):  # past "tiny", "little old"
         if word in _POSSESSIVES or word.endswith("'s"):
             return word
@@ -346,8 +349,36 @@ def _naming_owner(before_noun: list[str]) -> str:
             for subject in before_noun[position + 1 : position + 4]:
                 if subject in _FIRST_PERSON_OWNERS:
                     return _FIRST_PERSON_OWNERS[subject]
+                if subject in _THIRD_PERSON:
+                    return subject
             return ""
     return ""
+
+
+# A third person's subject or possessive and the people it may stand for (by relation noun).
+_THIRD_PERSON = {"she": "female", "her": "female", "he": "male", "his": "male"}
+
+
+def _whose(found: list[ExtractedEntity]) -> list[ExtractedEntity]:
+    """ "My friend Anna visited. She has a cat named Olive": when a relation's owner is she/he/
+    her/his and the text named exactly one person before it (of a fitting relation, if any),
+    the relation is that person's ("Anna's cat"). Two people, or none: not guessed."""
+    people: dict[str, ExtractedEntity] = {}
+    resolved = []
+    for entity in found:
+        gender = _THIRD_PERSON.get(entity.owner) if entity.relation else None
+        if gender and len(people) == 1:
+            person = next(iter(people.values()))
+            if names.RELATION_GENDERS.get(person.relation, gender) == gender:
+                entity = replace(
+                    entity,
+                    owner=f"{person.normalized}'s",
+                    description=f"{person.name}'s {entity.relation}",
+                )
+        if entity.type == "person":
+            people.setdefault(entity.normalized, entity)
+        resolved.append(entity)
+    return resolved
 
 
 # Pronouns that stand for a noun introduced just before the name: "a puppy ... Her name is
@@ -662,4 +693,4 @@ def extract_entities(text: str, *, speaker: str = "") -> list[ExtractedEntity]:
                 owner=span.owner,
             )
         )
-    return found
+    return _whose(found)

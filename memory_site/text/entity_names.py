@@ -32,6 +32,24 @@ for _noun in _split(
     """
 ):
     RELATION_TYPES[_noun] = "person"
+# Whom "she"/"he" may stand for: "my brother Tom ... She has a cat" is not Tom's cat.
+RELATION_GENDERS: dict[str, str] = {}
+for _noun in _split(
+    """
+    sister mom mother wife girlfriend fiancee fiancée aunt grandma grandmother nan nana niece
+    stepmom stepmother stepdaughter sister-in-law mother-in-law daughter-in-law daughter
+    granddaughter godmother landlady
+    """
+):
+    RELATION_GENDERS[_noun] = "female"
+for _noun in _split(
+    """
+    brother dad father husband boyfriend fiance fiancé uncle grandpa grandfather granddad nephew
+    stepdad stepfather stepson brother-in-law father-in-law son-in-law son grandson godfather
+    landlord
+    """
+):
+    RELATION_GENDERS[_noun] = "male"
 for _noun in _split(
     """
     dog puppy pup cat kitten kitty hamster parrot horse pony rabbit bunny fish goldfish turtle

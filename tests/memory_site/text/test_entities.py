@@ -150,3 +150,22 @@ def test_a_name_after_the_is_a_place_or_an_organization_not_a_person():
     assert names_and_types("I love the Shoreditch area.") == [("Shoreditch", "place")]
     assert names_and_types("We met at Bean There Cafe.") == [("Bean There Cafe", "place")]
     assert names_and_types("I volunteer with the Red Cross.") == [("Red Cross", "organization")]
+
+
+def test_she_or_his_after_one_named_person_is_that_persons():
+    def found(text):
+        return [(e.name, e.description) for e in extract_entities(text)]
+
+    assert found("My friend Anna visited. She has a cat named Olive.") == [
+        ("Anna", "the user's friend"),
+        ("Olive", "Anna's cat"),
+    ]
+    assert found("Tom moved to Berlin. His dog Rex loves it.") == [
+        ("Tom", ""),
+        ("Berlin", ""),
+        ("Rex", "Tom's dog"),
+    ]
+    # Two people, or a pronoun that does not fit the relation: whose is not guessed.
+    assert found("Tom met Lea. She has a cat named Olive.")[2] == ("Olive", "cat")
+    assert found("My brother Tom called. She has a cat named Olive.")[1] == ("Olive", "cat")
+    assert found("She has a cat named Olive.") == [("Olive", "cat")]
