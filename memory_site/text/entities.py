@@ -552,7 +552,10 @@ def _context_type(tokens: list[_Token], span: _Span) -> str:
         verb == "into" and len(before) > skipped + 1 and before[skipped + 1] in {"got", "get"}
     ):
         return "organization"
-    if nearest in {"at", "for", "with"} and any(word in names.WORK_CUES for word in before[1:4]):
+    if nearest in {"at", "for"} and any(word in names.WORK_CUES for word in before[1:4]):
+        return "organization"
+    # "volunteer with Habitat for Humanity", but "I work with Anna" is a colleague.
+    if nearest == "with" and any(word in names.WITH_ORGANIZATION_CUES for word in before[1:4]):
         return "organization"
     if nearest in names.PLACE_CUES or "at" in {nearest, verb} or verb in names.PLACE_CUES:
         if nearest == "at" or nearest in names.PLACE_CUES or verb in {"visit", "visited"}:

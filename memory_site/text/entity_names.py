@@ -93,6 +93,10 @@ WORK_CUES = _split(
     co-worker co-workers
     """
 )
+# Words before "with" that make the next name an organization ("volunteering with X").
+WITH_ORGANIZATION_CUES = _split(
+    "volunteer volunteers volunteering volunteered intern interns interning interned internship"
+)
 # Verbs whose object is an organization (school, employer): "got into Stanford".
 ORGANIZATION_VERBS = _split("joined joining join accepted graduated attends attending")
 # Verbs whose object is a product or a work (book, film, game, device).

@@ -142,3 +142,14 @@ def test_the_next_pack_and_search_show_what_else_the_user_calls_an_entity(
     ines = next(item for item in results if item["type"] == "entity" and item["name"] == "Ines")
     assert ines["aliases"] == ["ines costa", "my sister"]
     assert ines["content"] == "[ENTITY: person] Ines (Ines Costa, my sister): the user's sister"
+
+
+def test_someone_the_user_works_with_stays_a_person(
+    api, fake_embedder, django_capture_on_commit_callbacks
+):
+    session_with(api, django_capture_on_commit_callbacks, "I work with Nadia on the launch.")
+    session_with(api, django_capture_on_commit_callbacks, "I volunteer with Habitat for Humanity.")
+
+    types = {name: entity["type"] for name, entity in listed_by_name(api).items()}
+    # "work with Nadia" made her an organization.
+    assert types == {"Nadia": "person", "Habitat for Humanity": "organization"}
