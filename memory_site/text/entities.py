@@ -482,8 +482,8 @@ def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] 
 
 
 def _relation_after(tokens: list[_Token], span: _Span) -> tuple[str, str, str] | None:
-    """(type, relation noun, owner) for "Luna, our cat,", "Ben, my old roommate," and "Tom
-    Becker is my oldest friend"."""
+    """(type, relation noun, owner) for "Luna, our cat,", "Ben, my old roommate,", "Tom
+    Becker is my oldest friend" and "Waffles is a beagle" (owner "a")."""
     position = span.last + 1
     if position + 2 >= len(tokens) or tokens[position].lower not in {",", "is", "was"}:
         return None
@@ -492,9 +492,22 @@ def _relation_after(tokens: list[_Token], span: _Span) -> tuple[str, str, str] |
     while position + 1 < len(tokens) and tokens[position].lower in _ADJECTIVES:
         position += 1
     noun = tokens[position].lower
-    if owner in _POSSESSIVES and noun in names.RELATION_TYPES:
+    if (owner in _POSSESSIVES or owner in {"a", "an"}) and noun in names.RELATION_TYPES:
+        if owner in {"a", "an"}:
+            if _is_compound(tokens, position):
+                return None
+            # "Tom, a friend of mine,": the speaker's friend.
+            after = [token.lower for token in tokens[position + 1 : position + 3]]
+            if after in (["of", "mine"], ["of", "ours"]):
+                owner = "my" if after[1] == "mine" else "our"
         return names.RELATION_TYPES[noun], noun, owner
     return None
+
+
+def _is_compound(tokens: list[_Token], position: int) -> bool:
+    """ "Anna is a dog trainer", "Atlas is a game studio": the relation noun is not the head."""
+    following = tokens[position + 1].lower if position + 1 < len(tokens) else ""
+    return following.isalpha() and following not in _COMMON_WORDS
 
 
 def _lexicon_type(words: list[str], normalized: str) -> str:

@@ -89,7 +89,8 @@ WORK_CUES = _split(
     work works worked working job jobs interview interviewing intern interning internship team
     shift shifts office career position role hired employed contract contractor manager
     engineer developer designer nurse teacher volunteer volunteering volunteers study studying
-    studied student professor researcher lecturer boss colleague colleagues coworker coworkers
+    studied student professor researcher lecturer promoted promotion boss colleague colleagues
+    coworker coworkers
     co-worker co-workers
     """
 )

@@ -153,3 +153,20 @@ def test_someone_the_user_works_with_stays_a_person(
     types = {name: entity["type"] for name, entity in listed_by_name(api).items()}
     # "work with Nadia" made her an organization.
     assert types == {"Nadia": "person", "Habitat for Humanity": "organization"}
+
+
+def test_is_a_beagle_makes_a_pet_and_promoted_at_an_employer(
+    api, fake_embedder, django_capture_on_commit_callbacks
+):
+    session_with(
+        api,
+        django_capture_on_commit_callbacks,
+        "Waffles comes everywhere with us. Waffles is a beagle.",
+        "My partner Sasha got promoted at Initrode today!",
+    )
+
+    listed = listed_by_name(api)
+    # Waffles was a person, Initrode a place.
+    assert (listed["Waffles"]["type"], listed["Waffles"]["description"]) == ("pet", "beagle")
+    assert listed["Initrode"]["type"] == "organization"
+    assert listed["Sasha"]["description"] == "the user's partner"

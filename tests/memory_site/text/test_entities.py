@@ -169,3 +169,13 @@ def test_she_or_his_after_one_named_person_is_that_persons():
     assert found("Tom met Lea. She has a cat named Olive.")[2] == ("Olive", "cat")
     assert found("My brother Tom called. She has a cat named Olive.")[1] == ("Olive", "cat")
     assert found("She has a cat named Olive.") == [("Olive", "cat")]
+
+
+def test_is_a_relation_noun_types_and_describes_the_name():
+    def found(text):
+        return [(e.name, e.type, e.description) for e in extract_entities(text)]
+
+    assert found("Waffles is a beagle.") == [("Waffles", "pet", "beagle")]
+    assert found("Tom, a friend of mine, came by.") == [("Tom", "person", "the user's friend")]
+    # The relation noun inside a compound is not the name's relation.
+    assert found("Anna is a dog trainer.") == [("Anna", "person", "")]
