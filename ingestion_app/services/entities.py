@@ -541,7 +541,17 @@ def entities_extract(*, items: Sequence[MemoryItem | None], use_llm: bool = True
                 if entity.previous_memory_id
             }
             cross_references_upsert(
-                cross_reference_rows(user_id=user_id, inserted=inserted, now=now, earlier=earlier)
+                cross_reference_rows(
+                    user_id=user_id,
+                    inserted=inserted,
+                    now=now,
+                    earlier=earlier,
+                    sentences={
+                        (row[0], row[1]): row[4].lstrip("-•* ")
+                        for row in mention_rows
+                        if row[3] == "text"
+                    },
+                )
             )
         _set_buckets(stored, scopes)
     if not settings.MNEMO_ENTITY_TASKS:

@@ -87,9 +87,9 @@ def test_a_first_name_and_full_name_in_one_message_are_one_friend(
         "the user's boss",
         "organization",  # was a place after "at"
     )
-    assert {
-        related["name"] for related in api.get(f"{ENTITIES}/{tom['id']}").json()["related_entities"]
-    } >= {"Priya", "Raj Patel", "Canada"}
+    raj = api.get(f"{ENTITIES}/{listed['Raj Patel']['id']}").json()
+    # Named in one message with Raj; Tom's message named no one else.
+    assert {related["name"] for related in raj["related_entities"]} == {"Priya", "Canada"}
 
 
 def test_a_neighbourhood_and_restaurants_are_places(
@@ -170,3 +170,23 @@ def test_is_a_beagle_makes_a_pet_and_promoted_at_an_employer(
     assert (listed["Waffles"]["type"], listed["Waffles"]["description"]) == ("pet", "beagle")
     assert listed["Initrode"]["type"] == "organization"
     assert listed["Sasha"]["description"] == "the user's partner"
+
+
+def test_a_session_summary_relates_only_names_said_together(
+    api, fake_embedder, django_capture_on_commit_callbacks
+):
+    session_with(
+        api,
+        django_capture_on_commit_callbacks,
+        "My cat Luna is sick again; Dr. Huber is treating her.",
+        "Before Vienna we lived in Milan for years.",
+    )
+
+    listed = listed_by_name(api)
+    related = {
+        name: {r["name"] for r in api.get(f"{ENTITIES}/{entity['id']}").json()["related_entities"]}
+        for name, entity in listed.items()
+    }
+    # The digest holds both lines: it once related Luna to Milan and Vienna.
+    assert related["Luna"] == {"Dr. Huber"}
+    assert related["Milan"] == {"Vienna"}
