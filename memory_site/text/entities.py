@@ -253,9 +253,25 @@ def _joins(left: str, right: str) -> bool:
     return left not in names.PLACES and left not in names.PRODUCTS
 
 
+# Sentence adverbs ("Luckily Anna came", "Apparently, ..."), by ending: long enough that names
+# like Emily, Lily, Sally or Kelly are not taken for one.
+_OPENING_ADVERB_RE = re.compile(r"^[a-z]{3,}(?:ously|fully|edly|ingly|ntly|tely|dly|ally|ily)$")
+
+
 def _common(token: _Token) -> bool:
-    lower = token.lower.rstrip(".")
-    return lower in names.NOT_NAMES or lower in _COMMON_WORDS
+    return is_sentence_opener(token.lower)
+
+
+def is_sentence_opener(word: str) -> bool:
+    """Whether a capitalized word opening a sentence is a common word, not a name ("Luckily",
+    "Dinner", "Tbh", "Yesterday"); a digest that retells the sentence lower-cases it."""
+    lower = word.lower().rstrip(".,")
+    return (
+        lower in names.NOT_NAMES
+        or lower in _COMMON_WORDS
+        or lower in names.SENTENCE_OPENERS
+        or (len(lower) >= 7 and _OPENING_ADVERB_RE.match(lower) is not None)
+    )
 
 
 def _trim(span: _Span, tokens: list[_Token], starts: set[int]) -> _Span | None:

@@ -292,6 +292,15 @@ PLACES = _split(
     """
 )
 
+# Nouns, interjections and chat shorthand that open a chat sentence ("Dinner with Hiroshi",
+# "Work was long", "Tbh Anna is right"): not a name there, but kept inside one ("Labour Party").
+SENTENCE_OPENERS = _split(
+    """
+    work school life dinner lunch breakfast brunch coffee drinks tea supper gym traffic weather
+    funny weird crazy meh damn dang ugh goodnight hugs xoxo plus tbh imo imho ngl idk speaking
+    overall congrats cheers awesome oops
+    """
+)
 # Capitalized words that start sentences or name times, not things: never an entity alone.
 NOT_NAMES = _split(
     """

@@ -190,3 +190,17 @@ def test_a_session_summary_relates_only_names_said_together(
     # The digest holds both lines: it once related Luna to Milan and Vienna.
     assert related["Luna"] == {"Dr. Huber"}
     assert related["Milan"] == {"Vienna"}
+
+
+def test_a_sentence_opening_adverb_or_meal_is_not_a_person(
+    api, fake_embedder, django_capture_on_commit_callbacks
+):
+    session_with(
+        api,
+        django_capture_on_commit_callbacks,
+        "Luckily Priya came over. Dinner with Hiroshi was lovely.",
+        "Apparently, Emily is moving. Tbh work is fine. Honestly, Monday works. Thanks!",
+    )
+
+    # "Luckily Priya" was one person, "Dinner" and "Apparently" others.
+    assert sorted(listed_by_name(api)) == ["Emily", "Hiroshi", "Priya"]

@@ -179,3 +179,16 @@ def test_is_a_relation_noun_types_and_describes_the_name():
     assert found("Tom, a friend of mine, came by.") == [("Tom", "person", "the user's friend")]
     # The relation noun inside a compound is not the name's relation.
     assert found("Anna is a dog trainer.") == [("Anna", "person", "")]
+
+
+def test_sentence_adverbs_and_chat_openers_are_trimmed_but_names_ending_in_ly_are_not():
+    assert names_and_types("Luckily Anna came. Tbh work was long. Dinner with Hiroshi!") == [
+        ("Anna", "person"),
+        ("Hiroshi", "person"),
+    ]
+    assert names_and_types("Emily called. Kelly and Lily came.") == [
+        ("Emily", "person"),
+        ("Kelly", "person"),
+        ("Lily", "person"),
+    ]
+    assert names_and_types("I voted for the Labour Party.") == [("Labour Party", "organization")]
