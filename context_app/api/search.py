@@ -161,6 +161,10 @@ class SearchEntityOutput(serializers.Serializer):
     entity_type = serializers.CharField(source="type")
     description = serializers.CharField()
     mention_count = serializers.IntegerField()
+    aliases = serializers.ListField(
+        child=serializers.CharField(),
+        help_text='Other names that resolve to it, normalized ("anna costa", "my sister").',
+    )
     content = serializers.CharField(source="prompt_line")
 
     def get_type(self, entity) -> str:

@@ -15,6 +15,8 @@ from django.db import models
 from django.utils import timezone
 from pgvector.django import VectorField
 
+from memory_site.text.entities import entity_prompt_line
+
 
 class Entity(models.Model):
     class Type(models.TextChoices):
@@ -71,9 +73,9 @@ class Entity(models.Model):
         return f"{self.name} ({self.type})"
 
     def prompt_line(self) -> str:
-        """The line the context pack and search results show: "[ENTITY: pet] Max: a dog"."""
-        description = self.description or ""
-        return f"[ENTITY: {self.type}] {self.name}" + (f": {description}" if description else "")
+        """The line the context pack and search results show: "[ENTITY: pet] Max (my dog): a
+        dog"."""
+        return entity_prompt_line(self.type, self.name, self.aliases, self.description or "")
 
 
 class EntityMention(models.Model):

@@ -13,7 +13,7 @@ from django.db.models import Count, F, Func, Q, QuerySet, TextField, Value
 
 from ingestion_app.models import CrossReference, Entity, EntityMention, MemoryItem
 from memory_site.errors import NotFound
-from memory_site.text.entities import normalize_entity_name
+from memory_site.text.entities import entity_prompt_line, normalize_entity_name
 from memory_site.text.words import STOP_WORDS
 
 MAX_QUERY_NGRAMS = 300
@@ -32,10 +32,10 @@ class QueryEntity:
     description: str
     mention_count: int
     normalized_name: str
+    aliases: list[str]
 
     def prompt_line(self) -> str:
-        text = f"[ENTITY: {self.type}] {self.name}"
-        return text + (f": {self.description}" if self.description else "")
+        return entity_prompt_line(self.type, self.name, self.aliases, self.description)
 
 
 def query_name_keys(query: str) -> list[str]:
@@ -73,7 +73,7 @@ def entities_named_in_query(
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            SELECT id, name, type, description, mention_count, normalized_name
+            SELECT id, name, type, description, mention_count, normalized_name, aliases
             FROM {Entity._meta.db_table}
             WHERE user_id = %(user_id)s AND app_id = %(app_id)s AND mention_count > 0
               AND (normalized_name = ANY(%(keys)s::text[]) OR aliases && %(keys)s::varchar[])
@@ -156,9 +156,9 @@ def entities_of_items(*, user_id: int, item_ids: list[int], limit: int = 10) -> 
         )
         .distinct()
         .order_by("-mention_count", "id")
-        .values_list("id", "name", "type", "description", "mention_count", "normalized_name")[
-            :limit
-        ]
+        .values_list(
+            "id", "name", "type", "description", "mention_count", "normalized_name", "aliases"
+        )[:limit]
     )
     return [QueryEntity(*row) for row in rows]
 
@@ -185,7 +185,8 @@ def entities_for_context(
                 SELECT DISTINCT entity_id AS id FROM entity_mentions
                 WHERE memory_id = ANY(%(items)s) AND kind = 'text'
             )
-            SELECT e.id, e.name, e.type, e.description, e.mention_count, e.normalized_name
+            SELECT e.id, e.name, e.type, e.description, e.mention_count, e.normalized_name,
+                   e.aliases
             FROM entities AS e
             WHERE e.user_id = %(user)s
               AND (e.id IN (SELECT id FROM named) OR e.id IN (SELECT id FROM of_items))

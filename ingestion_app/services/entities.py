@@ -298,6 +298,7 @@ def _resolve_scope(
         if entity.type == "person" and " " in entity.normalized_name:
             people_by_first[entity.normalized_name.split()[0]].append(entity)
 
+    _fold_first_names(found, known={*by_name, *by_alias})
     resolved: dict[str, tuple[Entity, bool]] = {}
     pending: dict[str, Entity] = {}
     now = timezone.now()
@@ -322,7 +323,11 @@ def _resolve_scope(
         if entity is not None:
             resolved[key] = (entity, False)
             continue
-        aliases = {alias for alias in (_untitled(key), entry.relation_alias, short_name) if alias}
+        aliases = {
+            alias
+            for alias in (_untitled(key), entry.relation_alias, short_name, *entry.aliases)
+            if alias and alias != key
+        }
         pending[key] = Entity(
             user_id=user_id,
             app_id=app_id,
@@ -336,6 +341,30 @@ def _resolve_scope(
     if pending:
         resolved.update(_insert_entities(list(pending.values()), now=now))
     return resolved
+
+
+def _fold_first_names(found: dict[str, _Found], *, known: set[str]) -> None:
+    """ "Tom invited us. Tom Becker is my oldest friend." in one batch is one person, as it is
+    across batches: the later of a lone first name and the one new full name it starts goes
+    into the earlier (its mentions, description and relation; the other name an alias)."""
+    people = [key for key, entry in found.items() if entry.type == "person" and key not in known]
+    full_names: dict[str, list[str]] = defaultdict(list)
+    for key in people:
+        if " " in key:
+            full_names[key.split()[0]].append(key)
+    for first, fulls in full_names.items():
+        if len(fulls) != 1 or first not in people:
+            continue
+        keys = list(found)
+        keep, fold = sorted((first, fulls[0]), key=keys.index)
+        kept, folded = found[keep], found.pop(fold)
+        kept.mentions.extend(folded.mentions)
+        kept.aliases |= {fold, *folded.aliases}
+        if folded.strong and not kept.strong:
+            kept.strong, kept.description = True, folded.description
+            kept.relation_alias = folded.relation_alias
+        elif not kept.relation_alias:
+            kept.relation_alias = folded.relation_alias
 
 
 _ENTITY_UPSERT = """
@@ -398,10 +427,16 @@ def _update_entity(entity: Entity, entry: _Found, created: bool) -> bool:
     ):
         entity.type = entry.type
         changed = True
-    if entry.description and entry.description != entity.description:
+    if entry.description and not _says_no_more(entry.description, entity.description):
         entity_describe(entity=entity, description=entry.description, source="extractor")
         changed = True
     return changed
+
+
+def _says_no_more(new: str, current: str) -> bool:
+    """Whether a new description adds nothing: the same, or the bare relation of the current
+    one (a digest's "their son Leo" gives "son" after "my son Leo" gave "the user's son")."""
+    return new == current or current.endswith(f" {new}")
 
 
 def entity_describe(*, entity: Entity, description: str, source: str) -> None:
@@ -506,7 +541,17 @@ def entities_extract(*, items: Sequence[MemoryItem | None], use_llm: bool = True
                 if entity.previous_memory_id
             }
             cross_references_upsert(
-                cross_reference_rows(user_id=user_id, inserted=inserted, now=now, earlier=earlier)
+                cross_reference_rows(
+                    user_id=user_id,
+                    inserted=inserted,
+                    now=now,
+                    earlier=earlier,
+                    sentences={
+                        (row[0], row[1]): row[4].lstrip("-•* ")
+                        for row in mention_rows
+                        if row[3] == "text"
+                    },
+                )
             )
         _set_buckets(stored, scopes)
     if not settings.MNEMO_ENTITY_TASKS:

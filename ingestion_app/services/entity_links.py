@@ -90,15 +90,23 @@ def cross_reference_rows(
     inserted: list[tuple[Entity, MemoryItem]],
     now: datetime,
     earlier: dict[int, int] | None = None,
+    sentences: dict[tuple[int, int], str] | None = None,
 ) -> list[tuple]:
     """Entity-entity "related" links for names mentioned together, and for each new mention an
     item-item "mentions_same_entity" link to the previous item naming that entity (``earlier``:
-    entity id -> that item when the caller read it already, else it is queried)."""
+    entity id -> that item when the caller read it already, else it is queried).
+
+    Together means in one item, but in one sentence of a session summary (``sentences``: the
+    sentence of each (entity, item) mention): a digest retells a whole session, and the cat of
+    one line is not related to the city of another."""
     rows: dict[tuple, tuple] = {}
-    by_item: dict[int, list[Entity]] = defaultdict(list)
+    by_item: dict[tuple[int, str], list[Entity]] = defaultdict(list)
     by_entity: dict[int, list[MemoryItem]] = defaultdict(list)
     for entity, item in inserted:
-        by_item[item.id].append(entity)
+        sentence = ""
+        if sentences is not None and item.source == MemoryItem.Source.SUMMARY:
+            sentence = sentences.get((entity.id, item.id), "")
+        by_item[(item.id, sentence)].append(entity)
         by_entity[entity.id].append(item)
     for entities in by_item.values():
         unique = sorted({entity.id: entity for entity in entities}.values(), key=lambda e: e.id)

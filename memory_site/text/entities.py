@@ -6,7 +6,9 @@ Rules, in the order they decide a name's type (first match wins):
 1. A possessive relation before or after the name: "my sister Ines", "our cat, Luna", "Luna,
    our cat", "a kitten named Pepper", "my mom's friend Linda". The relation noun gives the type
    (sister -> person, dog -> pet, startup -> organization, app -> project) and the description
-   ("Ana's sister" for the speaker Ana, "the user's sister" without one).
+   ("Ana's sister" for the speaker Ana, "the user's sister" without one). Also after the name
+   ("Tom is my oldest friend") and after a noun just introduced ("We got a puppy. Her name is
+   Biscuit"); "She has a cat named Olive" after one named person is that person's cat.
 2. A title: "Dr. Alvarez", "Mrs. Patel", "Professor Okafor" -> person.
 3. Small word lists (``entity_names``): holidays and famous events, well-known companies,
    products, brands followed by a model ("Toyota Corolla"), languages and -isms, countries and
@@ -33,7 +35,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from memory_site.text import entity_names as names
 from memory_site.text.words import _CHAT_STOP, _ENGLISH_STOP, MAX_TEXT_CHARS
@@ -149,6 +152,32 @@ def normalize_entity_name(name: str) -> str:
     return " ".join(words)[:200]
 
 
+PROMPT_ALIASES_MAX = 3
+
+
+def entity_prompt_line(kind: str, name: str, aliases: Sequence[str], description: str) -> str:
+    """The line the context pack and search show for an entity, with what else the user calls
+    it: "[ENTITY: person] Ines (Ines Costa, my sister): the user's sister". Aliases are stored
+    normalized: a name is shown capitalized, a relation ("my sister") as said; an alias inside
+    the name ("okafor" of "Mrs. Okafor", "acme" of "Acme Corp") adds nothing and is left out."""
+    own_words = set(normalize_entity_name(name).split())
+    shown = []
+    for alias in aliases:
+        words = alias.split()
+        if not words or set(words) <= own_words:
+            continue
+        if len(words) > 1 and words[-1] in names.RELATION_TYPES:
+            shown.append(alias)
+        else:
+            shown.append(" ".join(word[:1].upper() + word[1:] for word in words))
+        if len(shown) == PROMPT_ALIASES_MAX:
+            break
+    line = f"[ENTITY: {kind}] {name}"
+    if shown:
+        line += f" ({', '.join(shown)})"
+    return line + (f": {description}" if description else "")
+
+
 def entity_dates(sentence: str) -> list[str]:
     """Date expressions in a sentence ("June 5", "next June", "in 2019", "2024-05-01")."""
     return [match.group(0) for match in _DATE_RE.finditer(sentence or "")]
@@ -224,9 +253,25 @@ def _joins(left: str, right: str) -> bool:
     return left not in names.PLACES and left not in names.PRODUCTS
 
 
+# Sentence adverbs ("Luckily Anna came", "Apparently, ..."), by ending: long enough that names
+# like Emily, Lily, Sally or Kelly are not taken for one.
+_OPENING_ADVERB_RE = re.compile(r"^[a-z]{3,}(?:ously|fully|edly|ingly|ntly|tely|dly|ally|ily)$")
+
+
 def _common(token: _Token) -> bool:
-    lower = token.lower.rstrip(".")
-    return lower in names.NOT_NAMES or lower in _COMMON_WORDS
+    return is_sentence_opener(token.lower)
+
+
+def is_sentence_opener(word: str) -> bool:
+    """Whether a capitalized word opening a sentence is a common word, not a name ("Luckily",
+    "Dinner", "Tbh", "Yesterday"); a digest that retells the sentence lower-cases it."""
+    lower = word.lower().rstrip(".,")
+    return (
+        lower in names.NOT_NAMES
+        or lower in _COMMON_WORDS
+        or lower in names.SENTENCE_OPENERS
+        or (len(lower) >= 7 and _OPENING_ADVERB_RE.match(lower) is not None)
+    )
 
 
 def _trim(span: _Span, tokens: list[_Token], starts: set[int]) -> _Span | None:
@@ -311,7 +356,8 @@ _FIRST_PERSON_OWNERS = {
 
 def _naming_owner(before_noun: list[str]) -> str:
     """Whose is "<owner> cat named Pixel": "my"/"her"/"ana's" as written, "my" for "I have a
-    cat named", "" for "She has a cat named" (not the speaker's)."""
+    cat named", "she" for "She has a cat named" (not the speaker's; maybe a person named
+    before)."""
     for position, word in enumerate(before_noun[:3]):  # past "tiny", "little old"
         if word in _POSSESSIVES or word.endswith("'s"):
             return word
@@ -319,14 +365,102 @@ def _naming_owner(before_noun: list[str]) -> str:
             for subject in before_noun[position + 1 : position + 4]:
                 if subject in _FIRST_PERSON_OWNERS:
                     return _FIRST_PERSON_OWNERS[subject]
+                if subject in _THIRD_PERSON:
+                    return subject
             return ""
     return ""
+
+
+# A third person's subject or possessive and the people it may stand for (by relation noun).
+_THIRD_PERSON = {"she": "female", "her": "female", "he": "male", "his": "male"}
+
+
+def _whose(found: list[ExtractedEntity]) -> list[ExtractedEntity]:
+    """ "My friend Anna visited. She has a cat named Olive": when a relation's owner is she/he/
+    her/his and the text named exactly one person before it (of a fitting relation, if any),
+    the relation is that person's ("Anna's cat"). Two people, or none: not guessed."""
+    people: dict[str, ExtractedEntity] = {}
+    resolved = []
+    for entity in found:
+        gender = _THIRD_PERSON.get(entity.owner) if entity.relation else None
+        if gender and len(people) == 1:
+            person = next(iter(people.values()))
+            if names.RELATION_GENDERS.get(person.relation, gender) == gender:
+                entity = replace(
+                    entity,
+                    owner=f"{person.normalized}'s",
+                    description=f"{person.name}'s {entity.relation}",
+                )
+        if entity.type == "person":
+            people.setdefault(entity.normalized, entity)
+        resolved.append(entity)
+    return resolved
+
+
+# Pronouns that stand for a noun introduced just before the name: "a puppy ... Her name is
+# Biscuit", "a rescue dog and named him Pepper".
+_NAME_PRONOUNS = frozenset({"her", "his", "its", "their", "him", "it", "them"})
+# People a pronoun may introduce that way: a newborn or adopted child, "a baby girl".
+_INTRODUCED_PEOPLE = frozenset(
+    {"baby", "son", "daughter", "kid", "child", "grandson", "granddaughter", "nephew", "niece"}
+)
+_PRONOUN_LOOKBACK_TOKENS = 30
+
+
+def _relation_by_pronoun(
+    tokens: list[_Token], span: _Span, before: list[str]
+) -> tuple[str, str, str] | None:
+    """(type, relation noun, owner) for a name given after its noun: "We got a puppy. Her name
+    is Biscuit", "adopted a dog and named him Pepper", "Our dog's name is Rex"."""
+    if before[:2] == ["is", "name"] and len(before) > 2:
+        marker, used = before[2], 3
+    elif before[:1] == ["name's"] and len(before) > 1:
+        marker, used = before[1], 2
+    elif len(before) > 1 and before[0] in _NAME_PRONOUNS and before[1] in _NAMING_WORDS:
+        marker, used = before[0], 1
+    else:
+        return None
+    if marker.endswith("'s") and marker[:-2] in names.RELATION_TYPES:
+        # "Our dog's name is Rex", "My sister's name is Ines".
+        noun = marker[:-2]
+        return names.RELATION_TYPES[noun], noun, _naming_owner(before[used:])
+    if marker not in _NAME_PRONOUNS:
+        return None
+    # The nearest relation noun before the pronoun, in this sentence or the one before.
+    position, sentence_ends = span.first - used - 1, 0
+    while position >= max(0, span.first - _PRONOUN_LOOKBACK_TOKENS):
+        lower = tokens[position].lower
+        if lower in _SENTENCE_END:
+            sentence_ends += 1
+            if sentence_ends > 1:
+                return None
+        elif lower in names.RELATION_TYPES:
+            break
+        position -= 1
+    else:
+        return None
+    noun = tokens[position].lower
+    kind = names.RELATION_TYPES[noun]
+    if kind != "pet" and noun not in _INTRODUCED_PEOPLE:
+        return None
+    # Only a noun just introduced ("a puppy", "a rescue dog"): "My boss hired someone. His
+    # name is Raj" is not about the boss.
+    words = _previous_words(tokens, position, 8)
+    for index, word in enumerate(words[:4]):
+        if word in {"a", "an"}:
+            return kind, noun, _naming_owner(words[index:])
+        if word in _POSSESSIVES or word.endswith("'s"):
+            return None
+    return None
 
 
 def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] | None:
     """(type, relation noun, owner) for "my sister Ines", "our startup, Brightleaf",
     "a kitten named Pepper", "my mom's friend Linda"."""
     before = _previous_words(tokens, span.first, 7)
+    introduced = _relation_by_pronoun(tokens, span, before)
+    if introduced:
+        return introduced
     position = 0
     if before and before[0] == "the":
         position = 1
@@ -364,14 +498,32 @@ def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] 
 
 
 def _relation_after(tokens: list[_Token], span: _Span) -> tuple[str, str, str] | None:
-    """(type, relation noun, owner) for "Luna, our cat," and "Ben, my brother"."""
+    """(type, relation noun, owner) for "Luna, our cat,", "Ben, my old roommate,", "Tom
+    Becker is my oldest friend" and "Waffles is a beagle" (owner "a")."""
     position = span.last + 1
-    if position + 2 >= len(tokens) or tokens[position].text != ",":
+    if position + 2 >= len(tokens) or tokens[position].lower not in {",", "is", "was"}:
         return None
-    owner, noun = tokens[position + 1].lower, tokens[position + 2].lower
-    if owner in _POSSESSIVES and noun in names.RELATION_TYPES:
+    owner = tokens[position + 1].lower
+    position += 2
+    while position + 1 < len(tokens) and tokens[position].lower in _ADJECTIVES:
+        position += 1
+    noun = tokens[position].lower
+    if (owner in _POSSESSIVES or owner in {"a", "an"}) and noun in names.RELATION_TYPES:
+        if owner in {"a", "an"}:
+            if _is_compound(tokens, position):
+                return None
+            # "Tom, a friend of mine,": the speaker's friend.
+            after = [token.lower for token in tokens[position + 1 : position + 3]]
+            if after in (["of", "mine"], ["of", "ours"]):
+                owner = "my" if after[1] == "mine" else "our"
         return names.RELATION_TYPES[noun], noun, owner
     return None
+
+
+def _is_compound(tokens: list[_Token], position: int) -> bool:
+    """ "Anna is a dog trainer", "Atlas is a game studio": the relation noun is not the head."""
+    following = tokens[position + 1].lower if position + 1 < len(tokens) else ""
+    return following.isalpha() and following not in _COMMON_WORDS
 
 
 def _lexicon_type(words: list[str], normalized: str) -> str:
@@ -411,6 +563,8 @@ def _context_type(tokens: list[_Token], span: _Span) -> str:
         return "project"
     if after in names.EVENT_NOUNS:
         return "event"
+    if after in names.PLACE_NOUNS:
+        return "place"
     before = _previous_words(tokens, span.first, 5)
     if not before:
         return ""
@@ -427,13 +581,16 @@ def _context_type(tokens: list[_Token], span: _Span) -> str:
         verb == "into" and len(before) > skipped + 1 and before[skipped + 1] in {"got", "get"}
     ):
         return "organization"
-    if nearest in {"at", "for", "with"} and any(word in names.WORK_CUES for word in before[1:4]):
+    if nearest in {"at", "for"} and any(word in names.WORK_CUES for word in before[1:4]):
         return "organization"
-    if nearest in names.PLACE_CUES or nearest == "at" or verb in names.PLACE_CUES:
+    # "volunteer with Habitat for Humanity", but "I work with Anna" is a colleague.
+    if nearest == "with" and any(word in names.WITH_ORGANIZATION_CUES for word in before[1:4]):
+        return "organization"
+    if nearest in names.PLACE_CUES or "at" in {nearest, verb} or verb in names.PLACE_CUES:
         if nearest == "at" or nearest in names.PLACE_CUES or verb in {"visit", "visited"}:
             return "place"
-        if nearest == "the" and skipped == 1 and _is_one_plural_word(tokens, span):
-            # "hiking in the Alps", "from the Rockies": a plural range after "in the".
+        if nearest == "the" and skipped == 1:
+            # "hiking in the Alps", "dinner at The Golden Fork": a person is not "the".
             return "place"
     return ""
 
@@ -460,9 +617,9 @@ def _type_span(tokens: list[_Token], text: str, span: _Span) -> str:
         span.from_context = True
         return kind
     before = _previous_words(tokens, span.first, 1)
-    if span.first == span.last and words[0].endswith("s") and (not before or before[0] == "the"):
-        if tokens[span.first - 1].lower == "the" if span.first else False:
-            return "organization"
+    if before and before[0] == "the" and (span.first < span.last or words[0].endswith("s")):
+        # "the Warriors", "volunteering with the Red Cross": not a person.
+        return "organization"
     if span.last - span.first <= 2 and all(token.isalpha() or "-" in token for token in words):
         return "person"
     return "other"
@@ -568,4 +725,4 @@ def extract_entities(text: str, *, speaker: str = "") -> list[ExtractedEntity]:
                 owner=span.owner,
             )
         )
-    return found
+    return _whose(found)

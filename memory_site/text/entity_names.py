@@ -32,6 +32,24 @@ for _noun in _split(
     """
 ):
     RELATION_TYPES[_noun] = "person"
+# Whom "she"/"he" may stand for: "my brother Tom ... She has a cat" is not Tom's cat.
+RELATION_GENDERS: dict[str, str] = {}
+for _noun in _split(
+    """
+    sister mom mother wife girlfriend fiancee fiancée aunt grandma grandmother nan nana niece
+    stepmom stepmother stepdaughter sister-in-law mother-in-law daughter-in-law daughter
+    granddaughter godmother landlady
+    """
+):
+    RELATION_GENDERS[_noun] = "female"
+for _noun in _split(
+    """
+    brother dad father husband boyfriend fiance fiancé uncle grandpa grandfather granddad nephew
+    stepdad stepfather stepson brother-in-law father-in-law son-in-law son grandson godfather
+    landlord
+    """
+):
+    RELATION_GENDERS[_noun] = "male"
 for _noun in _split(
     """
     dog puppy pup cat kitten kitty hamster parrot horse pony rabbit bunny fish goldfish turtle
@@ -71,8 +89,14 @@ WORK_CUES = _split(
     work works worked working job jobs interview interviewing intern interning internship team
     shift shifts office career position role hired employed contract contractor manager
     engineer developer designer nurse teacher volunteer volunteering volunteers study studying
-    studied student professor researcher lecturer
+    studied student professor researcher lecturer promoted promotion boss colleague colleagues
+    coworker coworkers
+    co-worker co-workers
     """
+)
+# Words before "with" that make the next name an organization ("volunteering with X").
+WITH_ORGANIZATION_CUES = _split(
+    "volunteer volunteers volunteering volunteered intern interns interning interned internship"
 )
 # Verbs whose object is an organization (school, employer): "got into Stanford".
 ORGANIZATION_VERBS = _split("joined joining join accepted graduated attends attending")
@@ -92,6 +116,8 @@ PROJECT_NOUNS = _split(
 )
 # Lower-case nouns right after a name that make it an event ("the Harbor Lights festival").
 EVENT_NOUNS = _split("festival conference concert parade fair summit marathon tournament gala")
+# Lower-case nouns right after a name that make it a place ("the Mission district").
+PLACE_NOUNS = _split("district neighborhood neighbourhood area quarter suburb borough region")
 
 # Last word of a name and the type it gives.
 SUFFIX_TYPES: dict[str, str] = {}
@@ -108,7 +134,9 @@ for _word in _split(
     """
     park lake river street st road avenue ave tower bridge island islands beach bay valley
     mountains mountain hills hill city county province canyon falls forest square station
-    airport harbor harbour peninsula coast desert heights village
+    airport harbor harbour peninsula coast desert heights village cafe café restaurant bistro
+    pub diner bakery tavern brasserie trattoria pizzeria hotel inn mall zoo stadium arena
+    theater theatre cinema
     """
 ):
     SUFFIX_TYPES[_word] = "place"
@@ -264,6 +292,15 @@ PLACES = _split(
     """
 )
 
+# Nouns, interjections and chat shorthand that open a chat sentence ("Dinner with Hiroshi",
+# "Work was long", "Tbh Anna is right"): not a name there, but kept inside one ("Labour Party").
+SENTENCE_OPENERS = _split(
+    """
+    work school life dinner lunch breakfast brunch coffee drinks tea supper gym traffic weather
+    funny weird crazy meh damn dang ugh goodnight hugs xoxo plus tbh imo imho ngl idk speaking
+    overall congrats cheers awesome oops
+    """
+)
 # Capitalized words that start sentences or name times, not things: never an entity alone.
 NOT_NAMES = _split(
     """

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from memory_site.text.entities import is_sentence_opener
 from memory_site.text.facts import (
     _FIRST_PERSON_RE,
     _OTHER_PERSON_RE,
@@ -60,11 +61,21 @@ _LEADING_FUNCTION_WORD_RE = re.compile(
 )
 
 
+def _lower_opening(body: str) -> bool:
+    """Whether the sentence's first word is lower-cased once it is retold mid-sentence: a
+    function word, or a common opener ("Apparently, Emily is moving": "Apparently" would read
+    as a name after "noted that"). A name is left as written."""
+    first = body.split(" ", 1)[0]
+    if _LEADING_FUNCTION_WORD_RE.match(body):
+        return True
+    return first != "I" and not first.startswith("I'") and is_sentence_opener(first)
+
+
 def _reported(sentence: str) -> str:
     """ "The Bürgeramt website is confusing" -> "The user noted that the Bürgeramt website is
-    confusing" (a leading function word is lower-cased, a name is left as written)."""
+    confusing" (a leading function word or opener is lower-cased, a name is left as written)."""
     body = sentence.rstrip(" .!…")
-    if _LEADING_FUNCTION_WORD_RE.match(body):
+    if _lower_opening(body):
         body = body[:1].lower() + body[1:]
     return f"The user noted that {body}."
 
@@ -75,7 +86,7 @@ def _we_statement(sentence: str) -> str | None:
     if not _WE_RE.search(sentence) or _YOU_RE.search(sentence) or _FIRST_PERSON_RE.search(sentence):
         return None
     body = _WE_RE.sub(lambda match: _we_word(match.group(0)), sentence.rstrip(" .!…"))
-    if _LEADING_FUNCTION_WORD_RE.match(body) or body[:4].lower() in {"they", "thei"}:
+    if _lower_opening(body) or body[:4].lower() in {"they", "thei"}:
         body = body[:1].lower() + body[1:]
     return f"The user said {body}."
 

@@ -58,8 +58,9 @@ def test_the_sister_keeps_her_description_when_the_session_summaries_name_her(ap
     sessions = {mention["chat_session_id"] for mention in page["mentions"]}
     assert len(sessions) == 3
     pixel = api.get(ENTITIES, {"q": "Pixel"}).json()["results"][0]
-    # "She has a cat named Pixel": Anna's cat, so not what the user's "my cat" would mean.
-    assert (pixel["type"], pixel["aliases"], pixel["description"]) == ("pet", [], "cat")
+    # "She has a cat named Pixel" after "My sister Anna": Anna's cat (it said "cat"), so not
+    # what the user's "my cat" would mean.
+    assert (pixel["type"], pixel["aliases"], pixel["description"]) == ("pet", [], "Anna's cat")
     assert {related["name"] for related in page["related_entities"]} == {
         "Lisbon",
         "Pixel",
@@ -71,8 +72,8 @@ def test_the_next_context_pack_names_the_entities_and_retells_she_in_lower_case(
     pack = api.get(f"/api/v1/chat/sessions/{anna_story}/context").json()["pack"]
 
     known = pack.split("[Known entities]\n", 1)[1].splitlines()
-    assert "- [ENTITY: person] Anna: the user's sister" in known
-    assert "- [ENTITY: pet] Pixel: cat" in known
+    assert "- [ENTITY: person] Anna (Anna Costa, my sister): the user's sister" in known
+    assert "- [ENTITY: pet] Pixel: Anna's cat" in known
     assert "- [ENTITY: place] Lisbon" in known
     # The local summary of session 1 once read "The user noted that She has a cat named Pixel."
     assert "The user noted that she has a cat named Pixel." in pack

@@ -100,7 +100,7 @@ def test_search_pulls_in_every_session_about_an_entity(api, ines_story):
     texts = " ".join(item["content"] for item in memories)
     assert "Lisbon" in texts and "speech" in texts
     assert entities[0]["name"] == "Ines"
-    assert entities[0]["content"] == "[ENTITY: person] Ines: the user's sister"
+    assert entities[0]["content"] == "[ENTITY: person] Ines (my sister): the user's sister"
     assert entities[0]["mention_count"] == 2
     linked = [item for item in memories if item["cross_references"]]
     assert any(

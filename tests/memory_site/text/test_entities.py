@@ -110,3 +110,85 @@ def test_bucket_cue_words_are_whole_words_whatever_surrounds_them():
     assert bucket_classify("x-'-sprint 'x-launch") == "OTHER"
     # İ lower-cases to "i" plus a combining dot, which separates words.
     assert bucket_classify("Dİet DOG") == "PERSONAL_LIFE"
+
+
+def test_a_pet_or_baby_introduced_before_its_name_takes_the_relation():
+    def found(text):
+        return [(e.name, e.type, e.description) for e in extract_entities(text)]
+
+    assert found("We got a puppy last week. Her name is Biscuit.") == [
+        ("Biscuit", "pet", "the user's puppy")
+    ]
+    assert found("We adopted a rescue dog and named him Pepper.") == [
+        ("Pepper", "pet", "the user's dog")
+    ]
+    assert found("Our dog's name is Rex.") == [("Rex", "pet", "the user's dog")]
+    assert found("My sister's name is Ines.") == [("Ines", "person", "the user's sister")]
+    assert found("My sister got a kitten. Its name is Mochi.") == [("Mochi", "pet", "kitten")]
+    assert found("We had a baby girl in May! Her name is Ada.") == [
+        ("Ada", "person", "the user's baby")
+    ]
+    # Only an introduced ("a ...") person: "my boss" hired him, he is not the boss.
+    assert found("My boss hired someone new. His name is Raj.") == [("Raj", "person", "")]
+    assert found("I met a guy at the gym. His name is Omar.") == [("Omar", "person", "")]
+
+
+def test_a_relation_after_the_name_skips_adjectives_and_reads_is_my():
+    def found(text):
+        return [(e.name, e.description) for e in extract_entities(text)]
+
+    assert found("Tom Becker is my oldest friend.") == [("Tom Becker", "the user's friend")]
+    assert found("Raj, my old roommate, moved.") == [("Raj", "the user's roommate")]
+    assert found("Biscuit is our new puppy.") == [("Biscuit", "the user's puppy")]
+    assert found("Lisbon is my favorite city.") == [("Lisbon", "")]
+    assert found("Anna is my sister's friend.") == [("Anna", "")]
+
+
+def test_a_name_after_the_is_a_place_or_an_organization_not_a_person():
+    assert names_and_types("We had dinner at The Golden Fork.") == [("Golden Fork", "place")]
+    assert names_and_types("She lives in the Mission district.") == [("Mission", "place")]
+    assert names_and_types("I love the Shoreditch area.") == [("Shoreditch", "place")]
+    assert names_and_types("We met at Bean There Cafe.") == [("Bean There Cafe", "place")]
+    assert names_and_types("I volunteer with the Red Cross.") == [("Red Cross", "organization")]
+
+
+def test_she_or_his_after_one_named_person_is_that_persons():
+    def found(text):
+        return [(e.name, e.description) for e in extract_entities(text)]
+
+    assert found("My friend Anna visited. She has a cat named Olive.") == [
+        ("Anna", "the user's friend"),
+        ("Olive", "Anna's cat"),
+    ]
+    assert found("Tom moved to Berlin. His dog Rex loves it.") == [
+        ("Tom", ""),
+        ("Berlin", ""),
+        ("Rex", "Tom's dog"),
+    ]
+    # Two people, or a pronoun that does not fit the relation: whose is not guessed.
+    assert found("Tom met Lea. She has a cat named Olive.")[2] == ("Olive", "cat")
+    assert found("My brother Tom called. She has a cat named Olive.")[1] == ("Olive", "cat")
+    assert found("She has a cat named Olive.") == [("Olive", "cat")]
+
+
+def test_is_a_relation_noun_types_and_describes_the_name():
+    def found(text):
+        return [(e.name, e.type, e.description) for e in extract_entities(text)]
+
+    assert found("Waffles is a beagle.") == [("Waffles", "pet", "beagle")]
+    assert found("Tom, a friend of mine, came by.") == [("Tom", "person", "the user's friend")]
+    # The relation noun inside a compound is not the name's relation.
+    assert found("Anna is a dog trainer.") == [("Anna", "person", "")]
+
+
+def test_sentence_adverbs_and_chat_openers_are_trimmed_but_names_ending_in_ly_are_not():
+    assert names_and_types("Luckily Anna came. Tbh work was long. Dinner with Hiroshi!") == [
+        ("Anna", "person"),
+        ("Hiroshi", "person"),
+    ]
+    assert names_and_types("Emily called. Kelly and Lily came.") == [
+        ("Emily", "person"),
+        ("Kelly", "person"),
+        ("Lily", "person"),
+    ]
+    assert names_and_types("I voted for the Labour Party.") == [("Labour Party", "organization")]
