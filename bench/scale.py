@@ -1079,6 +1079,8 @@ PHASES = (
     (search_candidates, "vector_candidates", "vector_candidates"),
     (search_candidates, "candidates_load", "load_candidates"),
     (search_candidates, "hits_load", "load_hits"),
+    # The entity leg: one statement since session 7 (lookup and candidates were two before).
+    (selectors, "entity_leg", "entity_leg"),
     (selectors, "entities_named_in_query", "entity_lookup"),
     (selectors, "entity_leg_candidates", "entity_candidates"),
     (search_quality, "names_missing", "names_missing"),

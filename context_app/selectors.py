@@ -55,9 +55,8 @@ from ingestion_app.selectors import scope as search_scope
 from ingestion_app.selectors import search_candidates
 from ingestion_app.selectors.entities import (
     QueryEntity,
-    entities_named_in_query,
     entities_of_items,
-    entity_leg_candidates,
+    entity_leg,
 )
 from ingestion_app.selectors.scope import SOURCES, SearchFilters
 from ingestion_app.selectors.search_candidates import Candidate, SearchHit
@@ -430,21 +429,17 @@ def _entity_leg(
     the keyword leg already boosts, and the items that mention them, ranked."""
     if mode != "hybrid" or not ENTITY_WEIGHT or not query.strip():
         return [], []
-    entities = entities_named_in_query(
-        user_id=user_id, app_id=app_id, query=query, exclude_names=named
-    )
-    if not entities:
-        return [], []
-    rows = entity_leg_candidates(
+    return entity_leg(
         cursor,
+        user_id=user_id,
+        app_id=app_id,
+        query=query,
+        exclude_names=named,
         scope=scope,
         params=params,
-        entities=entities,
-        query=query,
         scope_items=scope_items,
         limit=limit,
     )
-    return entities, rows
 
 
 def _rank(
