@@ -15,7 +15,6 @@ import re
 from datetime import datetime
 
 from ingestion_app.selectors.search_candidates import Candidate, SearchHit
-from memory_site.text.entities import normalize_entity_name
 from memory_site.text.fact_updates import (
     RELATION_TERMS,
     question_relation,
@@ -49,8 +48,6 @@ ITEM_RELEVANCE_FLOOR = 0.2
 # user's memory never mentions asks about what was never discussed: every candidate's
 # relevance is multiplied by this factor per such name.
 MISSING_NAME_FACTOR = 0.5
-# names_missing looks for a name that is an entity in at most this many of its newest items.
-NAME_PROBE_MENTIONS = 20
 _NAME = re.compile(r"\b([A-Z][a-zA-Z]+)(?:'s|’s)?\b")
 _NOT_NAMES = frozenset(
     """i i'm i've i'd what when where who whom whose why how which did do does is are was were
@@ -172,44 +169,37 @@ def query_names(query: str) -> list[str]:
     return names[:5]
 
 
-def names_missing(cursor, *, scope: str, params: dict, names: list[str]) -> list[str]:
+def names_missing(
+    cursor, *, scope: str, params: dict, names: list[str], probe_ids: list[int] = ()
+) -> list[str]:
     """The names no item of the scope mentions (one statement, a GIN lookup per name).
 
-    A name that is one of the caller's entities is first looked for in the newest items that
-    mention the entity (NAME_PROBE_MENTIONS, a few primary-key reads); only when none of them
-    holds it does the scope's full check run. The answer is the same either way; the full
-    check ANDs the name's GIN posting list with every row of the user (1-2 ms for a
-    10,000-item user on bench/scale.py --entities 60).
+    With `probe_ids` (the search's candidates: the keyword side has already found the items
+    holding a name the scope knows), a name is first looked for among them, a primary-key
+    read each, and the scope's full check runs only when none holds it. The answer is the
+    same; the full check ANDs the name's GIN list with every row of the user, 1.2/2.0 ms
+    p50/p95 for a 10,000-item user (bench/scale.py --entities 60).
     """
     if not names:
         return []
     checks = []
-    values: dict = {}
-    for index, name in enumerate(names):
+    for index in range(len(names)):
         match = f"search_vector @@ plainto_tsquery('english', %(q_name{index})s)"
-        # CASE evaluates its ELSE (an initplan, run only when read) only if the probe fails.
-        checks.append(
-            f"""CASE WHEN EXISTS (
-                    SELECT 1 FROM rag_store WHERE {scope} AND {match}
-                      AND id = ANY(ARRAY(
-                          SELECT probe.memory_id FROM entities AS e
-                          CROSS JOIN LATERAL (
-                              SELECT memory_id FROM entity_mentions
-                              WHERE entity_id = e.id AND kind = 'text'
-                              ORDER BY memory_id DESC LIMIT %(q_probe)s
-                          ) AS probe
-                          WHERE e.user_id = %(s_user)s AND e.app_id = %(s_app)s
-                            AND e.mention_count > 0
-                            AND (e.normalized_name = %(q_key{index})s
-                                 OR e.aliases && ARRAY[%(q_key{index})s]::varchar[]))))
-                THEN true
-                ELSE EXISTS (SELECT 1 FROM rag_store WHERE {scope} AND {match}) END"""
-        )
-        values[f"q_name{index}"] = name
-        values[f"q_key{index}"] = normalize_entity_name(name)
+        full = f"EXISTS (SELECT 1 FROM rag_store WHERE {scope} AND {match})"
+        if probe_ids:
+            # CASE runs its ELSE (an initplan, evaluated when first read) only if needed.
+            full = f"""CASE WHEN EXISTS (
+                    SELECT 1 FROM rag_store
+                    WHERE id = ANY(%(q_probe)s::bigint[]) AND {scope} AND {match})
+                THEN true ELSE {full} END"""
+        checks.append(full)
     cursor.execute(
         f"SELECT {', '.join(checks)}",
-        {**params, **values, "q_probe": NAME_PROBE_MENTIONS},
+        {
+            **params,
+            **{f"q_name{index}": name for index, name in enumerate(names)},
+            "q_probe": list(probe_ids),
+        },
     )
     found = cursor.fetchone()
     return [name for name, present in zip(names, found, strict=True) if not present]

@@ -356,7 +356,16 @@ def memory_search(
         if names and ranked:
             search_quality.missing_names_apply(
                 candidates,
-                search_quality.names_missing(cursor, scope=scope, params=params, names=names),
+                search_quality.names_missing(
+                    cursor,
+                    scope=scope,
+                    params=params,
+                    names=names,
+                    # A small scope's full check is as cheap as the probe.
+                    probe_ids=list(candidates)
+                    if stats and stats.count > search_scope.SINGLE_STATEMENT_ITEMS
+                    else [],
+                ),
             )
         stated: dict[int, list] = {}  # each item's parsed user statements, read once
         updates = search_quality.window_updates(
