@@ -188,9 +188,13 @@ def names_missing(
         full = f"EXISTS (SELECT 1 FROM rag_store WHERE {scope} AND {match})"
         if probe_ids:
             # CASE runs its ELSE (an initplan, evaluated when first read) only if needed.
+            # OFFSET 0 keeps the probe on the primary key (else the planner ANDs the name's
+            # GIN list with the user's btree, the very cost it avoids).
             full = f"""CASE WHEN EXISTS (
-                    SELECT 1 FROM rag_store
-                    WHERE id = ANY(%(q_probe)s::bigint[]) AND {scope} AND {match})
+                    SELECT 1 FROM (
+                        SELECT * FROM rag_store WHERE id = ANY(%(q_probe)s::bigint[]) OFFSET 0
+                    ) AS rag_store
+                    WHERE {scope} AND {match})
                 THEN true ELSE {full} END"""
         checks.append(full)
     cursor.execute(
