@@ -170,43 +170,24 @@ def query_names(query: str) -> list[str]:
 
 
 def names_missing(
-    cursor, *, scope: str, params: dict, names: list[str], probe_ids: list[int] = ()
+    cursor, *, scope: str, params: dict, names: list[str], found: set[str] = frozenset()
 ) -> list[str]:
-    """The names no item of the scope mentions (one statement, a GIN lookup per name).
-
-    With `probe_ids` (the search's candidates: the keyword side has already found the items
-    holding a name the scope knows), a name is first looked for among them, a primary-key
-    read each, and the scope's full check runs only when none holds it. The answer is the
-    same; the full check ANDs the name's GIN list with every row of the user, 1.2/2.0 ms
-    p50/p95 for a 10,000-item user (bench/scale.py --entities 60).
-    """
-    if not names:
+    """The names no item of the scope mentions (one statement, a GIN lookup per name); those
+    in `found` (held by a candidate, search_candidates.candidates_load) are not looked up."""
+    names_left = [name for name in names if name not in found]
+    if not names_left:
         return []
-    checks = []
-    for index in range(len(names)):
-        match = f"search_vector @@ plainto_tsquery('english', %(q_name{index})s)"
-        full = f"EXISTS (SELECT 1 FROM rag_store WHERE {scope} AND {match})"
-        if probe_ids:
-            # CASE runs its ELSE (an initplan, evaluated when first read) only if needed.
-            # OFFSET 0 keeps the probe on the primary key (else the planner ANDs the name's
-            # GIN list with the user's btree, the very cost it avoids).
-            full = f"""CASE WHEN EXISTS (
-                    SELECT 1 FROM (
-                        SELECT * FROM rag_store WHERE id = ANY(%(q_probe)s::bigint[]) OFFSET 0
-                    ) AS rag_store
-                    WHERE {scope} AND {match})
-                THEN true ELSE {full} END"""
-        checks.append(full)
-    cursor.execute(
-        f"SELECT {', '.join(checks)}",
-        {
-            **params,
-            **{f"q_name{index}": name for index, name in enumerate(names)},
-            "q_probe": list(probe_ids),
-        },
+    checks = ", ".join(
+        f"""EXISTS (SELECT 1 FROM rag_store WHERE {scope}
+               AND search_vector @@ plainto_tsquery('english', %(q_name{index})s))"""
+        for index in range(len(names_left))
     )
-    found = cursor.fetchone()
-    return [name for name, present in zip(names, found, strict=True) if not present]
+    cursor.execute(
+        f"SELECT {checks}",
+        {**params, **{f"q_name{index}": name for index, name in enumerate(names_left)}},
+    )
+    present = cursor.fetchone()
+    return [name for name, held in zip(names_left, present, strict=True) if not held]
 
 
 def missing_names_apply(candidates: dict[int, Candidate], missing: list[str]) -> None:

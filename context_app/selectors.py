@@ -314,6 +314,8 @@ def memory_search(
             fused = dict(keyword_rows)
         else:
             fused = dict(vector_rows)
+        names = search_quality.query_names(query[:MAX_KEYWORD_QUERY_CHARS])
+        names_found: set[str] = set()
         candidates = search_candidates.candidates_load(
             cursor,
             list(fused),
@@ -321,6 +323,10 @@ def memory_search(
             dict(vector_rows),
             # Only the fused modes weigh covered pairs (see _rank).
             probe_covered_pairs=PAIR_WEIGHT != 1.0 and mode != "semantic",
+            names=names,
+            scope=scope,
+            params=params,
+            names_found=names_found,
         )
         keyword_scores = dict(keyword_rows)
         entity_ranks = {item_id: rank for rank, (item_id, _) in enumerate(entity_rows, start=1)}
@@ -352,19 +358,11 @@ def memory_search(
             texts,
         )
         search_quality.coverage_assign(ranked, query[:MAX_KEYWORD_QUERY_CHARS], texts)
-        names = search_quality.query_names(query[:MAX_KEYWORD_QUERY_CHARS])
         if names and ranked:
             search_quality.missing_names_apply(
                 candidates,
                 search_quality.names_missing(
-                    cursor,
-                    scope=scope,
-                    params=params,
-                    names=names,
-                    # A small scope's full check is as cheap as the probe.
-                    probe_ids=list(candidates)
-                    if stats and stats.count > search_scope.SINGLE_STATEMENT_ITEMS
-                    else [],
+                    cursor, scope=scope, params=params, names=names, found=names_found
                 ),
             )
         stated: dict[int, list] = {}  # each item's parsed user statements, read once
