@@ -97,6 +97,24 @@ this process + its backend per call; 50 queries per group, first call of each sa
     candidates 1.6/2.0. At load 3.9-4.0: 15.7/23.6 (23.7) vs 11.6/16.2 (16.3).
   - The leg adds 0.2-0.4 hits per query whose text names the queried entity (10,000
     memories: 1.87 vs 1.63 per top 10 at 1M rows; 100 memories: 1.48 vs 1.09).
+  - Session 7 (2026-11-25, branch s7-entleg on main e035e21; same hits, scores and entities
+    before/after on 352 fixed queries): the leg's entity lookup and candidates are one
+    statement (``entity_leg``), and the query's capitalised names are probed among the
+    candidates inside the candidate load's statement (an initplan per name on the primary
+    key), so ``names_missing`` runs its own statement only for a name no candidate holds
+    (none of the bench's queries). 300,000 rows, 300 queries per group, three alternating
+    runs of main and the branch (load 1.6-2.3; medians of the runs; before -> after):
+    100 memories with the leg 7.0/9.1 (8.3) -> 6.7/8.2 (7.7), without 6.0/7.9 (7.0) ->
+    5.7/6.7 (6.5); 10,000 memories with the leg 17.4/23.3 (21.6) -> 15.8/20.1 (18.8),
+    without 14.3/19.9 (17.6) -> 12.7/17.3 (15.5). Steps of 10,000-memory users: lookup +
+    candidates 0.65/0.91 + 1.54/2.11 -> entity_leg 2.03/2.63; names_missing 1.61/2.78 (the
+    name's GIN list ANDed with the user's 10,000-entry btree) -> not run; candidate loads
+    3.00/3.85 -> 3.28/4.17 with the leg, 2.11/2.81 -> 2.33/3.13 without. The leg still costs
+    ~3.1 ms at p50: the statement (~2.0: up to 300 mentions per entity, each a primary-key
+    read of its item for the scope and date) and loading its up to 100 extra candidates.
+    The same probe in a statement of its own (an intermediate commit) took names_missing
+    from 1.6 to 0.7 ms p50 but moved no total: the keyword side measured ~0.5 ms slower in
+    those runs (not explained; same code and plans).
 - Earlier (selector v1 of commit 7a61754, 1M rows): vector recall@10 of 10,000-memory users
   0.91 with ef_construction 64 (no ef_search/iterative setting reaches 0.95), 0.985 with 128;
   hybrid p95 160-340 ms, all of it ts_rank_cd over every matching row.
