@@ -404,12 +404,15 @@ def candidates_load(
         if probe_covered_pairs
         else "LEFT JOIN (SELECT NULL::boolean AS covered) AS pair ON false"
     )
-    # OFFSET 0 keeps each name's probe on the primary key (else the planner ANDs the name's
-    # GIN list with the user's btree: every row of the user, the cost this probe avoids).
+    # Each name's probe reads the candidates in the given order (the keyword side's best
+    # first: they hold the query's words) by primary key, one at a time (OFFSET 0: else the
+    # planner ANDs the name's GIN list with the user's btree, every row of the user, the
+    # cost this probe avoids), and stops at the first that holds the name.
     name_sql = "".join(
         f""", (SELECT EXISTS (
-                   SELECT 1 FROM (
-                       SELECT * FROM rag_store WHERE id = ANY(%(c_ids)s) OFFSET 0
+                   SELECT 1 FROM unnest(%(c_ids)s::bigint[]) AS probe(probe_id)
+                   CROSS JOIN LATERAL (
+                       SELECT * FROM rag_store WHERE id = probe.probe_id OFFSET 0
                    ) AS rag_store
                    WHERE {scope}
                      AND search_vector @@ plainto_tsquery('english', %(c_name{index})s)))"""
