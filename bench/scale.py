@@ -115,6 +115,18 @@ this process + its backend per call; 50 queries per group, first call of each sa
     The same probe in a statement of its own (an intermediate commit) took names_missing
     from 1.6 to 0.7 ms p50 but moved no total: the keyword side measured ~0.5 ms slower in
     those runs (not explained; same code and plans).
+    1,000,000 rows / 10,000 users (HNSW 797 s at load 3.7-5, beside the test suite; 200
+    queries per group, four alternating runs each, load 1.1-2.7): 100 memories with the
+    leg 7.1/8.5 (8.4) -> 6.7/8.6 (8.0), without 6.1/7.6 (7.4) -> 5.8/7.6 (6.8); 10,000
+    memories with the leg 19.3/27.7 (24.3) -> 18.6/26.1 (23.5), without 15.9/23.8 (20.6)
+    -> 15.3/21.4 (20.1); names_missing 1.60/3.40 -> not run, lookup + candidates 0.63/0.84
+    + 1.69/2.25 -> entity_leg 2.36/3.37, candidate loads 3.08/3.97 -> 3.75/5.29 (3.85/4.87
+    with the probe reading the candidates in rank order, as committed). Rebased on main
+    8656cf7, 300,000 rows at load 3.1 (two/three runs): 10,000 memories with the leg
+    17.5/26.0 (21.1) -> 16.8/25.8 (20.8), without 14.3/21.7 (17.7) -> 13.5/21.6 (16.9). At
+    loads of 2-3 the wall p95 moves by 2-5 ms between runs of the same code; the target
+    (< 20 ms p95 with the leg) is met in CPU time at 300,000 rows (18.8-20.8) and not at
+    1M (23.5), where the keyword and vector sides alone take ~9.5 and ~7.7 ms at p95.
 - Earlier (selector v1 of commit 7a61754, 1M rows): vector recall@10 of 10,000-memory users
   0.91 with ef_construction 64 (no ef_search/iterative setting reaches 0.95), 0.985 with 128;
   hybrid p95 160-340 ms, all of it ts_rank_cd over every matching row.
