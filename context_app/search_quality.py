@@ -169,21 +169,25 @@ def query_names(query: str) -> list[str]:
     return names[:5]
 
 
-def names_missing(cursor, *, scope: str, params: dict, names: list[str]) -> list[str]:
-    """The names no item of the scope mentions (one statement, a GIN lookup per name)."""
-    if not names:
+def names_missing(
+    cursor, *, scope: str, params: dict, names: list[str], found: set[str] = frozenset()
+) -> list[str]:
+    """The names no item of the scope mentions (one statement, a GIN lookup per name); those
+    in `found` (held by a candidate, search_candidates.candidates_load) are not looked up."""
+    names_left = [name for name in names if name not in found]
+    if not names_left:
         return []
     checks = ", ".join(
         f"""EXISTS (SELECT 1 FROM rag_store WHERE {scope}
                AND search_vector @@ plainto_tsquery('english', %(q_name{index})s))"""
-        for index in range(len(names))
+        for index in range(len(names_left))
     )
     cursor.execute(
         f"SELECT {checks}",
-        {**params, **{f"q_name{index}": name for index, name in enumerate(names)}},
+        {**params, **{f"q_name{index}": name for index, name in enumerate(names_left)}},
     )
-    found = cursor.fetchone()
-    return [name for name, present in zip(names, found, strict=True) if not present]
+    present = cursor.fetchone()
+    return [name for name, held in zip(names_left, present, strict=True) if not held]
 
 
 def missing_names_apply(candidates: dict[int, Candidate], missing: list[str]) -> None:

@@ -55,9 +55,8 @@ from ingestion_app.selectors import scope as search_scope
 from ingestion_app.selectors import search_candidates
 from ingestion_app.selectors.entities import (
     QueryEntity,
-    entities_named_in_query,
     entities_of_items,
-    entity_leg_candidates,
+    entity_leg,
 )
 from ingestion_app.selectors.scope import SOURCES, SearchFilters
 from ingestion_app.selectors.search_candidates import Candidate, SearchHit
@@ -315,6 +314,8 @@ def memory_search(
             fused = dict(keyword_rows)
         else:
             fused = dict(vector_rows)
+        names = search_quality.query_names(query[:MAX_KEYWORD_QUERY_CHARS])
+        names_found: set[str] = set()
         candidates = search_candidates.candidates_load(
             cursor,
             list(fused),
@@ -322,6 +323,10 @@ def memory_search(
             dict(vector_rows),
             # Only the fused modes weigh covered pairs (see _rank).
             probe_covered_pairs=PAIR_WEIGHT != 1.0 and mode != "semantic",
+            names=names,
+            scope=scope,
+            params=params,
+            names_found=names_found,
         )
         keyword_scores = dict(keyword_rows)
         entity_ranks = {item_id: rank for rank, (item_id, _) in enumerate(entity_rows, start=1)}
@@ -353,11 +358,12 @@ def memory_search(
             texts,
         )
         search_quality.coverage_assign(ranked, query[:MAX_KEYWORD_QUERY_CHARS], texts)
-        names = search_quality.query_names(query[:MAX_KEYWORD_QUERY_CHARS])
         if names and ranked:
             search_quality.missing_names_apply(
                 candidates,
-                search_quality.names_missing(cursor, scope=scope, params=params, names=names),
+                search_quality.names_missing(
+                    cursor, scope=scope, params=params, names=names, found=names_found
+                ),
             )
         stated: dict[int, list] = {}  # each item's parsed user statements, read once
         updates = search_quality.window_updates(
@@ -430,21 +436,17 @@ def _entity_leg(
     the keyword leg already boosts, and the items that mention them, ranked."""
     if mode != "hybrid" or not ENTITY_WEIGHT or not query.strip():
         return [], []
-    entities = entities_named_in_query(
-        user_id=user_id, app_id=app_id, query=query, exclude_names=named
-    )
-    if not entities:
-        return [], []
-    rows = entity_leg_candidates(
+    return entity_leg(
         cursor,
+        user_id=user_id,
+        app_id=app_id,
+        query=query,
+        exclude_names=named,
         scope=scope,
         params=params,
-        entities=entities,
-        query=query,
         scope_items=scope_items,
         limit=limit,
     )
-    return entities, rows
 
 
 def _rank(

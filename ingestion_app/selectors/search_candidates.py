@@ -365,11 +365,20 @@ def candidates_load(
     known_similarity: dict[int, float],
     *,
     probe_covered_pairs: bool,
+    names: list[str] = (),
+    scope: str = "",
+    params: dict | None = None,
+    names_found: set[str] | None = None,
 ) -> dict[int, Candidate]:
     """The light columns ranking needs (no text): speaker, position, covered messages.
 
     probe_covered_pairs: whether to look up which turn-pair chunks have message items (only
     needed when the ranking weighs such pairs differently).
+
+    names (with the search's scope and params): the query's names that some candidate in
+    scope holds are added to `names_found`, read by the same statement (an initplan per name
+    that stops at the first candidate holding it), so search_quality.names_missing checks
+    the whole scope only for the others (its own statement cost 0.4-2 ms).
 
     Similarity is computed here only for items the vector side did not return (reading an
     embedding costs a TOAST fetch).
@@ -395,6 +404,20 @@ def candidates_load(
         if probe_covered_pairs
         else "LEFT JOIN (SELECT NULL::boolean AS covered) AS pair ON false"
     )
+    # Each name's probe reads the candidates in the given order (the keyword side's best
+    # first: they hold the query's words) by primary key, one at a time (OFFSET 0: else the
+    # planner ANDs the name's GIN list with the user's btree, every row of the user, the
+    # cost this probe avoids), and stops at the first that holds the name.
+    name_sql = "".join(
+        f""", (SELECT EXISTS (
+                   SELECT 1 FROM unnest(%(c_ids)s::bigint[]) AS probe(probe_id)
+                   CROSS JOIN LATERAL (
+                       SELECT * FROM rag_store WHERE id = probe.probe_id OFFSET 0
+                   ) AS rag_store
+                   WHERE {scope}
+                     AND search_vector @@ plainto_tsquery('english', %(c_name{index})s)))"""
+        for index in range(len(names) if scope else 0)
+    )
     cursor.execute(
         f"""SELECT m.id, m.source, m.chat_session_id::text,
                    extract(epoch FROM m.occurred_at)::float8, m.token_count, m.source_message_ids,
@@ -407,9 +430,15 @@ def candidates_load(
                    coalesce(m.metadata->>'exchange_key', ''),
                    m.metadata->>'granularity' = 'message' AND length(m.content) < %(c_short)s
                        AND right(rtrim(m.content), 1) = '?' AS is_question
+                   {name_sql}
             FROM rag_store AS m {covered_pair_sql}
             WHERE m.id = ANY(%(c_ids)s)""",
         {
+            **(
+                {**(params or {}), **{f"c_name{i}": name for i, name in enumerate(names)}}
+                if name_sql
+                else {}
+            ),
             "c_ids": ids,
             "c_vector": vector,
             "c_known": list(known_similarity),
@@ -417,7 +446,10 @@ def candidates_load(
         },
     )
     found = {}
-    for row in cursor.fetchall():
+    rows = cursor.fetchall()
+    if name_sql and rows and names_found is not None:
+        names_found.update(name for name, held in zip(names, rows[0][13:], strict=True) if held)
+    for row in rows:
         similarity = known_similarity.get(row[0], row[10])
         found[row[0]] = Candidate(
             id=row[0],

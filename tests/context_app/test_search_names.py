@@ -1,0 +1,94 @@
+"""A query naming someone the user's memory never mentions asks about what was never said: its
+results lose relevance. Whether a name is mentioned is read from the search's candidates
+first, then from the whole scope; another user's memories never count."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from django.db import connection
+
+from context_app import search_quality
+from context_app.selectors import SOURCES, SearchFilters, memory_search
+from ingestion_app.models import MemoryItem
+from ingestion_app.selectors import search_candidates
+from ingestion_app.selectors.scope import scope_sql
+from memory_site.tokens import count_tokens
+from tests.fake_openai import hashed_embedding
+
+pytestmark = pytest.mark.django_db
+
+
+def remember(user, content: str) -> MemoryItem:
+    return MemoryItem.objects.create(
+        user=user,
+        source="fact",
+        content=content,
+        embedding=hashed_embedding(content, 384),
+        token_count=count_tokens(content),
+        occurred_at=datetime(2026, 1, 5, tzinfo=UTC),
+    )
+
+
+def scope_of(user):
+    return scope_sql(user_id=user.pk, app_id="default", sources=SOURCES, filters=SearchFilters())
+
+
+def test_names_held_by_a_candidate_in_scope_are_found_by_the_candidate_load(user, other_user):
+    priya = remember(user, "Priya brought sourdough to the picnic")
+    plain = remember(user, "the picnic was by the lake")
+    strangers = remember(other_user, "Zorvak brought sourdough to the picnic")
+    scope, params = scope_of(user)
+    found: set[str] = set()
+
+    with connection.cursor() as cursor:
+        # Another user's item holding "Zorvak" is not in the scope: it never counts.
+        candidates = search_candidates.candidates_load(
+            cursor,
+            [priya.id, plain.id, strangers.id],
+            None,
+            {},
+            probe_covered_pairs=False,
+            names=["Priya", "Zorvak", "Lisbon"],
+            scope=scope,
+            params=params,
+            names_found=found,
+        )
+
+    assert found == {"Priya"}
+    assert set(candidates) == {priya.id, plain.id, strangers.id}
+
+
+def test_the_scope_is_checked_for_names_no_candidate_holds(user, other_user):
+    remember(user, "Priya brought sourdough to the picnic")
+    remember(other_user, "Zorvak brought sourdough to the picnic")
+    scope, params = scope_of(user)
+
+    with connection.cursor() as cursor:
+        missing = search_quality.names_missing(
+            cursor, scope=scope, params=params, names=["Priya", "Zorvak"]
+        )
+        none_left = search_quality.names_missing(
+            cursor, scope=scope, params=params, names=["Zorvak"], found={"Zorvak"}
+        )
+
+    assert missing == ["Zorvak"]
+    assert none_left == []
+
+
+def test_a_name_never_mentioned_lowers_relevance_a_mentioned_one_does_not(
+    user, other_user, fake_embedder
+):
+    for index in range(12):
+        remember(user, f"note {index}: the picnic by the lake had sourdough and cherries")
+    remember(user, "Priya said the picnic sourdough was the best she had")
+    remember(other_user, "Zorvak said the picnic sourdough was the best he had")
+
+    known = memory_search(user=user, query="what did Priya say about the picnic sourdough?")
+    unknown = memory_search(user=user, query="what did Zorvak say about the picnic sourdough?")
+
+    assert known.items and "Priya" in known.items[0].content
+    best_known = max(hit.relevance for hit in known.items)
+    best_unknown = max((hit.relevance for hit in unknown.items), default=0.0)
+    assert best_unknown <= best_known * search_quality.MISSING_NAME_FACTOR + 1e-9
