@@ -73,6 +73,20 @@ Measured (2 cores shared with other sessions' test suites; the machine was never
   one run to the next. The < 30 ms p95 holds in most idle runs, not in every one. Tried and
   not kept: the pack's memory search in a second thread beside the turn's writes (-4 ms in
   process, nothing end to end: the 2 cores are already busy and the thread cost ~4 ms CPU).
+- Session 7 (the API-token user, the rollups, the topic summary and the settings refresh read
+  with raw statements, ~0.3 ms of CPU each less than the ORM's query building; the vector
+  side's index settings sent with its query in one round trip; the entity leg in one
+  statement), idle (load 0.4-1.0), 200 calls, `--pause-ms 300`: session 6's final code at the
+  start p50 22.7 / p95 26.3 ms; this session's code over three runs in a row p95 25.9, 23.1,
+  24.6 ms (p50 20.4-20.8, server CPU p50 27.4-28.0, PostgreSQL 7.2-7.4). Alternated with
+  session 6's code, twice each: before p95 27.5 / 29.2 (p50 22.7 / 22.6, CPU 30.1 / 30.2),
+  after p95 25.8 / 24.5 (p50 21.8 / 20.8, CPU 29.4 / 28.1). `--pause-ms 1000` (150 calls):
+  p50 21.5 / p95 25.4 ms (session 5: 35.3). Back to back (`--pause-ms 0`, 150 calls): p50
+  24.9 / p95 42.3 ms, server CPU until the first token p50 57.8 ms: with an instant upstream
+  the previous reply's indexing and vectors run during the next call and the 2 cores are
+  saturated. Tried and not kept: that after-reply work in its own thread at a lower priority
+  (nice 10) instead of the one thread sync_to_async shares, and the vectors' thread at nice
+  10 (back to back p95 42.7 and 40.7 ms: no real change).
 """
 
 from __future__ import annotations
