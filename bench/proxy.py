@@ -82,11 +82,13 @@ Measured (2 cores shared with other sessions' test suites; the machine was never
   session 6's code, twice each: before p95 27.5 / 29.2 (p50 22.7 / 22.6, CPU 30.1 / 30.2),
   after p95 25.8 / 24.5 (p50 21.8 / 20.8, CPU 29.4 / 28.1). `--pause-ms 1000` (150 calls):
   p50 21.5 / p95 25.4 ms (session 5: 35.3). Back to back (`--pause-ms 0`, 150 calls): p50
-  24.9 / p95 42.3 ms, server CPU until the first token p50 57.8 ms: with an instant upstream
+  24.9 / p95 42.3 and 26.4 / 45.4 ms, server CPU until the first token p50 57.8 / 58.9 ms:
+  with an instant upstream
   the previous reply's indexing and vectors run during the next call and the 2 cores are
   saturated. Tried and not kept: that after-reply work in its own thread at a lower priority
-  (nice 10) instead of the one thread sync_to_async shares, and the vectors' thread at nice
-  10 (back to back p95 42.7 and 40.7 ms: no real change).
+  (nice 10) instead of the one thread sync_to_async shares, the vectors' thread at nice 10,
+  and a process-wide "first token pending" gate holding the vectors' thread back while a call
+  waits for its first token (back to back p95 42.7, 40.7, 41.4 / 38.1 ms: no real change).
 """
 
 from __future__ import annotations
