@@ -253,9 +253,7 @@ def memory_search(
     if phrase:
         scope += " AND search_vector @@ websearch_to_tsquery('english', %(s_phrase)s)"
         params["s_phrase"] = phrase
-    limit = max(CANDIDATES_PER_SIDE, top_k * 3)
-    if mode == "semantic":
-        limit = max(SEMANTIC_MIN_CANDIDATES, top_k * 3)
+    limit = max(SEMANTIC_MIN_CANDIDATES if mode == "semantic" else CANDIDATES_PER_SIDE, top_k * 3)
     named: list[str] = []
     # SET LOCAL needs a transaction; inside the caller's (the context pack's build) no
     # savepoint is taken: a failed search fails the caller's transaction, as the pack wants.

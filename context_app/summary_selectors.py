@@ -13,8 +13,7 @@ from sessions_app.models import ChatSession, Message
 def user_rollups(*, user, app_id: str = "default") -> dict[str, UserChatSummary]:
     """The user's rollups for one app keyed by kind ("recent", "history"); absent kinds omitted.
 
-    A raw read: every context pack makes it, and the ORM's query building cost more than
-    the statement."""
+    Plain SQL: every context pack reads them (see memory_site.raw_reads)."""
     return {
         rollup.kind: rollup
         for rollup in UserChatSummary.objects.raw(

@@ -6,6 +6,8 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
+from memory_site.raw_reads import raw_first
+
 _SCHEMES = ("bearer", "token")
 
 
@@ -22,19 +24,13 @@ def user_for_token(key: str):
     """The active user owning the API token `key`, or None."""
     if not key:
         return None
-    # A raw read: it runs before every gateway call, and the ORM's query building cost a
-    # fifth of a millisecond more than the statement itself.
     users = get_user_model()
-    user = next(
-        iter(
-            users.objects.raw(
-                f"SELECT u.* FROM {users._meta.db_table} AS u"
-                f" JOIN {Token._meta.db_table} AS t ON t.user_id = u.{users._meta.pk.column}"
-                " WHERE t.key = %s",
-                [key],
-            )
-        ),
-        None,
+    user = raw_first(  # before every gateway call
+        users,
+        f"SELECT u.* FROM {users._meta.db_table} AS u"
+        f" JOIN {Token._meta.db_table} AS t ON t.user_id = u.{users._meta.pk.column}"
+        " WHERE t.key = %s",
+        [key],
     )
     if user is None or not user.is_active:
         return None

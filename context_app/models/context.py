@@ -23,6 +23,8 @@ from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 from django.utils.text import slugify
 
+from memory_site.raw_reads import raw_first
+
 
 class ContextSettings(models.Model):
     """Tunables of the context pack: a singleton (pk=1), edited with `load()` and read per
@@ -141,15 +143,9 @@ class ContextSettings(models.Model):
     @classmethod
     def load(cls) -> ContextSettings:
         """The settings row, created with the defaults on first use."""
-        # A raw read first: turns read the row (see `current`), and the ORM's query building
-        # cost more than the statement.
-        instance = next(
-            iter(
-                cls.objects.raw(
-                    f"SELECT * FROM {cls._meta.db_table} WHERE id = %s", [cls.SINGLETON_ID]
-                )
-            ),
-            None,
+        # Plain SQL first: turns read the row (see `current`).
+        instance = raw_first(
+            cls, f"SELECT * FROM {cls._meta.db_table} WHERE id = %s", [cls.SINGLETON_ID]
         )
         if instance is None:
             instance, _ = cls.objects.get_or_create(pk=cls.SINGLETON_ID)

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from context_app.models import ContextSettings, TopicSummary
 from context_app.models.context import topic_key
+from memory_site.raw_reads import raw_first
 from memory_site.text.keywords import keywords as text_keywords
 from memory_site.text.summaries import fold_summaries
 from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag
@@ -226,16 +227,11 @@ def topic_summary_get_or_build(
     until the TTL passes.
     """
     now = timezone.now()
-    # A raw read (every context pack makes it; the ORM's query building cost more than it).
-    existing = next(
-        iter(
-            TopicSummary.objects.raw(
-                f"SELECT * FROM {TopicSummary._meta.db_table}"
-                " WHERE user_id = %s AND app_id = %s AND key = %s",
-                [user.pk, app_id, topic.key],
-            )
-        ),
-        None,
+    existing = raw_first(  # every context pack reads it
+        TopicSummary,
+        f"SELECT * FROM {TopicSummary._meta.db_table}"
+        " WHERE user_id = %s AND app_id = %s AND key = %s",
+        [user.pk, app_id, topic.key],
     )
     if existing is not None and existing.expires_at > now and existing.title == topic.title:
         return existing

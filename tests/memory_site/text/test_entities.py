@@ -10,6 +10,14 @@ def names_and_types(text: str, **kwargs) -> list[tuple[str, str]]:
     return [(entity.name, entity.type) for entity in extract_entities(text, **kwargs)]
 
 
+def names_and_descriptions(text: str) -> list[tuple[str, str]]:
+    return [(entity.name, entity.description) for entity in extract_entities(text)]
+
+
+def names_types_and_descriptions(text: str) -> list[tuple[str, str, str]]:
+    return [(entity.name, entity.type, entity.description) for entity in extract_entities(text)]
+
+
 def test_possessive_relations_give_type_and_description():
     found = extract_entities("My sister Ines adopted a kitten named Pepper.", speaker="Ana")
 
@@ -113,9 +121,7 @@ def test_bucket_cue_words_are_whole_words_whatever_surrounds_them():
 
 
 def test_a_pet_or_baby_introduced_before_its_name_takes_the_relation():
-    def found(text):
-        return [(e.name, e.type, e.description) for e in extract_entities(text)]
-
+    found = names_types_and_descriptions
     assert found("We got a puppy last week. Her name is Biscuit.") == [
         ("Biscuit", "pet", "the user's puppy")
     ]
@@ -134,9 +140,7 @@ def test_a_pet_or_baby_introduced_before_its_name_takes_the_relation():
 
 
 def test_a_relation_after_the_name_skips_adjectives_and_reads_is_my():
-    def found(text):
-        return [(e.name, e.description) for e in extract_entities(text)]
-
+    found = names_and_descriptions
     assert found("Tom Becker is my oldest friend.") == [("Tom Becker", "the user's friend")]
     assert found("Raj, my old roommate, moved.") == [("Raj", "the user's roommate")]
     assert found("Biscuit is our new puppy.") == [("Biscuit", "the user's puppy")]
@@ -153,9 +157,7 @@ def test_a_name_after_the_is_a_place_or_an_organization_not_a_person():
 
 
 def test_she_or_his_after_one_named_person_is_that_persons():
-    def found(text):
-        return [(e.name, e.description) for e in extract_entities(text)]
-
+    found = names_and_descriptions
     assert found("My friend Anna visited. She has a cat named Olive.") == [
         ("Anna", "the user's friend"),
         ("Olive", "Anna's cat"),
@@ -172,9 +174,7 @@ def test_she_or_his_after_one_named_person_is_that_persons():
 
 
 def test_is_a_relation_noun_types_and_describes_the_name():
-    def found(text):
-        return [(e.name, e.type, e.description) for e in extract_entities(text)]
-
+    found = names_types_and_descriptions
     assert found("Waffles is a beagle.") == [("Waffles", "pet", "beagle")]
     assert found("Tom, a friend of mine, came by.") == [("Tom", "person", "the user's friend")]
     # The relation noun inside a compound is not the name's relation.
