@@ -95,6 +95,14 @@ Measured (2 cores shared with other sessions' test suites; the machine was never
   writes), computed during the call. The gate per text with the stream's after-reply indexing
   also held back: later turns p95 25.5-26.1, first turns 61.6-81.2, overall 44.2-47.8 ms
   (not kept).
+- Session 8: the context pack waits only for the vectors of the user's chats that have ended
+  (closed or closing), not of chats still open (a chat app never ends one), and the
+  after-response embedding thread holds back while a call builds its pack and sends its request
+  (at most 0.25 s per text, not past 64 queued items; a waiting read lifts it). Idle, 200 calls:
+  back to back p50 22.0 / p95 29.2, 21.0 / 27.3, 21.5 / 28.1 ms (first turns p95 31.1, 28.8,
+  28.7; later turns 28.2, 27.0, 27.9), server CPU until the first token p50 42.9-44.3 ms (was
+  57.8-58.9); `--pause-ms 300` p50 20.3 / p95 23.6 ms (CPU 25.7). Tried and not kept: the
+  reply's after-reply indexing in its own thread, also held back (p95 28.4, 27.9: no change).
 """
 
 from __future__ import annotations

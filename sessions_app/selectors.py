@@ -57,6 +57,19 @@ def session_open_locked(*, user, session_id: uuid.UUID | str) -> ChatSession | N
     return session
 
 
+def sessions_ended_among(*, user_id: int, session_ids: set[str]) -> set[str]:
+    """Of these session ids (strings), the user's sessions that are no longer open (closing or
+    closed): the chats whose end the next chat's first pack must see in full."""
+    if not session_ids:
+        return set()
+    ended = (
+        ChatSession.objects.filter(user_id=user_id, id__in=sorted(session_ids))
+        .exclude(status=ChatSession.Status.OPEN)
+        .values_list("id", flat=True)
+    )
+    return {str(session_id) for session_id in ended}
+
+
 def sessions_for_user(*, user, app_id: str | None = None) -> QuerySet[ChatSession]:
     queryset = ChatSession.objects.filter(user=user).order_by("-opened_at")
     if app_id:

@@ -25,6 +25,7 @@ from asgiref.sync import sync_to_async
 
 from context_app.models import ContextSettings, InjectionLog
 from context_app.services.context_pack import ContextPack, attachments_block, prepare_context
+from ingestion_app.services.deferred_embeddings import embeddings_hold
 from memory_site.errors import Conflict
 from memory_site.providers import LLM, ChatResult, ProviderError, get_llm
 from memory_site.redaction import redact
@@ -143,13 +144,15 @@ def chat_turn_start(
     conversation_tokens = sum(count_tokens(message["content"]) for message in llm_messages)
 
     if session is not None and context_version == CONTEXT_VERSION_AUGMENTED:
-        pack = prepare_context(
-            session=session,
-            user_message=user_message,
-            query=user_message.content_sanitized,
-            conversation_tokens=conversation_tokens,
-            context_settings=context_settings,
-        )
+        # The previous reply's vectors wait for this pack (`embeddings_hold`, issue 18).
+        with embeddings_hold():
+            pack = prepare_context(
+                session=session,
+                user_message=user_message,
+                query=user_message.content_sanitized,
+                conversation_tokens=conversation_tokens,
+                context_settings=context_settings,
+            )
         if pack.system_message:
             llm_messages.insert(0, pack.system_message)
     return StreamTurn(

@@ -35,6 +35,7 @@ from gateway_app.services.turns import (
     proxy_turn_record,
     proxy_turn_start,
 )
+from ingestion_app.services.deferred_embeddings import EmbeddingsHold, embeddings_hold
 from memory_site.errors import DomainError
 from memory_site.parsers import unstorable_field
 
@@ -181,6 +182,17 @@ def _with_headers(response: HttpResponse, turn: ProxyTurn) -> HttpResponse:
 
 @csrf_exempt
 async def chat_completions(request: HttpRequest) -> HttpResponse:
+    """The after-response embedding thread is held back until the upstream has the request
+    (`embeddings_hold`): on 2 cores the previous reply's vectors would otherwise take the CPU
+    from this call's pack (issue 18). They follow while the upstream generates."""
+    hold = embeddings_hold()
+    try:
+        return await _chat_completions(request, hold)
+    finally:
+        hold.release()
+
+
+async def _chat_completions(request: HttpRequest, hold: EmbeddingsHold) -> HttpResponse:
     try:
         if request.method != "POST":
             raise OpenAIError(405, "Use POST.", code="method_not_allowed")
@@ -198,6 +210,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
         hooks = _done() if stream else asyncio.ensure_future(sync_to_async(proxy_turn_hooks)(turn))
         try:
             upstream = await upstream_open(turn.upstream_body, stream=stream)
+            hold.release()
             if upstream.status_code >= 400:
                 error = await upstream_error(upstream)
                 await upstream.aclose()

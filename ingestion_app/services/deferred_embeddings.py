@@ -8,9 +8,17 @@ embeds whatever is queued (on one core: `_embed_on_one_core`) and writes the vec
 UPDATE, which skips an item deleted, edited or embedded meanwhile
 (`memory_items_embedding_fill`).
 
-A search of the same user in the same process first waits (at most READ_WAIT_SECONDS, the
-pack within its latency budget) for that user's queued items, so what was said just before is
-found by vector as it was when it was embedded in the request.
+A search of the same user in the same process first waits (at most READ_WAIT_SECONDS) for
+that user's queued items, so what was said just before is found by vector as it was when it
+was embedded in the request. The context pack waits (within its latency budget) only for the
+items of the user's chats that have ended (closed, or closing): ending a chat is the boundary
+after which the next chat's first pack sees all of it. A chat still open is read as of the
+items already embedded; its exchange of the last moments joins a few milliseconds later.
+
+Held back while a reply is being started (issue 18): the thread embeds nothing new while a
+call builds its pack and sends its request (`embeddings_hold`; at most HOLD_MAX_SECONDS per
+text, and not past HOLD_BACKLOG_MAX queued items), so on a 2-core machine the previous
+reply's vectors do not take the CPU from the next call's pack. A waiting read lifts the hold.
 
 Nothing stays without a vector: if the process dies with items queued, the queue is full, or
 the embedder fails, the one-minute schedule `mnemo-embed-missing` (`memory_items_embed_missing`)
@@ -27,7 +35,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -50,6 +58,12 @@ MISSING_GRACE_SECONDS = 60
 # How long a search waits, at most, for the vectors of its user's items still queued in this
 # process (read your own writes; normally a few milliseconds, as long as one embedder call).
 READ_WAIT_SECONDS = 0.5
+# How long the thread holds one text back for calls waiting for their first token, at most (so
+# steady traffic slows the vectors down but never starves them).
+HOLD_MAX_SECONDS = 0.25
+# Past this many queued items the thread no longer holds back at all: under steady traffic some
+# call is nearly always before its first token, and the vectors must keep up.
+HOLD_BACKLOG_MAX = 64
 # How long a process stopping gracefully waits for its queued items.
 SHUTDOWN_WAIT_SECONDS = 5.0
 # Items the schedule embeds per run (one minute apart); a backlog drains over several runs.
@@ -95,6 +109,8 @@ class _Backlog:
         self.unfinished_by_user: dict[int, dict[str, int]] = {}
         self.changed = threading.Condition()
         self.thread: threading.Thread | None = None
+        self.holds = 0  # calls waiting for their first token (`embeddings_hold`)
+        self.readers = 0  # reads waiting for vectors (`wait`): they lift the holds
 
     def add(self, jobs: Sequence[EmbeddingJob]) -> None:
         with self.changed:
@@ -125,7 +141,7 @@ class _Backlog:
                 except queue.Empty:
                     break
             try:
-                memory_items_embedding_fill(batch)
+                memory_items_embedding_fill(batch, before_each=self.held_back)
             except ProviderError as exc:
                 logger.warning(
                     "embedding %d items after the response failed (%s); the schedule embeds them",
@@ -153,21 +169,62 @@ class _Backlog:
                             self.unfinished_by_user.pop(job.user_id, None)
                     self.changed.notify_all()
 
-    def pending(self, user_id: int | None, except_session: str) -> int:
+    def pending(
+        self, user_id: int | None, except_session: str, only_sessions: frozenset[str] | None
+    ) -> int:
         if user_id is None:
             return self.unfinished
         sessions = self.unfinished_by_user.get(user_id, {})
-        return sum(count for session, count in sessions.items() if session != except_session)
+        return sum(
+            count
+            for session, count in sessions.items()
+            if session != except_session and (only_sessions is None or session in only_sessions)
+        )
 
-    def wait(self, timeout: float, user_id: int | None = None, except_session: str = "") -> bool:
+    def pending_sessions(self, user_id: int, except_session: str) -> set[str]:
+        with self.changed:
+            sessions = self.unfinished_by_user.get(user_id, {})
+            return {session for session in sessions if session and session != except_session}
+
+    def wait(
+        self,
+        timeout: float,
+        user_id: int | None = None,
+        except_session: str = "",
+        only_sessions: frozenset[str] | None = None,
+    ) -> bool:
         deadline = time.monotonic() + timeout
         with self.changed:
-            while self.pending(user_id, except_session) > 0:
+            if self.pending(user_id, except_session, only_sessions) == 0:
+                return True
+            self.readers += 1
+            self.changed.notify_all()
+            try:
+                while self.pending(user_id, except_session, only_sessions) > 0:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    self.changed.wait(remaining)
+            finally:
+                self.readers -= 1
+        return True
+
+    def hold(self, change: int) -> None:
+        with self.changed:
+            self.holds += change
+            if change < 0:
+                self.changed.notify_all()
+
+    def held_back(self) -> None:
+        """Before each text: wait while a call waits for its first token, no read waits for
+        vectors and the backlog is short (HOLD_BACKLOG_MAX), at most HOLD_MAX_SECONDS."""
+        deadline = time.monotonic() + HOLD_MAX_SECONDS
+        with self.changed:
+            while self.holds > 0 and self.readers == 0 and self.unfinished <= HOLD_BACKLOG_MAX:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    return False
+                    return
                 self.changed.wait(remaining)
-        return True
 
 
 _BACKLOG = _Backlog()
@@ -186,20 +243,60 @@ def embeddings_after_commit(items: Sequence[MemoryItem]) -> None:
 
 
 def pending_embeddings_wait(
-    timeout: float = 10.0, *, user_id: int | None = None, except_session_id=None
+    timeout: float = 10.0,
+    *,
+    user_id: int | None = None,
+    except_session_id=None,
+    session_ids: set[str] | None = None,
 ) -> bool:
     """Wait until this process has embedded every item queued so far (of `user_id` only, when
-    given, and not of the chat session `except_session_id`, which the context pack leaves out
-    of its search anyway) (True), or until `timeout` seconds have passed (False).
+    given; not of the chat session `except_session_id`, which the context pack leaves out of
+    its search anyway; of the chat sessions `session_ids` only, when given) (True), or until
+    `timeout` seconds have passed (False). A waiting read lifts `embeddings_hold`.
 
     Tests and benchmarks wait for everything. Reads wait for their user only (read your own
-    writes): the context pack's memories are found by vector alone, so a fact said just
-    before must have its vector before the next chat's first pack is built. Returns at once
-    when nothing of the user's is queued, the normal case."""
-    return _BACKLOG.wait(timeout, user_id, str(except_session_id or ""))
+    writes). Returns at once when nothing of the user's is queued, the normal case."""
+    only = None if session_ids is None else frozenset(str(session) for session in session_ids)
+    return _BACKLOG.wait(timeout, user_id, str(except_session_id or ""), only)
 
 
-def memory_items_embedding_fill(jobs: Sequence[EmbeddingJob], *, embedder=None) -> int:
+def pending_embedding_sessions(*, user_id: int, except_session_id=None) -> set[str]:
+    """The chat sessions (ids as strings) of the user's items this process has still to embed,
+    but `except_session_id`'s: the context pack looks up which of them have ended."""
+    return _BACKLOG.pending_sessions(user_id, str(except_session_id or ""))
+
+
+class EmbeddingsHold:
+    """Held from the start of a reply to its first token: the thread embeds nothing new
+    meanwhile (`_Backlog.held_back`). `release()` is idempotent; also a context manager."""
+
+    def __init__(self) -> None:
+        self._held = True
+        _BACKLOG.hold(1)
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            _BACKLOG.hold(-1)
+
+    def __del__(self) -> None:  # a stream never iterated (the client left first) lets go too
+        self.release()
+
+    def __enter__(self) -> EmbeddingsHold:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.release()
+
+
+def embeddings_hold() -> EmbeddingsHold:
+    """Hold the after-response embedding thread back until the returned hold is released."""
+    return EmbeddingsHold()
+
+
+def memory_items_embedding_fill(
+    jobs: Sequence[EmbeddingJob], *, embedder=None, before_each: Callable[[], None] | None = None
+) -> int:
     """Embed the jobs' texts (`_embed_on_one_core`) and write the vectors in one UPDATE.
 
     The UPDATE is conditional: only rows that still exist, still have no vector and still
@@ -209,7 +306,9 @@ def memory_items_embedding_fill(jobs: Sequence[EmbeddingJob], *, embedder=None) 
     """
     if not jobs:
         return 0
-    vectors = _embed_on_one_core(embedder or get_embedder(), [job.text for job in jobs])
+    vectors = _embed_on_one_core(
+        embedder or get_embedder(), [job.text for job in jobs], before_each=before_each
+    )
     field = MemoryItem._meta.get_field("embedding")
     table = connection.ops.quote_name(MemoryItem._meta.db_table)
     with connection.cursor() as cursor:
@@ -230,14 +329,24 @@ def memory_items_embedding_fill(jobs: Sequence[EmbeddingJob], *, embedder=None) 
         return cursor.rowcount
 
 
-def _embed_on_one_core(embedder, texts: list[str]) -> list:
+def _embed_on_one_core(
+    embedder, texts: list[str], *, before_each: Callable[[], None] | None = None
+) -> list:
     """The local embedder spreads one call's texts over every core (what a request waiting for
     them wants); after the response one core is enough and the other stays with the requests
     being served, so it gets the texts one call each (each pass runs in the calling thread; the
-    CPU is the same, passes are of one text either way). A remote embedder gets one call."""
-    if getattr(embedder, "name", "") != "local" or len(texts) == 1:
+    CPU is the same, passes are of one text either way), `before_each` called before each
+    (the thread's hold). A remote embedder gets one call."""
+    if getattr(embedder, "name", "") != "local":
+        if before_each is not None:
+            before_each()
         return embedder.embed(texts)
-    return [embedder.embed([text])[0] for text in texts]
+    vectors = []
+    for text in texts:
+        if before_each is not None:
+            before_each()
+        vectors.append(embedder.embed([text])[0])
+    return vectors
 
 
 def memory_items_embed_missing(

@@ -186,14 +186,17 @@ def test_off_embeds_in_the_request(api, user, settings, held):
     assert held.calls == []
 
 
-def test_a_fact_said_just_before_is_in_the_first_pack_of_the_next_chat(api, user, held):
-    post_exchange(
+def test_a_fact_said_just_before_ending_a_chat_is_in_the_first_pack_of_the_next(api, user, held):
+    ended = post_exchange(
         api,
         prompt="I am allergic to peanuts, keep that in mind for recipes.",
         reply="Noted: no peanuts in any recipe I suggest.",
     )
     assert MemoryItem.objects.filter(user=user, embedding__isnull=True).exists()
-    new_session = api.post("/api/v1/chat/new", {}, format="json").json()["session_id"]
+    # "New chat" ending the previous one, as the chat page does.
+    new_session = api.post("/api/v1/chat/new", {"close_session_id": ended}, format="json").json()[
+        "session_id"
+    ]
 
     # The embedder answers while the pack is being built: the pack waits for it.
     threading.Timer(0.05, held.release).start()
@@ -221,3 +224,50 @@ def test_the_next_turn_of_a_chat_never_waits_for_its_own_last_reply(api, user, h
     assert not pending_embeddings_wait(0.2, user_id=user.id)  # another chat would wait
     held.release()
     assert pending_embeddings_wait(30, user_id=user.id)
+
+
+def test_a_chat_still_open_does_not_hold_up_the_first_pack_of_another(api, user, held):
+    """A chat app's next conversation may start a moment after the last reply of one it never
+    ends: its first pack is built from what is embedded, without waiting for that reply."""
+    post_exchange(
+        api,
+        prompt="I am allergic to peanuts, keep that in mind for recipes.",
+        reply="Noted: no peanuts in any recipe I suggest.",
+    )
+    new_session = api.post("/api/v1/chat/new", {}, format="json").json()["session_id"]
+
+    started = time.monotonic()
+    _, events, _ = stream_turn(
+        api, "am I allergic to peanuts at all", session_id=new_session, debug=True
+    )
+    assert time.monotonic() - started < 5  # the embedder is held for 30 s
+    context = next(data for name, data in events if name == "context")
+    assert "allergic to peanuts" not in context["pack"]
+
+    held.release()
+    assert pending_embeddings_wait(30)
+    _, events, _ = stream_turn(api, "am I allergic to peanuts", session_id=new_session, debug=True)
+    context = next(data for name, data in events if name == "context")
+    assert "allergic to peanuts" in context["pack"]
+
+
+def test_the_thread_holds_back_while_a_reply_starts_and_a_waiting_read_lifts_it(
+    api, user, monkeypatch
+):
+    monkeypatch.setattr(deferred_embeddings, "HOLD_MAX_SECONDS", 30)
+    hold = deferred_embeddings.embeddings_hold()
+    try:
+        post_exchange(api)
+        # Held: nothing embedded while the hold lasts.
+        time.sleep(0.5)
+        assert not MemoryItem.objects.filter(user=user, embedding__isnull=False).exists()
+        hold.release()
+        assert pending_embeddings_wait(30)
+        assert not MemoryItem.objects.filter(user=user, embedding__isnull=True).exists()
+
+        # A read waiting for the user's vectors gets them although a reply is starting.
+        with deferred_embeddings.embeddings_hold():
+            post_exchange(api, prompt="I keep bees on the roof of my building.")
+            assert pending_embeddings_wait(10, user_id=user.id)
+    finally:
+        hold.release()

@@ -35,10 +35,14 @@ from context_app.services.topics import (
 from context_app.summary_selectors import user_rollups
 from ingestion_app.models import MemoryItem
 from ingestion_app.selectors.entities import entities_for_context
-from ingestion_app.services.deferred_embeddings import pending_embeddings_wait
+from ingestion_app.services.deferred_embeddings import (
+    pending_embedding_sessions,
+    pending_embeddings_wait,
+)
 from memory_site.providers import get_embedder
 from memory_site.redaction import redact
 from sessions_app.models import ChatSession, Message
+from sessions_app.selectors import sessions_ended_among
 
 # One logger for the whole context pack (its log records keep the package's name).
 logger = logging.getLogger(__package__)
@@ -161,6 +165,21 @@ def _known_entity_lines(*, session: ChatSession, query: str, memory_ids: list[in
     )
 
 
+def _ended_chats_vectors_wait(session: ChatSession, timeout: float) -> None:
+    """Read your own writes at a chat's end: memories are found here by vector alone, and the
+    items this process stored for the user just before get theirs a few milliseconds after
+    that response (ingestion_app.services.deferred_embeddings). The pack waits for those of
+    the user's chats that have ended (closed or closing), so the first pack after "End chat"
+    sees all of it. Not for chats still open (a chat app's next conversation may start a
+    moment after the last reply; waiting for that reply's vectors on a 2-core machine cost
+    ~17 ms of its first token, issue 18), nor for this session's own items, which the search
+    below leaves out (the conversation holds them)."""
+    pending = pending_embedding_sessions(user_id=session.user_id, except_session_id=session.id)
+    ended = sessions_ended_among(user_id=session.user_id, session_ids=pending)
+    if ended:
+        pending_embeddings_wait(timeout, user_id=session.user_id, session_ids=ended)
+
+
 def _relevant_memory_lines(
     *, session: ChatSession, query: str, query_future, deadline: _Deadline, context_settings
 ) -> tuple[list[tuple[str, dict]] | None, float]:
@@ -184,16 +203,7 @@ def _relevant_memory_lines(
             "context: query embedding failed for session %s, memories skipped: %s", session.id, exc
         )
         return None, (time.perf_counter() - embedding_started) * 1000
-    # Read your own writes: memories are found here by vector alone, and the items this process
-    # stored for the user just before (a fact said in the previous chat) get theirs within
-    # milliseconds of that response (ingestion_app.services.deferred_embeddings).
-    # Not for this session's own items: the search below leaves them out (the conversation
-    # holds them), so a chat app's back-to-back turns never wait for the last reply's vectors.
-    pending_embeddings_wait(
-        max(deadline.remaining_ms() - reserve_ms, 0) / 1000,
-        user_id=session.user_id,
-        except_session_id=session.id,
-    )
+    _ended_chats_vectors_wait(session, max(deadline.remaining_ms() - reserve_ms, 0) / 1000)
     waited_ms = (time.perf_counter() - embedding_started) * 1000
     top_k = context_settings.memory_top_k
     if top_k <= 0:
