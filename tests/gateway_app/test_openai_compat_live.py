@@ -6,17 +6,21 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from datetime import timedelta
 
+import httpx
 import openai
 import pytest
 from django.utils import timezone
 
-from context_app.models import InjectionLog
+from context_app.models import ContextSettings, InjectionLog
 from ingestion_app.models import MemoryItem
+from ingestion_app.services import deferred_embeddings
 from ingestion_app.services.deferred_embeddings import pending_embeddings_wait
 from sessions_app.models import ChatSession, Message, UsageLog
 from sessions_app.services.sessions import sessions_close_stale
+from tests.context_app.stream_helpers import generous_budget  # noqa: F401
 from tests.factories import open_session
 from tests.gateway_app.conftest import token_for
 
@@ -104,6 +108,50 @@ def test_memory_of_a_closed_conversation_reaches_the_next_one(
     new_session = ChatSession.objects.filter(user=user, status="open").get()
     log = InjectionLog.objects.filter(session=new_session).latest("id")
     assert log.pack_text == memory["content"]
+
+
+@pytest.mark.usefixtures("generous_budget")
+def test_a_conversation_closed_over_http_reaches_the_next_one_started_at_once(
+    live_url, user, upstream, settings, monkeypatch
+):
+    """No waiting in between, and vectors that take a while: ending the chat (chat/close) is
+    the boundary the next chat's first pack waits for, so its last turn is already memory."""
+    settings.MNEMO_EMBED_AFTER_RESPONSE = True
+    real = deferred_embeddings.get_embedder()
+
+    class SlowEmbedder:
+        name = "remote"  # one call per batch
+
+        def embed(self, texts):
+            time.sleep(0.2)
+            return real.embed(texts)
+
+    monkeypatch.setattr(deferred_embeddings, "get_embedder", SlowEmbedder)
+    # Memories only: the closed chat's summary would carry the fact too.
+    pack_settings = ContextSettings.objects.get(pk=1)
+    pack_settings.recent_cap_chars = pack_settings.history_cap_chars = 0
+    pack_settings.topic_cap_chars = 0
+    pack_settings.save()
+    client = client_for(live_url, user)
+    upstream.reply_text = "Noted."
+    chat_like_an_app(
+        client,
+        ["Help me plan a trip.", "My passport number ends in 4471 and it expires in March."],
+        stream=True,
+    )
+    session = ChatSession.objects.get(user=user)
+    closed = httpx.post(
+        f"{live_url}/api/v1/chat/close",
+        json={"session_id": str(session.id)},
+        headers={"Authorization": f"Token {token_for(user)}"},
+    )
+    assert closed.status_code == 202, closed.text
+
+    upstream.requests.clear()
+    chat_like_an_app(client, ["Does my passport number expire in March?"], stream=True)
+    memory = chat_bodies(upstream)[-1]["messages"][0]
+    assert memory["role"] == "system"
+    assert "expires in March" in memory["content"].split("[Relevant memories]", 1)[1]
 
 
 def test_a_conversation_resent_in_full_is_one_session_without_duplicates(live_url, user, upstream):
