@@ -267,7 +267,7 @@ def pending_embedding_sessions(*, user_id: int, except_session_id=None) -> set[s
 
 
 class EmbeddingsHold:
-    """Held from the start of a reply to its first token: the thread embeds nothing new
+    """Held while a call builds its pack and sends its request: the thread starts no new text
     meanwhile (`_Backlog.held_back`). `release()` is idempotent; also a context manager."""
 
     def __init__(self) -> None:
@@ -278,9 +278,6 @@ class EmbeddingsHold:
         if self._held:
             self._held = False
             _BACKLOG.hold(-1)
-
-    def __del__(self) -> None:  # a stream never iterated (the client left first) lets go too
-        self.release()
 
     def __enter__(self) -> EmbeddingsHold:
         return self
