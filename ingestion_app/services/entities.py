@@ -328,6 +328,8 @@ def _resolve_scope(
             for alias in (_untitled(key), entry.relation_alias, short_name, *entry.aliases)
             if alias and alias != key
         }
+        if entry.type == "person" and _full_name_of(key, entry.name):
+            aliases.add(key)  # "Tom", shown as "Tom Becker"
         pending[key] = Entity(
             user_id=user_id,
             app_id=app_id,
@@ -360,6 +362,9 @@ def _fold_first_names(found: dict[str, _Found], *, known: set[str]) -> None:
         kept, folded = found[keep], found.pop(fold)
         kept.mentions.extend(folded.mentions)
         kept.aliases |= {fold, *folded.aliases}
+        if keep == first:  # shown under the full name, the first name an alias
+            kept.name = folded.name
+            kept.aliases.add(first)
         if folded.strong and not kept.strong:
             kept.strong, kept.description = True, folded.description
             kept.relation_alias = folded.relation_alias
@@ -419,6 +424,15 @@ def _update_entity(entity: Entity, entry: _Found, created: bool) -> bool:
     if entry.relation_alias:
         new_aliases.add(entry.relation_alias)
     new_aliases -= {entity.normalized_name, *entity.aliases}
+    if (
+        entity.type == "person"
+        and not _full_name_of(entity.normalized_name, entity.name)
+        and _full_name_of(entity.normalized_name, entry.name)
+    ):
+        # "Tom", then "Tom Becker is my oldest friend": shown under the full name from now on.
+        entity.name = entry.name[:200]
+        new_aliases.add(entity.normalized_name)
+        changed = True
     if new_aliases:
         entity.aliases = sorted({*entity.aliases, *new_aliases})[:50]
         changed = True
@@ -431,6 +445,12 @@ def _update_entity(entity: Entity, entry: _Found, created: bool) -> bool:
         entity_describe(entity=entity, description=entry.description, source="extractor")
         changed = True
     return changed
+
+
+def _full_name_of(first_key: str, name: str) -> bool:
+    """Whether `name` is a longer name starting with the lone first name `first_key` ("Tom
+    Becker" of "tom"): the name a person found first by first name is shown under."""
+    return " " not in first_key and normalize_entity_name(name).startswith(f"{first_key} ")
 
 
 def _says_no_more(new: str, current: str) -> bool:
@@ -523,7 +543,7 @@ def entities_extract(*, items: Sequence[MemoryItem | None], use_llm: bool = True
                     )
             if changed:
                 Entity.objects.bulk_update(
-                    changed, ["aliases", "type", "description", "description_history"]
+                    changed, ["name", "aliases", "type", "description", "description_history"]
                 )
             inserted_keys = mentions_insert(
                 mention_rows, moments={item.id: item.occurred_at for item in scope_items}
@@ -615,7 +635,7 @@ def entities_apply_named(
         if changed:
             Entity.objects.bulk_update(
                 list({entity.id: entity for entity in changed}.values()),
-                ["aliases", "type", "description", "description_history"],
+                ["name", "aliases", "type", "description", "description_history"],
             )
         mentions_insert(rows, moments={item.id: item.occurred_at})
         by_key = {key: entity for key, (entity, _) in resolved.items()}

@@ -49,7 +49,8 @@ def anna_story(api, fake_embedder, django_capture_on_commit_callbacks):
 
 def test_the_sister_keeps_her_description_when_the_session_summaries_name_her(api, anna_story):
     anna = api.get(ENTITIES, {"type": "person"}).json()["results"][0]
-    assert (anna["name"], anna["aliases"]) == ("Anna", ["anna costa", "my sister"])
+    # Met as "Anna", then "Anna Costa": shown under her full name, the first name an alias.
+    assert (anna["name"], anna["aliases"]) == ("Anna Costa", ["anna", "anna costa", "my sister"])
 
     page = api.get(f"{ENTITIES}/{anna['id']}").json()
     # The summary's "The user's sister Anna" once replaced it with "user's sister".
@@ -72,7 +73,7 @@ def test_the_next_context_pack_names_the_entities_and_retells_she_in_lower_case(
     pack = api.get(f"/api/v1/chat/sessions/{anna_story}/context").json()["pack"]
 
     known = pack.split("[Known entities]\n", 1)[1].splitlines()
-    assert "- [ENTITY: person] Anna (Anna Costa, my sister): the user's sister" in known
+    assert "- [ENTITY: person] Anna Costa (my sister): the user's sister" in known
     assert "- [ENTITY: pet] Pixel: Anna's cat" in known
     assert "- [ENTITY: place] Lisbon" in known
     # The local summary of session 1 once read "The user noted that She has a cat named Pixel."
@@ -81,8 +82,9 @@ def test_the_next_context_pack_names_the_entities_and_retells_she_in_lower_case(
 
 
 def test_a_surname_known_only_as_an_alias_finds_the_entity(api, other_api, anna_story):
-    assert [e["name"] for e in api.get(ENTITIES, {"q": "Costa"}).json()["results"]] == ["Anna"]
-    assert [e["name"] for e in api.get(ENTITIES, {"q": "sister"}).json()["results"]] == ["Anna"]
+    for query in ("Costa", "sister", "Anna"):
+        found = api.get(ENTITIES, {"q": query}).json()["results"]
+        assert [entity["name"] for entity in found] == ["Anna Costa"]
     assert other_api.get(ENTITIES, {"q": "Costa"}).json()["count"] == 0
 
 

@@ -71,10 +71,10 @@ def test_a_first_name_and_full_name_in_one_message_are_one_friend(
     session_with(api, django_capture_on_commit_callbacks, "Karen was my boss at Globex.")
 
     listed = listed_by_name(api)
-    assert "Tom Becker" not in listed  # was a second person
-    tom = listed["Tom"]
+    assert "Tom" not in listed  # was a second person, then the name of the one
+    tom = listed["Tom Becker"]  # shown under the full name
     assert (tom["aliases"], tom["description"]) == (
-        ["my friend", "tom becker"],
+        ["my friend", "tom", "tom becker"],
         "the user's friend",
     )
     # "X is my wife", "X, my old roommate,": the relation after the name, adjectives skipped.
@@ -134,14 +134,16 @@ def test_the_next_pack_and_search_show_what_else_the_user_calls_an_entity(
     pack = api.get(f"/api/v1/chat/sessions/{session_id}/context").json()["pack"]
     known = pack.split("[Known entities]\n", 1)[1].splitlines()
     # The lines once showed no alias: "my sister" and "Ines Costa" found her, the pack did not say.
-    assert "- [ENTITY: person] Ines (Ines Costa, my sister): the user's sister" in known
+    assert "- [ENTITY: person] Ines Costa (my sister): the user's sister" in known
     assert "- [ENTITY: pet] Biscuit (my puppy): the user's puppy" in known
 
     body = {"query": "my sister", "include_entities": True}
     results = api.post("/api/v1/memory/search", body, format="json").json()["items"]
-    ines = next(item for item in results if item["type"] == "entity" and item["name"] == "Ines")
-    assert ines["aliases"] == ["ines costa", "my sister"]
-    assert ines["content"] == "[ENTITY: person] Ines (Ines Costa, my sister): the user's sister"
+    ines = next(
+        item for item in results if item["type"] == "entity" and item["name"] == "Ines Costa"
+    )
+    assert ines["aliases"] == ["ines", "ines costa", "my sister"]
+    assert ines["content"] == "[ENTITY: person] Ines Costa (my sister): the user's sister"
 
 
 def test_someone_the_user_works_with_stays_a_person(
