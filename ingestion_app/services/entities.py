@@ -23,7 +23,7 @@ import json
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
 
@@ -62,6 +62,9 @@ class _Found:
     description: str = ""
     relation_alias: str = ""
     strong: bool = False
+    # An organization said with a cue ("I work at Globex"), which outweighs a name typed a
+    # person only by default ("Globex is hiring").
+    organization_cued: bool = False
     aliases: set[str] = field(default_factory=set)
     mentions: list[tuple[MemoryItem, ExtractedEntity | None]] = field(default_factory=list)
 
@@ -125,6 +128,10 @@ def _collect(items: Sequence[MemoryItem]) -> dict[tuple[int, str], dict[str, _Fo
                 entry = found[extracted.normalized] = _Found(
                     name=extracted.name, type=extracted.type
                 )
+            if _organization_cued(extracted) and (
+                entry.type == "organization" or (entry.type == "person" and not entry.strong)
+            ):
+                entry.type, entry.organization_cued = "organization", True
             if extracted.relation and owns:
                 entry.strong = True
                 entry.type = extracted.type
@@ -135,6 +142,10 @@ def _collect(items: Sequence[MemoryItem]) -> dict[tuple[int, str], dict[str, _Fo
                     entry.relation_alias = f"{owner} {extracted.relation}"
             entry.mentions.append((item, _shifted(extracted, offset)))
     return scopes
+
+
+def _organization_cued(extracted: ExtractedEntity) -> bool:
+    return extracted.cued and extracted.type == "organization" and not extracted.relation
 
 
 def _sentence_at(text: str, start: int) -> str:
@@ -202,16 +213,7 @@ def _add_known_mentions(
 def _shifted(extracted: ExtractedEntity, offset: int) -> ExtractedEntity:
     if not offset:
         return extracted
-    return ExtractedEntity(
-        name=extracted.name,
-        normalized=extracted.normalized,
-        type=extracted.type,
-        start=extracted.start + offset,
-        end=extracted.end + offset,
-        sentence=extracted.sentence,
-        description=extracted.description,
-        relation=extracted.relation,
-    )
+    return replace(extracted, start=extracted.start + offset, end=extracted.end + offset)
 
 
 def _untitled(key: str) -> str:
@@ -437,7 +439,9 @@ def _update_entity(entity: Entity, entry: _Found, created: bool) -> bool:
         entity.aliases = sorted({*entity.aliases, *new_aliases})[:50]
         changed = True
     if entry.type != entity.type and (
-        entity.type == _WEAK_TYPE or (entry.strong and not entity.description)
+        entity.type == _WEAK_TYPE
+        or (entry.strong and not entity.description)
+        or (entry.organization_cued and entity.type == "person" and not entity.description)
     ):
         entity.type = entry.type
         changed = True

@@ -110,6 +110,9 @@ class ExtractedEntity:
     relation: str = ""
     # The word before the relation: "my" in "my dog Max", "his" in "his dog Rex", "ana's".
     owner: str = ""
+    # The type came from the text (a relation, a word list, a cue such as "work at"), not from
+    # the default for a short capitalised name ("Globex is hiring": a person, uncued).
+    cued: bool = False
 
 
 @dataclass
@@ -723,6 +726,7 @@ def extract_entities(text: str, *, speaker: str = "") -> list[ExtractedEntity]:
                 description=_description(span.relation, span.owner, speaker),
                 relation=span.relation,
                 owner=span.owner,
+                cued=span.from_context,
             )
         )
     return _whose(found)

@@ -206,3 +206,29 @@ def test_a_sentence_opening_adverb_or_meal_is_not_a_person(
 
     # "Luckily Priya" was one person, "Dinner" and "Apparently" others.
     assert sorted(listed_by_name(api)) == ["Emily", "Hiroshi", "Priya"]
+
+
+def test_a_company_named_before_the_user_says_they_work_there_becomes_an_organization(
+    api, fake_embedder, django_capture_on_commit_callbacks
+):
+    """A short capitalised name is a person by default ("Globex is hiring"); a later cue
+    ("I work at Globex") outweighs that default, in a later session or the same message, but
+    never a person the user described ("my friend Wendy") or named as a speaker."""
+    session_with(
+        api,
+        django_capture_on_commit_callbacks,
+        "Globex is hiring again. My friend Wendy told me.",
+        "Initech keeps growing. I got a job at Initech in May.",
+    )
+    session_with(
+        api, django_capture_on_commit_callbacks, "I work at Globex now. Wendy works at Globex too."
+    )
+
+    listed = listed_by_name(api)
+    assert listed["Globex"]["type"] == "organization"  # was a person
+    assert listed["Initech"]["type"] == "organization"
+    assert (listed["Wendy"]["type"], listed["Wendy"]["description"]) == (
+        "person",
+        "the user's friend",
+    )
+    assert [e["name"] for e in api.get(ENTITIES, {"type": "person"}).json()["results"]] == ["Wendy"]
