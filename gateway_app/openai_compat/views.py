@@ -182,9 +182,10 @@ def _with_headers(response: HttpResponse, turn: ProxyTurn) -> HttpResponse:
 
 @csrf_exempt
 async def chat_completions(request: HttpRequest) -> HttpResponse:
-    """The after-response embedding thread is held back until the upstream has the request
-    (`embeddings_hold`): on 2 cores the previous reply's vectors would otherwise take the CPU
-    from this call's pack (issue 18). They follow while the upstream generates."""
+    """The after-response embedding thread is held back while the pack is built and, for a
+    stream, until the upstream answers with its headers (`embeddings_hold`): on 2 cores the
+    previous reply's vectors would otherwise take the CPU from this call's first token (issue
+    18). They follow while the upstream generates."""
     hold = embeddings_hold()
     try:
         return await _chat_completions(request, hold)
@@ -207,6 +208,8 @@ async def _chat_completions(request: HttpRequest, hold: EmbeddingsHold) -> HttpR
         # the messages indexed after the stream (both would compete for the CPU with relaying
         # the first tokens).
         stream = bool(turn.upstream_body.get("stream"))
+        if not stream:
+            hold.release()  # the pack is built; a reply read whole gives no first token
         hooks = _done() if stream else asyncio.ensure_future(sync_to_async(proxy_turn_hooks)(turn))
         try:
             upstream = await upstream_open(turn.upstream_body, stream=stream)
