@@ -183,14 +183,17 @@ def _with_headers(response: HttpResponse, turn: ProxyTurn) -> HttpResponse:
 @csrf_exempt
 async def chat_completions(request: HttpRequest) -> HttpResponse:
     """The after-response embedding thread is held back while the pack is built and, for a
-    stream, until the upstream answers with its headers (`embeddings_hold`): on 2 cores the
-    previous reply's vectors would otherwise take the CPU from this call's first token (issue
-    18). They follow while the upstream generates."""
+    stream, until its first token is relayed (`embeddings_hold`): on 2 cores the previous
+    reply's vectors would otherwise take the CPU from this call's first token (issue 18)."""
     hold = embeddings_hold()
     try:
-        return await _chat_completions(request, hold)
-    finally:
+        response = await _chat_completions(request, hold)
+    except BaseException:
         hold.release()
+        raise
+    if not response.streaming:
+        hold.release()  # a stream's relay lets go at its first token
+    return response
 
 
 async def _chat_completions(request: HttpRequest, hold: EmbeddingsHold) -> HttpResponse:
@@ -213,7 +216,6 @@ async def _chat_completions(request: HttpRequest, hold: EmbeddingsHold) -> HttpR
         hooks = _done() if stream else asyncio.ensure_future(sync_to_async(proxy_turn_hooks)(turn))
         try:
             upstream = await upstream_open(turn.upstream_body, stream=stream)
-            hold.release()
             if upstream.status_code >= 400:
                 error = await upstream_error(upstream)
                 await upstream.aclose()
@@ -225,7 +227,7 @@ async def _chat_completions(request: HttpRequest, hold: EmbeddingsHold) -> HttpR
             raise
         if stream:
             response = StreamingHttpResponse(
-                _relay(turn, upstream, hooks), content_type="text/event-stream"
+                _relay(turn, upstream, hooks, hold), content_type="text/event-stream"
             )
             response["Cache-Control"] = "no-cache"
             response["X-Accel-Buffering"] = "no"
@@ -307,11 +309,11 @@ class _StreamState:
         return not choices and isinstance(usage, dict)
 
 
-async def _relay(turn: ProxyTurn, upstream, hooks: asyncio.Future):
-    """The upstream's SSE lines, passed on as they arrive. The pack is recorded once the first
-    token is relayed; the reply is stored before `data: [DONE]` is relayed (so the next turn
-    finds it), its hooks run after. A client that goes away mid-reply still gets the text so
-    far stored."""
+async def _relay(turn: ProxyTurn, upstream, hooks: asyncio.Future, hold: EmbeddingsHold):
+    """The upstream's SSE lines, passed on as they arrive. The embedding hold is released and
+    the pack recorded once the first token is relayed; the reply is stored before
+    `data: [DONE]` is relayed (so the next turn finds it), its hooks run after. A client that
+    goes away mid-reply still gets the text so far stored."""
     state = _StreamState()
     recording = False
 
@@ -346,6 +348,7 @@ async def _relay(turn: ProxyTurn, upstream, hooks: asyncio.Future):
             if state.answering and not recording:
                 # The first token is out: now the pack's audit row (see proxy_turn_record).
                 recording = True
+                hold.release()
                 hooks = asyncio.ensure_future(sync_to_async(proxy_turn_record)(turn))
         if not state.stored:  # an upstream that ends without [DONE]
             await asyncio.shield(store(state.finish_reason))
@@ -354,6 +357,7 @@ async def _relay(turn: ProxyTurn, upstream, hooks: asyncio.Future):
         body = openai_error_body(502, f"The upstream stream failed: {exc}", code="upstream_error")
         yield f"data: {json.dumps(body)}\n\n".encode()
     finally:
+        hold.release()
         await upstream.aclose()
         if not state.stored:
             await asyncio.shield(store("disconnected"))

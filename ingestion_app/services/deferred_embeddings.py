@@ -16,7 +16,7 @@ after which the next chat's first pack sees all of it. A chat still open is read
 items already embedded; its exchange of the last moments joins a few milliseconds later.
 
 Held back while a reply is being started (issue 18): the thread embeds nothing new while a
-call builds its pack and sends its request (`embeddings_hold`; at most HOLD_MAX_SECONDS per
+call builds its pack, until its first token (`embeddings_hold`; at most HOLD_MAX_SECONDS per
 text, and not past HOLD_BACKLOG_MAX queued items), so on a 2-core machine the previous
 reply's vectors do not take the CPU from the next call's pack. A waiting read lifts the hold.
 
@@ -267,7 +267,7 @@ def pending_embedding_sessions(*, user_id: int, except_session_id=None) -> set[s
 
 
 class EmbeddingsHold:
-    """Held while a call builds its pack and sends its request: the thread starts no new text
+    """Held while a call builds its pack, until its first token: the thread starts no new text
     meanwhile (`_Backlog.held_back`). `release()` is idempotent; also a context manager."""
 
     def __init__(self) -> None:
@@ -278,6 +278,10 @@ class EmbeddingsHold:
         if self._held:
             self._held = False
             _BACKLOG.hold(-1)
+
+    def __del__(self) -> None:
+        # A stream the server never started (its client left first) drops its hold unreleased.
+        self.release()
 
     def __enter__(self) -> EmbeddingsHold:
         return self

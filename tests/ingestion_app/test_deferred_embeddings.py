@@ -271,3 +271,13 @@ def test_the_thread_holds_back_while_a_reply_starts_and_a_waiting_read_lifts_it(
             assert pending_embeddings_wait(10, user_id=user.id)
     finally:
         hold.release()
+
+
+def test_a_hold_dropped_without_release_lets_go():
+    """A stream the server never started (its client left first) drops its hold: the thread
+    must not stay held back for good."""
+    held_before = deferred_embeddings._BACKLOG.holds
+    hold = deferred_embeddings.embeddings_hold()
+    assert deferred_embeddings._BACKLOG.holds == held_before + 1
+    del hold
+    assert deferred_embeddings._BACKLOG.holds == held_before
