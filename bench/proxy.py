@@ -97,12 +97,15 @@ Measured (2 cores shared with other sessions' test suites; the machine was never
   (not kept).
 - Session 8: the context pack waits only for the vectors of the user's chats that have ended
   (closed or closing), not of chats still open (a chat app never ends one), and the
-  after-response embedding thread holds back while a call builds its pack and sends its request
-  (at most 0.25 s per text, not past 64 queued items; a waiting read lifts it). Idle, 200 calls:
-  back to back p50 22.0 / p95 29.2, 21.0 / 27.3, 21.5 / 28.1 ms (first turns p95 31.1, 28.8,
-  28.7; later turns 28.2, 27.0, 27.9), server CPU until the first token p50 42.9-44.3 ms (was
-  57.8-58.9); `--pause-ms 300` p50 20.3 / p95 23.6 ms (CPU 25.7). Tried and not kept: the
-  reply's after-reply indexing in its own thread, also held back (p95 28.4, 27.9: no change).
+  after-response embedding thread holds back while a call builds its pack, until its first
+  token (at most 0.25 s per text, not past 64 queued items; a waiting read lifts it). Idle,
+  200 calls, back to back, 19 runs of this design: p95 25.3-29.6 ms in 16, 30.0, 30.5 and 32.3
+  in three (p50 20.3-24.0, server CPU until the first token p50 42-47 ms, was 58-59);
+  alternated with session 7's code at the end of the session: 41.2 / 28.3 and 38.1 / 30.0 ms.
+  `--pause-ms 300`: p95 23.6 and 27.5 ms (CPU p50 25.7 / 27.5; the machine ran slower late in
+  the session). Tried and not kept: the after-reply indexing in its own thread, also held
+  back (with or without a 3-5 ms head start for the next call), and the vectors' thread at
+  nice 10 (no change beyond the run-to-run spread).
 """
 
 from __future__ import annotations
