@@ -364,9 +364,8 @@ def _fold_first_names(found: dict[str, _Found], *, known: set[str]) -> None:
         kept, folded = found[keep], found.pop(fold)
         kept.mentions.extend(folded.mentions)
         kept.aliases |= {fold, *folded.aliases}
-        if keep == first:  # shown under the full name, the first name an alias
+        if keep == first:  # shown under the full name (the first name, its key, an alias)
             kept.name = folded.name
-            kept.aliases.add(first)
         if folded.strong and not kept.strong:
             kept.strong, kept.description = True, folded.description
             kept.relation_alias = folded.relation_alias
