@@ -37,6 +37,8 @@ DATA = Path(__file__).resolve().parent
 SETS = (
     ("labelled", DATA / "entities_labelled.jsonl"),
     ("held-out", DATA / "entities_heldout.jsonl"),
+    ("sentence openers", DATA / "entities_openers.jsonl"),
+    ("sentence openers, held-out", DATA / "entities_openers_heldout.jsonl"),
 )
 
 

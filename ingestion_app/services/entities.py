@@ -32,7 +32,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from ingestion_app.models import Entity, MemoryItem
+from ingestion_app.models import Entity, EntityMention, MemoryItem
 from ingestion_app.selectors.entities import query_name_keys
 from ingestion_app.services.entity_links import (
     cross_reference_rows,
@@ -65,6 +65,8 @@ class _Found:
     # An organization said with a cue ("I work at Globex"), which outweighs a name typed a
     # person only by default ("Globex is hiring").
     organization_cued: bool = False
+    # Someone who speaks in the user's chats (a message's author): always a person.
+    speaker: bool = False
     aliases: set[str] = field(default_factory=set)
     mentions: list[tuple[MemoryItem, ExtractedEntity | None]] = field(default_factory=list)
 
@@ -121,6 +123,7 @@ def _collect(items: Sequence[MemoryItem]) -> dict[tuple[int, str], dict[str, _Fo
             key = normalize_entity_name(speaker)
             if key:
                 entry = found.setdefault(key, _Found(name=speaker, type="person", strong=True))
+                entry.speaker = True
                 entry.mentions.append((item, None))
         for extracted in _extract_cached(text, speaker if owns else ""):
             entry = found.get(extracted.normalized)
@@ -132,7 +135,7 @@ def _collect(items: Sequence[MemoryItem]) -> dict[tuple[int, str], dict[str, _Fo
                 entry.type == "organization" or (entry.type == "person" and not entry.strong)
             ):
                 entry.type, entry.organization_cued = "organization", True
-            if extracted.relation and owns:
+            if extracted.relation and owns and not _speaker_retyped(entry, extracted):
                 entry.strong = True
                 entry.type = extracted.type
                 entry.description = extracted.description
@@ -142,6 +145,12 @@ def _collect(items: Sequence[MemoryItem]) -> dict[tuple[int, str], dict[str, _Fo
                     entry.relation_alias = f"{owner} {extracted.relation}"
             entry.mentions.append((item, _shifted(extracted, offset)))
     return scopes
+
+
+def _speaker_retyped(entry: _Found, extracted: ExtractedEntity) -> bool:
+    """Whether a relation would make a chat's speaker something other than a person: "tough
+    times with my business, Jon." addresses Jon, it does not name the business."""
+    return entry.speaker and extracted.type != "person"
 
 
 def _organization_cued(extracted: ExtractedEntity) -> bool:
@@ -179,6 +188,8 @@ def _add_known_mentions(
     candidates of resolution) explain: a key that names exactly one entity."""
     by_key: dict[str, list[Entity]] = defaultdict(list)
     for entity in known:
+        if not _known_in_lower_case(entity):
+            continue
         for key in {entity.normalized_name, *entity.aliases}:
             by_key[key].append(entity)
     for item in items:
@@ -208,6 +219,15 @@ def _add_known_mentions(
                     ),
                 )
             )
+
+
+def _known_in_lower_case(entity: Entity) -> bool:
+    """Whether a lower-case word may stand for the entity: one the user described ("my sister
+    Ines": "ines called"), a full name, or a place, pet or company. A lone name typed a person
+    only by default may be a capitalized common word ("Appreciate the little things"), and
+    linking every lower-case "appreciate" to it would make it the user's most mentioned
+    person."""
+    return bool(entity.description or entity.aliases or entity.type != "person")
 
 
 def _shifted(extracted: ExtractedEntity, offset: int) -> ExtractedEntity:
@@ -420,6 +440,10 @@ def _update_entity(entity: Entity, entry: _Found, created: bool) -> bool:
     """Fold a batch's evidence into an existing entity; True when it changed."""
     if created:
         return False
+    if entity.type == "person" and entry.type != "person" and _is_speaker(entity):
+        # A speaker of the user's chats stays a person with their own description; what the
+        # batch says is a vocative or a misreading ("my business, Jon.").
+        entry = replace(entry, type="person", description="", relation_alias="")
     changed = False
     new_aliases = set(entry.aliases)
     if entry.relation_alias:
@@ -448,6 +472,10 @@ def _update_entity(entity: Entity, entry: _Found, created: bool) -> bool:
         entity_describe(entity=entity, description=entry.description, source="extractor")
         changed = True
     return changed
+
+
+def _is_speaker(entity: Entity) -> bool:
+    return EntityMention.objects.filter(entity_id=entity.id, kind="speaker").exists()
 
 
 def _full_name_of(first_key: str, name: str) -> bool:

@@ -261,27 +261,71 @@ def _joins(left: str, right: str) -> bool:
 _OPENING_ADVERB_RE = re.compile(r"^[a-z]{3,}(?:ously|fully|edly|ingly|ntly|tely|dly|ally|ily)$")
 
 
-def _common(token: _Token) -> bool:
-    return is_sentence_opener(token.lower)
+def _common(tokens: list[_Token], index: int) -> bool:
+    return is_sentence_opener(tokens[index].lower) or _plural_subject(tokens, index)
 
 
 def is_sentence_opener(word: str) -> bool:
     """Whether a capitalized word opening a sentence is a common word, not a name ("Luckily",
-    "Dinner", "Tbh", "Yesterday"); a digest that retells the sentence lower-cases it."""
+    "Dinner", "Tbh", "Yesterday", "Swimming", "Friendship", "Dogs"); a digest that retells the
+    sentence lower-cases it."""
     lower = word.lower().rstrip(".,")
     return (
         lower in names.NOT_NAMES
         or lower in _COMMON_WORDS
         or lower in names.SENTENCE_OPENERS
         or (len(lower) >= 7 and _OPENING_ADVERB_RE.match(lower) is not None)
+        or _common_noun(lower)
     )
+
+
+def opens_instruction(first: str, second: str) -> bool:
+    """Whether a sentence opening with these two words is an instruction ("Appreciate the
+    small joys", "Ask your doctor"): a lone unknown word followed by an article or possessive."""
+    return second.lower() in _IMPERATIVE_OBJECTS and not _known(first.lower())
+
+
+def _common_noun(lower: str) -> bool:
+    """A common noun by the word list (also its plural) or by a noun or gerund ending."""
+    if lower in names.COMMON_NOUNS or _singular(lower) in names.COMMON_NOUNS:
+        return True
+    if _singular(lower) in names.RELATION_TYPES:  # "Kids grow up fast", "Sisters fight"
+        return True
+    if lower in names.NAMES_WITH_NOUN_ENDINGS or _known(lower):
+        return False
+    return len(lower) >= 6 and lower.endswith(names.COMMON_NOUN_ENDINGS)
+
+
+def _singular(lower: str) -> str:
+    if lower.endswith("ies") and len(lower) > 4:
+        return lower[:-3] + "y"  # parties, puppies
+    if lower.endswith(("ches", "shes", "xes", "sses")):
+        return lower[:-2]  # beaches, classes
+    if lower.endswith("s") and not lower.endswith(("ss", "us", "is")):
+        return lower[:-1]
+    return lower
+
+
+def _plural_subject(tokens: list[_Token], index: int) -> bool:
+    """A word ending in s followed by a verb only a plural takes ("Concerts are loud", "Plants
+    need water", "Horses truly scare me"): a plural noun, where "James has" is a name."""
+    lower = tokens[index].lower
+    if len(lower) < 4 or _singular(lower) == lower or _known(lower):
+        return False
+    following = index + 1
+    while following < len(tokens) and tokens[following].lower in names.OPENER_ADVERBS:
+        following += 1
+    return following < len(tokens) and tokens[following].lower in names.PLURAL_VERBS
 
 
 def _trim(span: _Span, tokens: list[_Token], starts: set[int]) -> _Span | None:
     first, last = span.first, span.last
     # A common word opening a sentence ("Yesterday Oscar", "The Warriors") is not a name.
-    while first <= last and first in starts and _common(tokens[first]):
+    while first <= last and first in starts and _common(tokens, first):
         first += 1
+        # "Cooking for Marco": the connector left in front of the name goes too.
+        while first <= last and tokens[first].lower in _CONNECTORS:
+            first += 1
     while first <= last and tokens[first].lower.rstrip(".") in names.NOT_NAMES:
         first += 1
     while last >= first and (
@@ -589,6 +633,8 @@ def _context_type(tokens: list[_Token], span: _Span) -> str:
     # "volunteer with Habitat for Humanity", but "I work with Anna" is a colleague.
     if nearest == "with" and any(word in names.WITH_ORGANIZATION_CUES for word in before[1:4]):
         return "organization"
+    if tokens[span.last].lower.endswith("'s") and after in names.OWNED_PLACE_NOUNS:
+        return ""  # "at Kate's party": Kate is the owner
     if nearest in names.PLACE_CUES or "at" in {nearest, verb} or verb in names.PLACE_CUES:
         if nearest == "at" or nearest in names.PLACE_CUES or verb in {"visit", "visited"}:
             return "place"

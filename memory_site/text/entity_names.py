@@ -301,6 +301,63 @@ SENTENCE_OPENERS = _split(
     overall congrats cheers awesome oops
     """
 )
+# Common nouns a chat sentence opens with ("Swimming helps", "Dogs are loyal", "Chess club starts"):
+# hobbies, sports, arts, family and daily life, feelings, animals, events. A lone capitalized
+# opener found here (or its singular: "Dogs", "Parties") is not a name. Words that are also
+# common first names (grace, hope, summer, autumn, rose, art, will) are left out on purpose.
+COMMON_NOUNS = _split(
+    """
+    music dance dancing ballet nature family life book books movie movies film films cinema
+    theater theatre chess soccer football basketball baseball tennis golf hockey volleyball
+    rugby cricket softball badminton bowling boxing karate judo wrestling swimming running
+    jogging walking hiking biking cycling climbing skiing snowboarding surfing sailing rowing
+    kayaking fishing hunting camping gardening cooking baking reading writing knitting sewing
+    crocheting quilting drawing painting pottery sculpture sculpting poetry photography
+    singing acting gaming crafts craft travel traveling travelling exercise fitness workout
+    workouts health sleep stress anxiety depression therapy meditation love friendship
+    friends friend kids kid children child parents people dog dogs cat cats pet pets animal
+    animals horse horses bird birds fish puppies puppy kittens kitten plants plant flowers
+    garden gardens school college university class classes homework exams exam job jobs career
+    business money rent bills shopping food pizza sushi pasta tacos burgers wine beer coffee
+    chocolate cake cakes dessert desserts cookies breakfast holidays holiday vacation vacations
+    wedding weddings birthday birthdays party parties concert concerts festival festivals
+    church beach beaches park parks mountains city home house apartment education retirement
+    adoption parenting marriage divorce kindness patience happiness success failure courage
+    creativity science math history physics chemistry biology art-class coding programming
+    technology politics news weather winter spring traffic volunteering charity community
+    meetings meeting interviews deadlines projects teamwork homeschooling daycare babysitting
+    nursing medicine surgery recovery rehab physio physiotherapy diet dieting nutrition
+    yoga pilates crossfit gym sports sport games videogames cars car trains train flights
+    """
+)
+# Endings of common nouns and gerunds, long enough that a first name is not taken for one
+# ("Meditation", "Friendship", "Parenting", "Creativity"; not "Irving", "Felicity").
+COMMON_NOUN_ENDINGS = (
+    "ing", "tion", "sion", "ment", "ness", "ship", "ism", "ology", "graphy", "ture", "apy",
+    "ivity", "ality", "osity", "hood", "ics",
+)
+# Names with such an ending: still names when they open a sentence.
+NAMES_WITH_NOUN_ENDINGS = _split("irving sterling channing manning browning fielding harding")
+# Verbs that agree with a plural subject only ("Dogs are", "Kids grow", "Plants need"): a word
+# ending in s followed by one of them is a plural noun, not "James" or "Lucas".
+PLURAL_VERBS = _split(
+    """
+    are were have haven't aren't weren't don't do make need grow scare seem look bring help
+    keep take give mean tend get go come love hate like say feel want cost require deserve
+    """
+)
+# Adverbs that may stand between a plural subject and its verb ("Dogs truly bring").
+OPENER_ADVERBS = _split("always truly really never often usually just also still sometimes all")
+
+# What a person has that one is "at" or "in" ("at Kate's party", "in Tom's apartment"): the
+# name before it is the owner, not a place (unlike "dinner at Nando's").
+OWNED_PLACE_NOUNS = _split(
+    """
+    party house place wedding birthday apartment flat home funeral graduation cabin farm office
+    shower barbecue bbq reception room car garden studio
+    """
+)
+
 # Capitalized words that start sentences or name times, not things: never an entity alone.
 NOT_NAMES = _split(
     """

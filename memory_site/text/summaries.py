@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from memory_site.text.entities import is_sentence_opener
+from memory_site.text.entities import is_sentence_opener, opens_instruction
 from memory_site.text.facts import (
     _FIRST_PERSON_RE,
     _OTHER_PERSON_RE,
@@ -65,10 +65,13 @@ def _lower_opening(body: str) -> bool:
     """Whether the sentence's first word is lower-cased once it is retold mid-sentence: a
     function word, or a common opener ("Apparently, Emily is moving": "Apparently" would read
     as a name after "noted that"). A name is left as written."""
-    first = body.split(" ", 1)[0]
+    first, _, rest = body.partition(" ")
     if _LEADING_FUNCTION_WORD_RE.match(body):
         return True
-    return first != "I" and not first.startswith("I'") and is_sentence_opener(first)
+    if first == "I" or first.startswith("I'"):
+        return False
+    # An instruction ("Appreciate the small joys"): its verb is followed by an article.
+    return is_sentence_opener(first) or opens_instruction(first, rest.split(" ", 1)[0])
 
 
 def _reported(sentence: str) -> str:

@@ -150,3 +150,23 @@ def test_update_keeps_history_and_delete_removes_links(user):
     entity_delete(user=user, entity_id=priya.id)
     assert not EntityMention.objects.filter(entity_id=priya.id).exists()
     assert not CrossReference.objects.filter(source_type="entity", source_id=priya.id).exists()
+
+
+def test_a_speaker_addressed_after_a_relation_stays_a_person(user):
+    # "tough times with my business, Jon." addresses Jon; it does not make him the business.
+    jon_says = item(
+        user, "Jon: I lost my job last week.", granularity="message", speaker="Jon", role="user"
+    )
+    gina_says = item(
+        user,
+        "Gina: I've had some tough times with my business, Jon.",
+        granularity="message",
+        speaker="Gina",
+        role="user",
+    )
+    entities_extract(items=[jon_says])
+    entities_extract(items=[gina_says])
+
+    jon = entity(user, "jon")
+    assert (jon.type, jon.description) == ("person", "")
+    assert not [alias for alias in jon.aliases if "business" in alias]

@@ -192,3 +192,29 @@ def test_sentence_adverbs_and_chat_openers_are_trimmed_but_names_ending_in_ly_ar
         ("Lily", "person"),
     ]
     assert names_and_types("I voted for the Labour Party.") == [("Labour Party", "organization")]
+
+
+def test_common_nouns_and_gerunds_opening_a_sentence_are_not_people():
+    # A chat about hobbies and pets used to list "Dogs", "Wedding" and "Pottery" as people.
+    for text in (
+        "Dogs are always there for us.",
+        "Wedding planning is stressful.",
+        "Pottery class was amazing yesterday.",
+        "Meditation helped me sleep better.",
+        "Kids grow up so fast.",
+        "Concerts are too loud for me these days.",
+    ):
+        assert names_and_types(text) == [], text
+
+
+def test_names_opening_a_sentence_stay_names_and_a_common_opener_leaves_the_name():
+    assert names_and_types("Tom came over last night.") == [("Tom", "person")]
+    assert names_and_types("James has been my best friend since school.") == [("James", "person")]
+    assert names_and_types("Irving said the report is late.") == [("Irving", "person")]
+    assert names_and_types("Cooking for Marco was fun.") == [("Marco", "person")]
+    assert names_and_types("Surfing in Portugal was a dream.") == [("Portugal", "place")]
+
+
+def test_a_name_owning_the_place_one_is_at_is_a_person():
+    assert names_and_types("Dancing at Kate's party was fun.") == [("Kate", "person")]
+    assert names_and_types("We had dinner at Nando's.") == [("Nando", "place")]
