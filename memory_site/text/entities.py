@@ -720,8 +720,16 @@ def _description(relation: str, owner: str, speaker: str) -> str:
         # "user's sister" would replace "the user's sister" as a new description.
         return f"the user's {relation}"
     if owner.endswith("'s"):
-        return f"{owner} {relation}"
+        return f"{_owner_display(owner)} {relation}"
     return relation
+
+
+def _owner_display(owner: str) -> str:
+    """A named owner as a name ("sam's" -> "Sam's"); a relation noun as it is ("mom's")."""
+    word = owner[:-2]
+    if word in names.RELATION_TYPES or word in names.NOT_NAMES or word in _COMMON_WORDS:
+        return owner
+    return owner[:1].upper() + owner[1:]
 
 
 def extract_entities(text: str, *, speaker: str = "") -> list[ExtractedEntity]:

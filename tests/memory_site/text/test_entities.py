@@ -218,3 +218,12 @@ def test_names_opening_a_sentence_stay_names_and_a_common_opener_leaves_the_name
 def test_a_name_owning_the_place_one_is_at_is_a_person():
     assert names_and_types("Dancing at Kate's party was fun.") == [("Kate", "person")]
     assert names_and_types("We had dinner at Nando's.") == [("Nando", "place")]
+
+
+def test_a_named_owner_is_written_as_a_name_in_the_description():
+    assert names_types_and_descriptions("Sam's mom Eleanor is visiting from Boston.") == [
+        ("Sam", "person", ""),
+        ("Eleanor", "person", "Sam's mom"),
+        ("Boston", "place", ""),
+    ]
+    assert names_and_descriptions("My mom's friend Linda called.") == [("Linda", "mom's friend")]
