@@ -48,7 +48,11 @@ from django.db import connection  # noqa: E402
 import context_app.selectors as selectors  # noqa: E402
 from context_app.selectors import memory_search  # noqa: E402
 from ingestion_app.models import Entity, MemoryItem  # noqa: E402
-from ingestion_app.services.entities import entities_extract, memory_item_bucket  # noqa: E402
+from ingestion_app.services.entities import (  # noqa: E402
+    bucket_for,
+    entities_extract,
+    memory_item_entity_types,
+)
 
 PEOPLE = (
     "Ines Marco Priya Tomas Elena Raj Chen Sofia Liam Noah Hannah Omar Fatima Walter Grace "
@@ -128,7 +132,9 @@ def main() -> None:
                 for index in range(first, min(first + 1000, args.memories))
             ]
             for item in batch:
-                item.bucket = memory_item_bucket(item)  # as memory_item_build does
+                item.bucket = bucket_for(
+                    item.content, memory_item_entity_types(item)
+                )  # as memory_item_build does
             MemoryItem.objects.bulk_create(batch)
             extract_started = time.perf_counter()
             entities_extract(items=batch, use_llm=False)
@@ -145,7 +151,7 @@ def main() -> None:
         write_ms, write_cpu_ms = [], []
         for index in range(args.writes):
             item = new_item(user, line_text(rng), unit_vector(vectors), args.memories + index)
-            item.bucket = memory_item_bucket(item)
+            item.bucket = bucket_for(item.content, memory_item_entity_types(item))
             MemoryItem.objects.bulk_create([item])
             started, cpu_started = time.perf_counter(), clock.now_ms()
             entities_extract(items=[item])

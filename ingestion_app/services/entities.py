@@ -86,11 +86,16 @@ def _extract_cached(text: str, speaker: str) -> tuple[ExtractedEntity, ...]:
     return tuple(extract_entities(text, speaker=speaker))
 
 
-def memory_item_bucket(item: MemoryItem) -> str:
-    """The bucket of an item not yet written (writers set ``item.bucket`` from it)."""
+def memory_item_entity_types(item: MemoryItem) -> list[str]:
+    """The types of the entities an item not yet written names (its bucket and its categories
+    count them; ``entities_extract`` reuses the extraction)."""
     text, _, speaker, owns = _item_text(item)
-    extracted = _extract_cached(text, speaker if owns else "")
-    return bucket_for(item.content, [entity.type for entity in extracted])
+    return [entity.type for entity in _extract_cached(text, speaker if owns else "")]
+
+
+def text_entity_types(text: str) -> list[str]:
+    """The types of the entities a text names (a message's, for its categories)."""
+    return [entity.type for entity in _extract_cached(text, "")]
 
 
 def _item_text(item: MemoryItem) -> tuple[str, int, str, bool]:

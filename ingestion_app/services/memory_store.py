@@ -46,10 +46,11 @@ from django.utils import timezone
 
 from ingestion_app.models import MemoryItem
 from ingestion_app.selectors.scope import table_stats_forget
-from ingestion_app.services.entities import bucket_for, entities_extract, memory_item_bucket
+from ingestion_app.services.entities import bucket_for, entities_extract, memory_item_entity_types
 from memory_site.providers import get_embedder
 from memory_site.providers.base import ProviderError
 from memory_site.providers.local import NO_MODEL_NOTICE
+from memory_site.text.categories import category_terms
 from memory_site.text.sentences import is_content_free
 from memory_site.tokens import count_tokens
 
@@ -221,6 +222,7 @@ def memory_item_build(
     occurred_at: datetime | None = None,
     created_at: datetime | None = None,
     bucket_from_entities: bool = True,
+    categorize: bool = True,
 ) -> MemoryItem:
     """An unsaved MemoryItem with its content hash, token count and bucket filled in.
 
@@ -231,7 +233,10 @@ def memory_item_build(
     the label of their source (`memory_provenance_default`). The bucket counts the entity
     types of the text (the extractor runs once, its result is reused by `entities_extract`);
     imports pass ``bucket_from_entities=False`` (cue words only, the entity backfill corrects
-    the bucket of a chunk later) to keep the extractor out of their transaction.
+    the bucket of a chunk later) to keep the extractor out of their transaction. The category
+    words of a short item (``memory_site.text.categories``) join its keyword context;
+    ``categorize=False`` when the writer's keyword context carries them already (a message
+    item's, rewritten as its neighbours arrive: ``message_index``).
     """
     metadata = dict(metadata) if metadata is not None else {}
     if not metadata.get("provenance"):
@@ -266,8 +271,21 @@ def memory_item_build(
         **optional,
     )
     # Chosen before the insert: an UPDATE afterwards would write every index entry twice.
-    item.bucket = memory_item_bucket(item) if bucket_from_entities else bucket_for(content)
+    entity_types = memory_item_entity_types(item) if bucket_from_entities else []
+    item.bucket = bucket_for(content, entity_types)
+    if categorize:
+        item.keyword_context = keyword_context_with_categories(
+            keyword_context, content, entity_types=entity_types
+        )
     return item
+
+
+def keyword_context_with_categories(
+    keyword_context: str, text: str, *, entity_types: Sequence[str] = ()
+) -> str:
+    """An item's keyword context followed by the category words of its text (if any)."""
+    terms = category_terms(text, entity_types=entity_types)
+    return f"{keyword_context}\n{terms}" if keyword_context and terms else keyword_context or terms
 
 
 def memory_item_create(

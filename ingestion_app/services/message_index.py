@@ -31,9 +31,11 @@ from django.utils import timezone
 
 from ingestion_app.chunking.markdown import conversation_key
 from ingestion_app.models import MemoryItem
+from ingestion_app.services.entities import text_entity_types
 from ingestion_app.services.memory_store import (
     MemoryScope,
     exchange_key,
+    keyword_context_with_categories,
     memory_item_create,
     memory_provenance,
     memory_text_indexable,
@@ -97,12 +99,16 @@ def message_embedding_text(*, date_label: str, line: str, previous_line: str = "
 
 
 def _context_of(window: list[Message], index: int) -> str:
+    """The keyword context of the items of ``window[index]``: its neighbours' lines, then the
+    category words of the message itself (every passage of it shares them)."""
     lo, hi = max(0, index - CONTEXT_WINDOW), index + CONTEXT_WINDOW + 1
-    return "\n".join(
+    neighbours = "\n".join(
         message_line(neighbour)[:CONTEXT_LINE_CHARS]
         for position, neighbour in enumerate(window[lo:hi], start=lo)
         if position != index
     )
+    text = window[index].content_sanitized
+    return keyword_context_with_categories(neighbours, text, entity_types=text_entity_types(text))
 
 
 def message_index(*, message: Message) -> list[MemoryItem]:
@@ -265,6 +271,7 @@ def _message_item_store(
                 content=content,
                 header=header,
                 keyword_context=keyword_context,
+                categorize=False,  # _context_of added the message's categories
                 embedding=embedding,
                 embedding_text=embedding_text,
                 metadata=metadata,

@@ -333,8 +333,22 @@ COMMON_NOUNS = _split(
 # Endings of common nouns and gerunds, long enough that a first name is not taken for one
 # ("Meditation", "Friendship", "Parenting", "Creativity"; not "Irving", "Felicity").
 COMMON_NOUN_ENDINGS = (
-    "ing", "tion", "sion", "ment", "ness", "ship", "ism", "ology", "graphy", "ture", "apy",
-    "ivity", "ality", "osity", "hood", "ics",
+    "ing",
+    "tion",
+    "sion",
+    "ment",
+    "ness",
+    "ship",
+    "ism",
+    "ology",
+    "graphy",
+    "ture",
+    "apy",
+    "ivity",
+    "ality",
+    "osity",
+    "hood",
+    "ics",
 )
 # Names with such an ending: still names when they open a sentence.
 NAMES_WITH_NOUN_ENDINGS = _split("irving sterling channing manning browning fielding harding")

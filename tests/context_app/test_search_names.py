@@ -92,3 +92,27 @@ def test_a_name_never_mentioned_lowers_relevance_a_mentioned_one_does_not(
     best_known = max(hit.relevance for hit in known.items)
     best_unknown = max((hit.relevance for hit in unknown.items), default=0.0)
     assert best_unknown <= best_known * search_quality.MISSING_NAME_FACTOR + 1e-9
+
+
+def test_a_question_about_a_kind_of_thing_finds_a_memory_of_that_kind(api):
+    """ "What activities..." shares no word with "a pottery class": the message's category
+    words (keyword context, never shown) bring them together."""
+    session_id = api.post("/api/v1/chat/new", {}, format="json").json()["session_id"]
+    for line in (
+        "I signed up for a pottery class on Thursdays.",
+        "My landlord raised the rent again.",
+        "The weather was grey all week.",
+    ):
+        body = {"session_id": session_id, "role": "user", "content": line}
+        assert api.post("/api/v1/chat/messages", body, format="json").status_code == 201
+
+    found = api.post(
+        "/api/v1/memory/search",
+        {"query": "What activities have I been doing lately?", "mode": "keyword"},
+        format="json",
+    ).json()["items"]
+
+    assert [item["content"] for item in found][:1] == [
+        "User: I signed up for a pottery class on Thursdays."
+    ]
+    assert all("activit" not in item["content"] for item in found)  # never shown

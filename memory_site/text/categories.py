@@ -1,0 +1,95 @@
+"""Category words a short memory is also found by: what kind of thing it tells.
+
+A question about a kind of thing ("What activities does Melanie do?", "Which cities has John
+been to?", "What do her kids like?") shares no word with the memories that answer it ("I
+signed up for a pottery class", "We just got back from Rome"). A memory that names an
+activity, a trip or a place, family, pets, books, art, music, an event, food or work gets the
+category's own words ("activity hobby", "place city country travel"...) in its keyword
+context (weight B of the search vector: indexed, never shown, not embedded), so such a
+question's words meet it. Measured on LoCoMo dev (session 9, the dev ingest tagged in place):
+recall within 2,000 characters 0.7914 -> 0.7951, multi-hop 0.478 -> 0.487, open-domain 0.490
+-> 0.510; LongMemEval dev unchanged (0.8426).
+
+Deterministic and cheap (one word set per text); texts over CATEGORY_MAX_CHARS (a whole long
+reply, a document chunk) are left alone: they name every category and would match them all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+CATEGORY_MAX_CHARS = 1000
+
+# category: (words that show it, words it is found by). General English, not tuned per item.
+_CATEGORIES: dict[str, tuple[str, str]] = {
+    "activity": (
+        """hike hiking hiked camping camped camp swim swimming swam run running ran marathon
+        painting painted paint pottery drawing drew dancing dance danced singing sang cooking
+        cooked baking baked gardening fishing fished knitting yoga climbing climbed biking bike
+        cycling surfing surfed skiing skied skating volunteering volunteered volunteer
+        photography gaming kayaking class classes workshop lessons lesson sport sports soccer
+        football basketball tennis golf hockey guitar piano violin concert museum trip roadtrip
+        beach park game games tournament hobby hobbies""",
+        "activity activities hobby hobbies",
+    ),
+    "place": (
+        """trip travel traveled travelled traveling visited visit visiting flew flight vacation
+        city country abroad roadtrip tour toured""",
+        "place places city cities country countries location travel visited",
+    ),
+    "family": (
+        """kids kid children child son sons daughter daughters husband wife family mom dad
+        mother father parents brother sister grandma grandpa""",
+        "family children kids",
+    ),
+    "pet": (
+        """dog dogs cat cats puppy puppies kitten kittens pet pets turtle turtles hamster horse
+        horses bird birds fish rabbit""",
+        "pet pets animal animals",
+    ),
+    "book": (
+        "book books novel novels read reading reads author library series",
+        "book books reading",
+    ),
+    "art": (
+        "painting paintings painted paint drawing drawings art artwork sculpture pottery mural canvas sketch",
+        "art artwork",
+    ),
+    "music": (
+        "concert concerts band bands song songs music guitar piano violin sing singing album festival",
+        "music",
+    ),
+    "event": (
+        """party parties festival parade conference event events wedding ceremony fair show
+        convention meetup gala fundraiser competition tournament""",
+        "event events",
+    ),
+    "food": (
+        "cook cooking cooked recipe recipes dinner bake baking baked food restaurant dish dishes meal",
+        "food",
+    ),
+    "work": (
+        "job jobs work working career boss company business office startup studio store shop",
+        "work job career business",
+    ),
+}
+_SHOWN_BY = {name: frozenset(words.split()) for name, (words, _) in _CATEGORIES.items()}
+_WORD = re.compile(r"[a-z]+")
+# Entity types (memory_site.text.entities) that show a category on their own: "Rome", "Luna".
+_ENTITY_CATEGORIES = {"place": "place", "pet": "pet"}
+
+
+def categories_of(text: str, *, entity_types: Iterable[str] = ()) -> list[str]:
+    """The categories a short text shows, in a fixed order ([] for a long text)."""
+    if not text or len(text) > CATEGORY_MAX_CHARS:
+        return []
+    words = set(_WORD.findall(text.lower()))
+    found = {name for name, shown_by in _SHOWN_BY.items() if words & shown_by}
+    found.update(_ENTITY_CATEGORIES[kind] for kind in entity_types if kind in _ENTITY_CATEGORIES)
+    return [name for name in _CATEGORIES if name in found]
+
+
+def category_terms(text: str, *, entity_types: Iterable[str] = ()) -> str:
+    """The words a short text is also found by ("" when it shows no category)."""
+    return " ".join(_CATEGORIES[name][1] for name in categories_of(text, entity_types=entity_types))
