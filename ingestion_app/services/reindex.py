@@ -1,6 +1,8 @@
 """Re-index stored memory into the current representation (passages, exchange keys,
 provenance, the not-indexed rule), for data written before it existed.
 
+Also adds the category words of items written before them (``categories_add``).
+
 Run by `manage.py memory_reindex`. Idempotent: what is already in the current form is left
 alone, so a second run changes nothing. Batched: one chat session (its messages embedded in one
 embedder call) or IMPORT_BATCH imported chunks at a time, each in its own transaction.
@@ -16,6 +18,7 @@ from django.db.models import Q
 from ingestion_app.chunking.markdown import conversation_key
 from ingestion_app.models import MemoryItem
 from ingestion_app.parsers.base import TurnPair
+from ingestion_app.services.entities import memory_item_entity_types
 from ingestion_app.services.imports.writer import PASSAGE_RULE, chunk_passage_items
 from ingestion_app.services.inline import TURN_PAIR_KIND
 from ingestion_app.services.memory_store import (
@@ -35,6 +38,7 @@ from ingestion_app.services.message_index import (
     message_items_prepare,
 )
 from ingestion_app.services.pending_items import pending_items_store
+from memory_site.text.categories import category_terms
 from sessions_app.models import ChatSession, Message
 
 IMPORT_BATCH = 200
@@ -47,6 +51,7 @@ class ReindexOutcome:
     items_removed: int = 0
     items_labelled: int = 0
     import_passages: int = 0
+    items_categorized: int = 0
 
 
 def _message_current(message: Message, items: list[MemoryItem]) -> bool:
@@ -199,6 +204,35 @@ def other_items_label(*, user_id: int | None, outcome: ReindexOutcome) -> None:
         outcome.items_labelled += 1
 
 
+def categories_add(*, user_id: int | None, outcome: ReindexOutcome) -> None:
+    """Give items written before category words (``memory_site.text.categories``) theirs, at
+    the end of the keyword context as the writers put them; an item that has them already (or
+    shows no category) is left alone, so a second run changes nothing."""
+    rows = MemoryItem.objects.only(
+        "id", "user_id", "content", "keyword_context", "metadata"
+    ).order_by("id")
+    if user_id is not None:
+        rows = rows.filter(user_id=user_id)
+    changed: list[MemoryItem] = []
+    for item in rows.iterator(1000):
+        text = item.content or ""
+        if item.metadata.get("granularity") == GRANULARITY:
+            text = text.partition(": ")[2]  # the message without its "Speaker: " label
+        terms = category_terms(text, entity_types=memory_item_entity_types(item))
+        context = item.keyword_context or ""
+        if not terms or context.endswith(terms):
+            continue
+        item.keyword_context = f"{context}\n{terms}" if context else terms
+        changed.append(item)
+        if len(changed) >= 500:
+            MemoryItem.objects.bulk_update(changed, ["keyword_context"])
+            outcome.items_categorized += len(changed)
+            changed = []
+    if changed:
+        MemoryItem.objects.bulk_update(changed, ["keyword_context"])
+        outcome.items_categorized += len(changed)
+
+
 def memory_reindex(*, user_id: int | None = None) -> ReindexOutcome:
     """Re-index every session, imported chunk and other item (of one user, or all)."""
     outcome = ReindexOutcome()
@@ -209,4 +243,5 @@ def memory_reindex(*, user_id: int | None = None) -> ReindexOutcome:
         session_reindex(session=session, outcome=outcome)
     imports_reindex(user_id=user_id, outcome=outcome)
     other_items_label(user_id=user_id, outcome=outcome)
+    categories_add(user_id=user_id, outcome=outcome)
     return outcome

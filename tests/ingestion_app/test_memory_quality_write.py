@@ -347,3 +347,22 @@ def test_reindex_gives_chunks_imported_under_the_old_rule_their_prompt_passage(
         == passages_before + 1
     )
     assert "items labelled: 0, import passages added: 0" in again.getvalue()
+
+
+def test_reindex_gives_items_written_before_category_words_theirs_once(user, fake_embedder):
+    session = open_session(user, title="Weekend")
+    add_message(session, "user", "I signed up for a pottery class on Thursdays.")
+    item = MemoryItem.objects.get(chat_session=session, metadata__granularity="message")
+    assert item.keyword_context.endswith("activity activities hobby hobbies art artwork")
+    # As written before category words existed.
+    MemoryItem.objects.filter(id=item.id).update(keyword_context="")
+
+    out = io.StringIO()
+    call_command("memory_reindex", stdout=out)
+    again = io.StringIO()
+    call_command("memory_reindex", stdout=again)
+
+    item.refresh_from_db()
+    assert item.keyword_context == "activity activities hobby hobbies art artwork"
+    assert "items given category words: 1" in out.getvalue()
+    assert "items given category words: 0" in again.getvalue()

@@ -5,7 +5,8 @@
 Idempotent (a second run changes nothing) and batched (a session, or 200 imported chunks, per
 transaction). Messages that are not memories (greetings, content-free questions, the offline
 reply, pack echoes) lose their items; long messages become passages; imported chunks get the
-passages of the current rule (writer.PASSAGE_RULE).
+passages of the current rule (writer.PASSAGE_RULE); items written before category words
+(memory_site.text.categories) get theirs.
 """
 
 from __future__ import annotations
@@ -33,5 +34,6 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Sessions: {outcome.sessions}, messages re-indexed: {outcome.messages_reindexed}, "
             f"items removed: {outcome.items_removed}, items labelled: {outcome.items_labelled}, "
-            f"import passages added: {outcome.import_passages}"
+            f"import passages added: {outcome.import_passages}, "
+            f"items given category words: {outcome.items_categorized}"
         )
