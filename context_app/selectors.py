@@ -355,12 +355,14 @@ def memory_search(
         # The text of the top items, read once for coverage and the statements (twice the
         # supersede window: packing skips the other items of an exchange).
         texts: dict[int, tuple[str, str]] = {}
+        asked = query[:MAX_KEYWORD_QUERY_CHARS]
         search_quality.texts_read(
             cursor,
-            [c.id for c in ranked[: max(search_quality.COVERAGE_WINDOW, TEXT_READ_WINDOW)]],
+            [c.id for c in ranked[: max(search_quality.text_window(asked), TEXT_READ_WINDOW)]],
             texts,
         )
-        search_quality.coverage_assign(ranked, query[:MAX_KEYWORD_QUERY_CHARS], texts)
+        ranked = search_quality.money_weight_apply(ranked, asked, texts)
+        search_quality.coverage_assign(ranked, asked, texts)
         if names and ranked:
             search_quality.missing_names_apply(
                 candidates,

@@ -1,0 +1,55 @@
+"""A question about an amount of money ranks the memories that state an amount first."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from context_app import search_quality
+from context_app.selectors import memory_search
+from ingestion_app.models import MemoryItem
+from memory_site.tokens import count_tokens
+from tests.fake_openai import hashed_embedding
+
+pytestmark = pytest.mark.django_db
+
+QUESTION = "How much did I spend on the pottery workshop?"
+
+
+def remember(user, content: str) -> MemoryItem:
+    return MemoryItem.objects.create(
+        user=user,
+        source="fact",
+        content=content,
+        embedding=hashed_embedding(content, 384),
+        token_count=count_tokens(content),
+        occurred_at=datetime(2026, 1, 5, tzinfo=UTC),
+    )
+
+
+def test_the_memory_stating_the_amount_comes_before_one_that_only_talks_about_it(
+    user, monkeypatch
+):
+    chatter = remember(user, "The pottery workshop was so much fun, I loved how much we made.")
+    paid = remember(user, "I paid $120 for the pottery workshop.")
+    remember(user, "The gym membership renews in March.")
+
+    assert [hit.id for hit in memory_search(user=user, query=QUESTION).items][:2] == [
+        paid.id,
+        chatter.id,
+    ]
+    # The words alone put the chatter first ("much" twice): the amount is what lifts the answer.
+    monkeypatch.setattr(search_quality, "MONEY_WEIGHT", 1.0)
+    assert [hit.id for hit in memory_search(user=user, query=QUESTION).items][:2] == [
+        chatter.id,
+        paid.id,
+    ]
+
+
+def test_amounts_in_any_currency_and_only_for_questions_about_money():
+    assert search_quality.MONEY_QUERY.search("What did the new tires cost me?")
+    assert not search_quality.MONEY_QUERY.search("Where did I buy the new tires?")
+    for text in ("It was $80.", "paid €1,200 upfront", "about 300 dollars", "£15 a month"):
+        assert search_quality._AMOUNT.search(text), text
+    assert not search_quality._AMOUNT.search("We met at 10 and left at 12.")
