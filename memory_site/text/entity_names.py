@@ -298,7 +298,8 @@ SENTENCE_OPENERS = _split(
     """
     work school life dinner lunch breakfast brunch coffee drinks tea supper gym traffic weather
     funny weird crazy meh damn dang ugh goodnight hugs xoxo plus tbh imo imho ngl idk speaking
-    overall congrats cheers awesome oops
+    overall congrats cheers awesome oops aw aww awww woah whoa yay yikes ooh ohh ahh phew
+    super anytime talk bummer gosh geez jeez hooray woohoo
     """
 )
 # Common nouns a chat sentence opens with ("Swimming helps", "Dogs are loyal", "Chess club starts"):

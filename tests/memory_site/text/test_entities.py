@@ -203,6 +203,8 @@ def test_common_nouns_and_gerunds_opening_a_sentence_are_not_people():
         "Meditation helped me sleep better.",
         "Kids grow up so fast.",
         "Concerts are too loud for me these days.",
+        "Aww, that is so sweet!",
+        "Super proud of you!",
     ):
         assert names_and_types(text) == [], text
 
@@ -213,6 +215,7 @@ def test_names_opening_a_sentence_stay_names_and_a_common_opener_leaves_the_name
     assert names_and_types("Irving said the report is late.") == [("Irving", "person")]
     assert names_and_types("Cooking for Marco was fun.") == [("Marco", "person")]
     assert names_and_types("Surfing in Portugal was a dream.") == [("Portugal", "place")]
+    assert names_and_types("Anytime Nate, good luck!") == [("Nate", "person")]
 
 
 def test_a_name_owning_the_place_one_is_at_is_a_person():
