@@ -2,35 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from context_app import search_quality
 from context_app.selectors import memory_search
-from ingestion_app.models import MemoryItem
-from memory_site.tokens import count_tokens
-from tests.fake_openai import hashed_embedding
+from tests.context_app.test_search_names import remember
 
 pytestmark = pytest.mark.django_db
 
 QUESTION = "How much did I spend on the pottery workshop?"
 
 
-def remember(user, content: str) -> MemoryItem:
-    return MemoryItem.objects.create(
-        user=user,
-        source="fact",
-        content=content,
-        embedding=hashed_embedding(content, 384),
-        token_count=count_tokens(content),
-        occurred_at=datetime(2026, 1, 5, tzinfo=UTC),
-    )
-
-
-def test_the_memory_stating_the_amount_comes_before_one_that_only_talks_about_it(
-    user, monkeypatch
-):
+def test_the_memory_stating_the_amount_comes_before_one_that_only_talks_about_it(user, monkeypatch):
     chatter = remember(user, "The pottery workshop was so much fun, I loved how much we made.")
     paid = remember(user, "I paid $120 for the pottery workshop.")
     remember(user, "The gym membership renews in March.")
