@@ -90,6 +90,7 @@ TUNABLE = (
     "EXCHANGE_COLLAPSE",
     "MERGE_TURNS",
     "VECTOR_WITHOUT_NAME",
+    "CHATTER_TRIM",
 )
 
 
@@ -505,12 +506,16 @@ def evaluate(
 ) -> Scores:
     from context_app.selectors import SOURCES, format_date, format_hit, memory_search
     from memory_site.providers import get_embedder
+    from memory_site.tokens import count_tokens
     from sessions_app.models import Message
 
     embedder = get_embedder()
     scores = Scores()
     clock = CpuClock()
     if conversations:
+        # The token counter's BPE table, loaded at start-up by `manage.py serve`
+        # (MNEMO_WARM_EMBEDDER): the first search that trims a hit would wait ~0.2 s for it.
+        count_tokens("warm up")
         # One untimed search first: the process's first one pays one-off costs (imports,
         # regexes, plans) that would otherwise be the p95 of a short run.
         memory_search(

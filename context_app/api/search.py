@@ -121,7 +121,8 @@ class SearchHitOutput(serializers.Serializer):
     id = serializers.IntegerField()
     source = serializers.CharField()
     content = serializers.CharField(
-        help_text="The item's text, or the passage of a long item that matches (see trimmed)."
+        help_text="The item's text, or the passage of a long item that matches, or a chat turn "
+        "without the reactions around what it tells (see trimmed)."
     )
     bucket = serializers.CharField()
     score = serializers.FloatField()
@@ -140,7 +141,7 @@ class SearchHitOutput(serializers.Serializer):
         allow_null=True, help_text="Set when a later memory about the same subject disagrees."
     )
     trimmed = TrimmedOutput(
-        allow_null=True, help_text="Set when content is a passage cut from a longer item."
+        allow_null=True, help_text="Set when content was cut from the item (offsets into its text)."
     )
     metadata = serializers.DictField()
     cross_references = serializers.ListField(
@@ -225,8 +226,8 @@ class MemorySearchApi(APIView):
             "keyword mode). A query with quotes or -word only returns items matching them. "
             "Items under the relevance floor are left out, so a query about something never "
             "discussed returns no items; each item says `why` it matched and its `relevance`. "
-            "One exchange takes one slot; a long item is cut to its matching passage "
-            "(`trimmed`). Of two memories about the same subject the later comes first and the "
+            "One exchange takes one slot; a long item is cut to its matching passage, a chat "
+            "turn to what it tells without reactions like 'Wow, Mel!' (`trimmed`). Of two memories about the same subject the later comes first and the "
             "older is `superseded` (both dates given); `as_of` ranks relative to that date. "
             "502 when the embedding model fails (hybrid and semantic modes). "
             "Entities: hybrid "

@@ -172,3 +172,63 @@ def _is_filler(sentence: str) -> bool:
 
 
 _GREETING_RE = re.compile(r"^(?:hi|hello|hey|thanks|thank you|bye|goodbye)\b", re.IGNORECASE)
+
+
+# Words of a sentence that only reacts to the other person (greets, thanks, praises, cheers,
+# commiserates) and tells nothing: "Wow, Caroline!", "That's so awesome, Mel!", "Congrats!",
+# "Oh man, sorry to hear that." A sentence made only of these (and the name it is said to) is
+# chatter; one more word ("That's great news about your job!", "I love pottery!") and it
+# tells something.
+_CHATTER_WORDS = frozenset(
+    """wow woah whoa woo aww awww omg oh ooh ah yay yey hey hi hello yo thanks thank thx ty
+    congrats congratulations cheers bravo kudos haha hahaha lol hehe
+    that that's thats this this's it it's its is was sounds sound looks look seems what a an how
+    so really super very totally truly just such absolutely definitely
+    great awesome amazing cool nice wonderful lovely beautiful sweet fantastic incredible
+    inspiring impressive exciting fun brilliant stunning gorgeous adorable cute neat rad
+    good glad happy proud pleased sorry to hear for of you your about news
+    love i i'm im am me too same here hope all's all well going fine man dear wish luck
+    yes yeah yep yup sure totally ok okay right true indeed agreed exactly""".split()
+)
+# Words that only acknowledge: a sentence of these alone ("Yes, Paris.") may be an answer.
+_ACKNOWLEDGE_WORDS = frozenset("yes yeah yep yup sure ok okay right true indeed exactly".split())
+_CHATTER_TOKEN_RE = re.compile(r"[A-Za-z][A-Za-z']*")
+# Words a name can follow with no comma between: "Hey Mel!", "Congrats Caroline!".
+_VOCATIVE_AFTER = frozenset(
+    "hey hi hello yo thanks thank congrats congratulations bye dear oh wow aww".split()
+)
+CHATTER_MAX_WORDS = 10
+
+
+def is_chatter(sentence: str) -> bool:
+    """Whether a chat sentence only reacts and tells nothing (see _CHATTER_WORDS).
+
+    A capitalised word outside the list counts only as the name the sentence is said to (next
+    to a comma, or after "hey", "thanks", "congrats"...), at most two of them ("Thanks, Mel!");
+    "Portugal is great!" tells something. Acknowledgements alone are not chatter ("Yes,
+    Paris." answers a question), nor is anything with a digit or a question mark.
+    """
+    text = sentence.strip().replace("’", "'")
+    if not text or text.endswith("?") or any(character.isdigit() for character in text):
+        return False
+    matches = list(_CHATTER_TOKEN_RE.finditer(text))
+    if not matches or len(matches) > CHATTER_MAX_WORDS:
+        return False
+    names = 0
+    reacting = False
+    previous = ""
+    for match in matches:
+        word = match.group()
+        lowered = word.lower()
+        if lowered in _CHATTER_WORDS:
+            reacting = reacting or lowered not in _ACKNOWLEDGE_WORDS
+        elif word[0].isupper() and (
+            text[: match.start()].rstrip().endswith(",")
+            or text[match.end() :].lstrip().startswith((",", "!", "."))
+            or previous in _VOCATIVE_AFTER
+        ):
+            names += 1
+        else:
+            return False
+        previous = lowered
+    return reacting and names <= 2

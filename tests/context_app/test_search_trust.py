@@ -245,3 +245,36 @@ def test_as_of_is_validated(api, user):
 
     assert response.status_code == 400
     assert response.json()["error"]["field"] == "as_of"
+
+
+def test_chat_turn_comes_back_without_the_reactions_around_what_it_tells(api, user, fake_embedder):
+    content = (
+        "Melanie: Wow, Caroline! That's so awesome! I just signed up for a pottery class "
+        "yesterday. It's like therapy for me. Thanks, Caroline!"
+    )
+    item = remember(user, content, source="chunk")
+    everyday_memories(user)
+
+    body = api.post(SEARCH, {"query": "pottery class"}, format="json").json()
+
+    hit = next(hit for hit in body["items"] if hit["id"] == item.id)
+    assert hit["content"] == (
+        "Melanie: … I just signed up for a pottery class yesterday. It's like therapy for me. …"
+    )
+    assert hit["trimmed"]["length"] == len(content)
+    assert content[hit["trimmed"]["start"] : hit["trimmed"]["end"]] == (
+        "I just signed up for a pottery class yesterday. It's like therapy for me."
+    )
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Caroline: Thanks, Mel!",  # all reaction: nothing else to keep
+        "Jon: Yes, Paris. It was my first time abroad.",  # an answer, not a reaction
+        "Gina: Portugal is great! We stayed two weeks.",  # an opinion about a place
+        "Maria: I went to the shelter again and met Cindy there.",  # nothing to cut
+    ],
+)
+def test_chatter_trim_keeps_what_tells_something(content):
+    assert search_quality.chatter_trim(content) == (content, None)

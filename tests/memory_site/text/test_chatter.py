@@ -1,0 +1,41 @@
+"""Which chat sentences only react ("Wow, Caroline!") and which tell something."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_site.text.sentences import is_chatter
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Wow, Caroline!",
+        "That's so awesome, Mel!",
+        "Thanks, Mel!",
+        "Hey Caroline, hope all's good!",
+        "Oh man, sorry to hear that, Melanie.",
+        "Congrats Caroline!",
+        "So proud of you!",
+        "Caroline, that's amazing!",
+    ],
+)
+def test_reactions_are_chatter(sentence):
+    assert is_chatter(sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Yes, Paris.",  # an acknowledgement with a name may answer a question
+        "I love pottery!",
+        "That's great news about your job!",
+        "Portugal is great!",  # a place is no vocative
+        "Go Caroline!",
+        "That was awesome, see you at 5!",  # a time
+        "Wow, did you see that band?",  # a question
+        "I just signed up for a pottery class yesterday.",
+    ],
+)
+def test_sentences_that_tell_something_are_not_chatter(sentence):
+    assert not is_chatter(sentence)
