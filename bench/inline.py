@@ -27,6 +27,10 @@ onnx vs torch backend, back to back on the shared VM at load average ~23 (60 exc
 figures ~15x an idle machine's): after a reply p50 747 vs 1135 ms, p95 1015 vs 1456 ms; of which
 embedding header+prompt p50 238 vs 709 ms (3.0x), p95 330 vs 997 ms; after a user message p50
 315 vs 548 ms. Not yet measured idle.
+Session 10 (2026-11-27; 2-core AMD EPYC with AVX-512 VNNI, idle, load 1.0; onnx, embedding
+after the response): after an assistant reply p50 14.2 / p95 17.2 ms in the request (then its
+vectors p95 26.7 ms; CPU of both p95 33.2 ms); embedding header+prompt alone p50 11.3 / p95
+12.3 ms; after a user message p50 8.8 / p95 11.8 ms; close task p50 47.7 / p95 51.1 ms.
 
 Where an after-reply's time goes (issue 19; cProfile over 40 replies, onnx, load ~16): the
 embedder call ~42% (two texts of ~80-140 tokens, one pass each on the two cores), SQL ~45% (27

@@ -127,6 +127,15 @@ this process + its backend per call; 50 queries per group, first call of each sa
     loads of 2-3 the wall p95 moves by 2-5 ms between runs of the same code; the target
     (< 20 ms p95 with the leg) is met in CPU time at 300,000 rows (18.8-20.8) and not at
     1M (23.5), where the keyword and vector sides alone take ~9.5 and ~7.7 ms at p95.
+  - Session 10 (2026-11-27, main 16f6e3a: session 9's entity leg of 100 newest mentions and
+    150 loaded candidates), a new machine: 2 cores of an AMD EPYC with AVX-512, 1,000,000 rows
+    / 10,000 users, --entities 60, shared_buffers 6 GB; load COPY 41 s, mentions 16 s, GIN 7 s,
+    HNSW 570 s (beside another benchmark). 200 queries per group, two --keep runs (load 2.6 and
+    1.5 at the start, falling): 10,000 memories with the leg 13.3/18.9 (18.5) and 12.3/17.8
+    (17.8), without 11.8/17.1 (17.0) and 11.1/16.4 (16.3); 100 memories with the leg 5.3/6.1
+    (6.0) and 5.5/6.7 (6.6), without 4.5/5.1 and 4.7/5.9; vector recall@10 0.9915 and 1.0.
+    The target (< 20 ms p95 with the entity leg at 1M rows) is met on this machine. A first
+    run beside a LoCoMo benchmark (load 4) read 22.1/33.6 (CPU p95 18.4).
 - Earlier (selector v1 of commit 7a61754, 1M rows): vector recall@10 of 10,000-memory users
   0.91 with ef_construction 64 (no ef_search/iterative setting reaches 0.95), 0.985 with 128;
   hybrid p95 160-340 ms, all of it ts_rank_cd over every matching row.

@@ -556,7 +556,12 @@ def passage_trim(content: str, query: str) -> tuple[str, dict | None]:
 
 # A short chat turn loses the reactions around what it tells (chatter_trim). Measured on fresh
 # dev ingests: LoCoMo 0.798 -> 0.799 within the budget (9.5 -> 9.8 items in it), the share of
-# answer words inside the budget unchanged (0.739).
+# answer words inside the budget unchanged (bench/locomo.py's answer_words_budget, 0.749);
+# LongMemEval unchanged (0.870). Tried and not kept (session 10): cutting every chat turn to
+# its one sentence with the most query words (or a word of the category the question asks
+# about) read 0.829 (multi-hop 0.573) but lowered the share of answer words inside the budget
+# from 0.739 to 0.638 (single-hop 0.901 -> 0.724; a one-off script of the same measure): the
+# benchmark counted turns whose answering sentence the pack no longer showed.
 CHATTER_TRIM = True
 # "Melanie: " at the start of a chat turn's text: kept whenever the turn is cut.
 _SPEAKER_LABEL = re.compile(r"[^\s:][^:\n]{0,40}: ")
