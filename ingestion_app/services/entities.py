@@ -11,7 +11,8 @@ Resolution, never across users or apps: a name resolves to the entity whose norm
 or alias it is; a lone first name to the one person whose full name starts with it ("Ines" ->
 "Ines Garcia") and a full name to the lone first-name person it extends; titles are dropped
 for the alias ("Dr. Alvarez" also answers to "alvarez"), and so is a company's legal form
-("Acme Corp" is also "acme"; "Acme Corp" said after "Acme" is the same organization). New
+("Acme Corp" is also "acme"; "Acme Corp" said after "Acme" is the same organization), and so
+is the word "project" ("Project Atlas" is also "atlas"). New
 entities are then embedded in a background task and merged into an entity of the same type
 whose name embedding is at least MNEMO_ENTITY_SIMILARITY similar
 (``entity_edits.entities_embed_and_resolve``).
@@ -250,12 +251,24 @@ def _untitled(key: str) -> str:
 
 # Legal forms a company is also called without: "Acme Corp" is the user's "Acme".
 _LEGAL_FORMS = frozenset({"inc", "corp", "corporation", "llc", "ltd", "plc", "gmbh", "co"})
+# The word a project is also called without: "Project Atlas" is the team's "Atlas".
+_PROJECT_WORDS = frozenset({"project"})
 
 
-def _without_legal_form(key: str) -> str:
+def _short_name(key: str, entity_type: str | None = None) -> str:
+    """What an organization is also called without its legal form ("acme corp" -> "acme") and
+    a project without the word "project" ("project atlas", "atlas project" -> "atlas"); ""
+    when the name has neither (or the type given is another)."""
     words = key.split()
-    if len(words) > 1 and words[-1].rstrip(".") in _LEGAL_FORMS:
+    if len(words) < 2:
+        return ""
+    if entity_type in (None, "organization") and words[-1].rstrip(".") in _LEGAL_FORMS:
         return " ".join(words[:-1])
+    if entity_type in (None, "project"):
+        if words[0] in _PROJECT_WORDS:
+            return " ".join(words[1:])
+        if words[-1] in _PROJECT_WORDS:
+            return " ".join(words[:-1])
     return ""
 
 
@@ -295,7 +308,7 @@ def _candidates(
                     keys
                     | full_first
                     | known_keys
-                    | ({_without_legal_form(key) for key in keys} - {""})
+                    | ({_short_name(key) for key in keys} - {""})
                 ),
                 "aliases": sorted(keys | known_keys),
                 "firsts": sorted(first_words),
@@ -341,10 +354,10 @@ def _resolve_scope(
             if shorter is not None and shorter.type == "person":
                 entity = shorter
                 entry.aliases.add(key)
-        short_name = _without_legal_form(key) if entry.type == "organization" else ""
+        short_name = _short_name(key, entry.type)
         if entity is None and short_name:
             shorter = by_name.get(short_name)
-            if shorter is not None and shorter.type == "organization":
+            if shorter is not None and shorter.type == entry.type:
                 entity = shorter
                 entry.aliases.add(key)
         if entity is not None:

@@ -150,3 +150,31 @@ def test_a_company_with_and_without_its_legal_form_is_one_organization(
     assert acme["aliases"] == [alias]
     # The first message, its session's summary and the later message each mention it.
     assert acme["mention_count"] >= 3
+
+
+@pytest.mark.parametrize(
+    ("first", "later", "name", "alias"),
+    [
+        (
+            "I lead Project Atlas at work.",
+            "The Atlas launch moved to March.",
+            "Project Atlas",
+            "atlas",
+        ),
+        (
+            "The Atlas launch moved to March.",
+            "I lead Project Atlas at work.",
+            "Atlas",
+            "project atlas",
+        ),
+    ],
+)
+def test_a_project_with_and_without_the_word_project_is_one_project(
+    api, fake_embedder, django_capture_on_commit_callbacks, first, later, name, alias
+):
+    session_with(api, django_capture_on_commit_callbacks, first)
+    session_with(api, django_capture_on_commit_callbacks, later)
+
+    projects = [e for e in api.get(ENTITIES).json()["results"] if e["type"] == "project"]
+    assert [(e["name"], e["aliases"]) for e in projects] == [(name, [alias])]
+    assert projects[0]["mention_count"] >= 3
