@@ -111,13 +111,16 @@ def _unit_facts(sentence: str) -> list[str]:
 
 
 def _digest_line(unit: _Unit) -> str | None:
-    """The digest line of a sentence that holds no stated fact; None for the user's questions
-    and requests (what the user asked is not something they said about themselves)."""
+    """The digest line of a sentence that holds no stated fact; None for a question or request
+    (what the user asked is not something they said about themselves, and the assistant's or
+    another speaker's "How is Biscuit settling in?" tells nothing either)."""
     sentence = _FILLER_OPENER_RE.sub("", unit.text).strip() or unit.text
     sentence = sentence[:1].upper() + sentence[1:]
     sentence = _clip(sentence, 200)
+    if _is_question(sentence):
+        return None
     if unit.kind == "user":
-        if _is_question(sentence) or _is_request(sentence):
+        if _is_request(sentence):
             return None
         if _FIRST_PERSON_RE.search(sentence) or _OTHER_PERSON_RE.search(sentence):
             return None  # first or second person that the fact rule would not retell safely

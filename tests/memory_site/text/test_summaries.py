@@ -106,3 +106,17 @@ def test_a_fact_said_twice_is_one_line_and_long_chats_stay_within_budget():
 
     assert summary.count("The user lives in Utrecht.") == 1
     assert "Schiphol" in summary and len(summary) <= 400
+
+
+def test_a_question_the_assistant_or_another_speaker_asks_is_no_summary_line():
+    turns = [
+        ("user", "My brother Tomás just adopted a greyhound called Biscuit."),
+        ("assistant", "That's wonderful! How is Biscuit settling in with the family?"),
+        ("user", "Biscuit sleeps all day on the sofa in Valencia."),
+        ("Melanie", "What made your brother choose a greyhound over a puppy?"),
+    ]
+
+    summary = summarize(turns, max_chars=2000)
+
+    assert "brother Tomás just adopted a greyhound" in summary
+    assert "?" not in summary
