@@ -305,10 +305,7 @@ def _candidates(
                 "user": user_id,
                 "app": app_id,
                 "names": sorted(
-                    keys
-                    | full_first
-                    | known_keys
-                    | ({_short_name(key) for key in keys} - {""})
+                    keys | full_first | known_keys | ({_short_name(key) for key in keys} - {""})
                 ),
                 "aliases": sorted(keys | known_keys),
                 "firsts": sorted(first_words),
