@@ -20,7 +20,14 @@ _ASSISTANT_ROLES = frozenset(
 )
 _SKIPPED_ROLES = frozenset({"system", "tool", "function", "developer", "ipython"})
 
-_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?=[^\sa-z])|(?<=[。！？])")
+# A title's period ends no sentence: "the vet Dr. Okafor thinks..." is one.
+_TITLE_PERIODS = "".join(
+    rf"(?<!\b{title}\.)"
+    for title in ("Dr", "Mr", "Mrs", "Ms", "Mx", "Prof", "St", "Mt", "Jr", "Sr")
+)
+_SENTENCE_SPLIT_RE = re.compile(
+    rf"(?<=[.!?…]){_TITLE_PERIODS}[\"'”’)\]]*\s+(?=[^\sa-z])|(?<=[。！？])"
+)
 _LINE_MARKER_RE = re.compile(r"^\s*(?:[-*+•>]+|\d{1,3}[.)]|#{1,6})\s*")
 _EMPHASIS_RE = re.compile(r"\*\*|__|`")
 

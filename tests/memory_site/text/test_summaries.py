@@ -120,3 +120,14 @@ def test_a_question_the_assistant_or_another_speaker_asks_is_no_summary_line():
 
     assert "brother Tomás just adopted a greyhound" in summary
     assert "?" not in summary
+
+
+def test_a_title_does_not_end_the_sentence_a_summary_retells():
+    turns = [
+        ("user", "My cat Luna has been sick all week, the vet Dr. Okafor thinks it's her kidneys.")
+    ]
+
+    summary = summarize(turns)
+
+    assert "Dr. Okafor thinks it's her kidneys" in summary
+    assert "Dr. -" not in summary and "Dr.\n" not in summary
