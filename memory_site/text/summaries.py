@@ -110,6 +110,20 @@ def _unit_facts(sentence: str) -> list[str]:
     return [f"- {_clip(we_line, 220)}"] if we_line else []
 
 
+# Lower-case words a name may hold ("Quinta da Aveleda", "Bank of England").
+_NAME_PARTICLES = frozenset("da de do dos das del della di du la le van von der of the and".split())
+_FRAGMENT_WORD_RE = re.compile(r"[^\W\d_][\w'’-]*")
+
+
+def _is_bare_name(sentence: str) -> bool:
+    """A sentence that is only a name ("Quinta da Aveleda.", the answer to a question): no
+    statement to retell ("The user noted that Quinta da Aveleda." says nothing)."""
+    words = _FRAGMENT_WORD_RE.findall(sentence)
+    return 0 < len(words) <= 6 and all(
+        word[0].isupper() or word.lower() in _NAME_PARTICLES for word in words
+    )
+
+
 def _digest_line(unit: _Unit) -> str | None:
     """The digest line of a sentence that holds no stated fact; None for a question or request
     (what the user asked is not something they said about themselves, and the assistant's or
@@ -117,7 +131,7 @@ def _digest_line(unit: _Unit) -> str | None:
     sentence = _FILLER_OPENER_RE.sub("", unit.text).strip() or unit.text
     sentence = sentence[:1].upper() + sentence[1:]
     sentence = _clip(sentence, 200)
-    if _is_question(sentence):
+    if _is_question(sentence) or _is_bare_name(sentence):
         return None
     if unit.kind == "user":
         if _is_request(sentence):

@@ -131,3 +131,15 @@ def test_a_title_does_not_end_the_sentence_a_summary_retells():
 
     assert "Dr. Okafor thinks it's her kidneys" in summary
     assert "Dr. -" not in summary and "Dr.\n" not in summary
+
+
+def test_a_bare_name_answering_a_question_is_no_summary_line():
+    turns = [
+        ("assistant", "Do you have a venue yet?"),
+        ("user", "Yes, Quinta da Aveleda. Ines and Marco want a small ceremony, about 60 guests."),
+    ]
+
+    summary = summarize(turns)
+
+    assert "Ines and Marco want a small ceremony" in summary
+    assert "noted that Quinta da Aveleda" not in summary
