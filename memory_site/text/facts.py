@@ -29,6 +29,12 @@ _MEMORY_PREFIX_RE = re.compile(
     r"for (?:future )?reference|just so you know)(?:\s+that)?[\s,:]+",
     re.IGNORECASE,
 )
+# A short label before a first-person statement ("Quick update: I'm allergic to penicillin",
+# "Big news: we bought a house"): a heading, not part of the fact.
+_LEAD_IN_LABEL_RE = re.compile(
+    r"^(?:[^\W\d_]+\s+){0,2}[^\W\d_]+\s*:\s+(?=(?:i|i'm|i've|i'd|i'll|my|we|we're|our)\b)",
+    re.IGNORECASE,
+)
 _NOT_A_FACT_RE = re.compile(
     r"^(?:i (?:don't|do not) (?:know|understand|get it|think so|care|mind|remember)\b|"
     r"i'm (?:not sure|confused|sorry|curious|wondering|asking|glad|happy to hear|back)\b|"
@@ -106,7 +112,8 @@ def _clauses(sentence: str) -> list[str]:
 
 def _clause_to_fact(clause: str, user_name: str) -> str | None:
     clause = _SYMBOLS_RE.sub("", clause).strip()
-    clause = _MEMORY_PREFIX_RE.sub("", _DISCOURSE_RE.sub("", clause)).strip(" ,;:-")
+    clause = _LEAD_IN_LABEL_RE.sub("", _DISCOURSE_RE.sub("", clause))
+    clause = _MEMORY_PREFIX_RE.sub("", clause).strip(" ,;:-")
     if not clause or _is_question(clause) or _HYPOTHETICAL_RE.match(clause):
         return None
     if _is_request(clause) or _NOT_A_FACT_RE.match(clause) or _FILLER_SENTENCE_RE.match(clause):

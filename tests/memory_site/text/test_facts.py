@@ -81,3 +81,14 @@ def test_facts_use_the_given_user_name():
     facts = extract_facts([("user", "I live in Oslo and my dog is called Max.")], user_name="Alice")
 
     assert facts == ["Alice lives in Oslo.", "Alice's dog is called Max."]
+
+
+def test_a_short_label_before_a_statement_is_not_part_of_the_fact():
+    facts = extract_facts(
+        [("user", "Quick update: I'm allergic to penicillin, and my dentist is Dr. Ruiz.")]
+    )
+
+    assert facts == [
+        "The user is allergic to penicillin.",
+        "The user's dentist is Dr. Ruiz.",
+    ]
