@@ -54,12 +54,12 @@ ENTITY_TYPES = (
 )
 
 _TOKEN_RE = re.compile(
-    r"(?:Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr)\.(?=\s)|[^\W\d_][\w&+#]*(?:[-'’][\w]+)*|\d[\w:/.-]*|[^\w\s]"
+    rf"(?:{'|'.join(names.ABBREVIATIONS)})\.(?=\s)|[^\W\d_][\w&+#]*(?:[-'’][\w]+)*|\d[\w:/.-]*|[^\w\s]"
 )
 # English and chat stop-words only: the multilingual list holds first names ("Mia", "Ines").
 _COMMON_WORDS = frozenset(_ENGLISH_STOP.split()) | frozenset(_CHAT_STOP.split())
 _SENTENCE_END = frozenset({".", "!", "?", "…"})
-_CONNECTORS = frozenset({"of", "for", "de", "da", "del", "van", "von", "la", "le", "du", "y"})
+_CONNECTORS = names.NAME_CONNECTORS
 _POSSESSIVES = frozenset({"my", "our", "his", "her", "their", "your"})
 # Words that follow a verb, not a name, at the start of a sentence ("Mix the flour", "Ask your
 # doctor"): a name opening a sentence is followed by its verb or a comma.

@@ -73,6 +73,12 @@ for _noun in _split("car laptop phone bike guitar camera truck van motorcycle"):
 # "book" and "album" after "my" are usually the user's own work; after "called" when someone
 # else made them they are products, which the extractor cannot tell apart: project wins.
 
+# Abbreviations written with a period that ends neither a sentence nor a name: "Dr. Okafor",
+# "St. Louis" (the extractor's tokens and memory_site.text.sentences' splitting).
+ABBREVIATIONS = ("Dr", "Mr", "Mrs", "Ms", "Prof", "St", "Jr", "Sr")
+# Lower-case words inside a name: "Bank of England", "Quinta da Aveleda".
+NAME_CONNECTORS = frozenset({"of", "for", "de", "da", "del", "van", "von", "la", "le", "du", "y"})
+
 # A person's title kept in the name: "Dr. Alvarez", "Mrs. Patel".
 TITLES = _split("dr dr. mr mr. mrs mrs. ms ms. prof prof. professor sir dame aunt uncle auntie")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from memory_site.text.entity_names import ABBREVIATIONS
 from memory_site.text.words import (
     _CODE_FENCE_RE,
     _MD_LINK_RE,
@@ -21,10 +22,7 @@ _ASSISTANT_ROLES = frozenset(
 _SKIPPED_ROLES = frozenset({"system", "tool", "function", "developer", "ipython"})
 
 # A title's period ends no sentence: "the vet Dr. Okafor thinks..." is one.
-_TITLE_PERIODS = "".join(
-    rf"(?<!\b{title}\.)"
-    for title in ("Dr", "Mr", "Mrs", "Ms", "Mx", "Prof", "St", "Mt", "Jr", "Sr")
-)
+_TITLE_PERIODS = "".join(rf"(?<!\b{title}\.)" for title in ABBREVIATIONS)
 _SENTENCE_SPLIT_RE = re.compile(
     rf"(?<=[.!?…]){_TITLE_PERIODS}[\"'”’)\]]*\s+(?=[^\sa-z])|(?<=[。！？])"
 )
@@ -190,7 +188,7 @@ _CHATTER_WORDS = frozenset(
     """wow woah whoa woo aww awww omg oh ooh ah yay yey hey hi hello yo thanks thank thx ty
     congrats congratulations cheers bravo kudos haha hahaha lol hehe
     that that's thats this this's it it's its is was sounds sound looks look seems what a an how
-    so really super very totally truly just such absolutely definitely
+    so really super very truly just such absolutely definitely
     great awesome amazing cool nice wonderful lovely beautiful sweet fantastic incredible
     inspiring impressive exciting fun brilliant stunning gorgeous adorable cute neat rad
     good glad happy proud pleased sorry to hear for of you your about news

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memory_site.text.entities import is_sentence_opener, opens_instruction
+from memory_site.text.entity_names import NAME_CONNECTORS
 from memory_site.text.facts import (
     _FIRST_PERSON_RE,
     _OTHER_PERSON_RE,
@@ -110,8 +111,8 @@ def _unit_facts(sentence: str) -> list[str]:
     return [f"- {_clip(we_line, 220)}"] if we_line else []
 
 
-# Lower-case words a name may hold ("Quinta da Aveleda", "Bank of England").
-_NAME_PARTICLES = frozenset("da de do dos das del della di du la le van von der of the and".split())
+# Lower-case words a name may hold ("Quinta da Aveleda", "Bank of England", "Tom and Jerry").
+_NAME_PARTICLES = NAME_CONNECTORS | {"do", "dos", "das", "della", "di", "der", "the", "and"}
 _FRAGMENT_WORD_RE = re.compile(r"[^\W\d_][\w'’-]*")
 
 
