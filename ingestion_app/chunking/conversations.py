@@ -23,6 +23,7 @@ from ingestion_app.chunking.markdown import (
 )
 from ingestion_app.parsers.base import Conversation, TurnPair
 from memory_site.redaction import redact
+from memory_site.text.categories import TextCues
 from memory_site.text.headers import contextual_header
 from memory_site.text.keywords import tags
 
@@ -48,6 +49,10 @@ class Chunk:
     topics: list[str] = field(default_factory=list)
     frontmatter: dict = field(default_factory=dict)
     token_count: int = 0
+    # Planned by the importer's workers (`prepare_conversations`): the cues of the exchange's
+    # text and the passages of its long messages (ingestion_app.chunking.passages).
+    cues: TextCues | None = None
+    passages: list | None = None
 
     @property
     def first_index(self) -> int:

@@ -14,7 +14,9 @@ from ingestion_app.chunking.conversations import (
     plan_chunks,
     redact_conversation,
 )
+from ingestion_app.chunking.passages import chunk_passage_texts
 from ingestion_app.parsers.base import Conversation
+from memory_site.text.categories import text_cues
 from memory_site.tokens import count_tokens
 
 # Cyclic-GC generation thresholds in the importer's worker processes (CPython's are 700, 10, 10).
@@ -43,7 +45,8 @@ def prepare_conversations(
     namespace: str,
     describe: bool = True,
 ) -> list[tuple[Conversation, list[Chunk]]]:
-    """Redact, plan and (locally) describe the new chunks of each (conversation, covered keys).
+    """Redact, plan and (locally) describe the new chunks of each (conversation, covered keys),
+    with their token counts, text cues and passages.
 
     Pure CPU work with no database access, so the importer can run it in worker processes
     while the main process parses and stores; returns (redacted conversation, chunks) in the
@@ -56,7 +59,10 @@ def prepare_conversations(
         if describe:
             describe_locally(chunks, redacted)
         for chunk in chunks:
-            chunk.token_count = count_tokens(chunk.exchange_markdown())
+            exchange = chunk.exchange_markdown()
+            chunk.token_count = count_tokens(exchange)
+            chunk.cues = text_cues(exchange)
+            chunk.passages = chunk_passage_texts(chunk.pairs, chunk.assistant_override)
         prepared.append((redacted, chunks))
     return prepared
 

@@ -75,7 +75,11 @@ class _Found:
 def bucket_for(text: str, entity_types: Sequence[str] = ()) -> str:
     """The item's bucket among settings.MNEMO_BUCKETS (the last one when the rule's bucket is
     not configured)."""
-    bucket = bucket_classify(text, entity_types=entity_types)
+    return bucket_configured(bucket_classify(text, entity_types=entity_types))
+
+
+def bucket_configured(bucket: str) -> str:
+    """``bucket`` if settings.MNEMO_BUCKETS has it, else the last configured one."""
     buckets = settings.MNEMO_BUCKETS
     return bucket if bucket in buckets else buckets[-1]
 

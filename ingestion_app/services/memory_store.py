@@ -46,17 +46,17 @@ from django.utils import timezone
 
 from ingestion_app.models import MemoryItem
 from ingestion_app.selectors.scope import table_stats_forget
-from ingestion_app.services.entities import bucket_for, entities_extract, memory_item_entity_types
+from ingestion_app.services.entities import (
+    bucket_configured,
+    bucket_for,
+    entities_extract,
+    memory_item_entity_types,
+)
 from memory_site.providers import get_embedder
 from memory_site.providers.base import ProviderError
-from memory_site.providers.local import NO_MODEL_NOTICE
-from memory_site.text.categories import category_terms
-from memory_site.text.sentences import is_content_free
+from memory_site.text.categories import TextCues, category_terms
 from memory_site.tokens import count_tokens
 
-# Markers of a context pack (its segment titles and the offline reply's lead-in): a reply that
-# carries one is echoing memory back, not adding to it.
-PACK_ECHO_MARKERS = ("[Relevant memories]", "[Long-term history]", "Context it would have used:")
 PLATFORM_NAMES = {
     "chatgpt": "ChatGPT",
     "claude": "Claude",
@@ -88,18 +88,6 @@ class MemoryScope:
         if project_id is not None:
             fields["project_id"] = project_id
         return cls(**fields, rag_session_id=rag_session_id)
-
-
-def memory_text_indexable(text: str) -> bool:
-    """Whether a message's text is stored as a memory (the rule is in the module docstring)."""
-    if not text or not text.strip() or memory_text_is_boilerplate(text):
-        return False
-    return not is_content_free(text)
-
-
-def memory_text_is_boilerplate(text: str) -> bool:
-    """The offline "no model configured" reply, or a reply echoing a context pack."""
-    return text.lstrip().startswith(NO_MODEL_NOTICE) or any(m in text for m in PACK_ECHO_MARKERS)
 
 
 def memory_date_label(moment: datetime | None) -> str:
@@ -223,6 +211,7 @@ def memory_item_build(
     created_at: datetime | None = None,
     bucket_from_entities: bool = True,
     categorize: bool = True,
+    cues: TextCues | None = None,
 ) -> MemoryItem:
     """An unsaved MemoryItem with its content hash, token count and bucket filled in.
 
@@ -236,7 +225,9 @@ def memory_item_build(
     the bucket of a chunk later) to keep the extractor out of their transaction. The category
     words of a short item (``memory_site.text.categories``) join its keyword context;
     ``categorize=False`` when the writer's keyword context carries them already (a message
-    item's, rewritten as its neighbours arrive: ``message_index``).
+    item's, rewritten as its neighbours arrive: ``message_index``). ``cues``: the bucket cue
+    and category words of ``content``, computed already (an import's workers); used only
+    without entities.
     """
     metadata = dict(metadata) if metadata is not None else {}
     if not metadata.get("provenance"):
@@ -271,6 +262,11 @@ def memory_item_build(
         **optional,
     )
     # Chosen before the insert: an UPDATE afterwards would write every index entry twice.
+    if cues is not None and not bucket_from_entities:
+        item.bucket = bucket_configured(cues.bucket)
+        if categorize:
+            item.keyword_context = _keyword_context_joined(keyword_context, cues.category_terms)
+        return item
     entity_types = memory_item_entity_types(item) if bucket_from_entities else []
     item.bucket = bucket_for(content, entity_types)
     if categorize:
@@ -284,7 +280,10 @@ def keyword_context_with_categories(
     keyword_context: str, text: str, *, entity_types: Sequence[str] = ()
 ) -> str:
     """An item's keyword context followed by the category words of its text (if any)."""
-    terms = category_terms(text, entity_types=entity_types)
+    return _keyword_context_joined(keyword_context, category_terms(text, entity_types=entity_types))
+
+
+def _keyword_context_joined(keyword_context: str, terms: str) -> str:
     return f"{keyword_context}\n{terms}" if keyword_context and terms else keyword_context or terms
 
 

@@ -38,10 +38,10 @@ from ingestion_app.services.memory_store import (
     keyword_context_with_categories,
     memory_item_create,
     memory_provenance,
-    memory_text_indexable,
 )
 from ingestion_app.services.pending_items import PendingItem, pending_items_store
 from memory_site.redaction import redact
+from memory_site.text.indexable import memory_text_indexable
 from memory_site.text.passages import passages_split
 from sessions_app.models import Message
 

@@ -28,7 +28,6 @@ from ingestion_app.services.memory_store import (
     memory_items_embed,
     memory_provenance,
     memory_provenance_default,
-    memory_text_indexable,
 )
 from ingestion_app.services.message_index import (
     GRANULARITY,
@@ -39,6 +38,7 @@ from ingestion_app.services.message_index import (
 )
 from ingestion_app.services.pending_items import pending_items_store
 from memory_site.text.categories import category_terms
+from memory_site.text.indexable import memory_text_indexable
 from sessions_app.models import ChatSession, Message
 
 IMPORT_BATCH = 200

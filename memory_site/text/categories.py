@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import NamedTuple
+
+from memory_site.text.buckets import bucket_classify
 
 CATEGORY_MAX_CHARS = 1000
 
@@ -119,3 +122,16 @@ def categories_of(text: str, *, entity_types: Iterable[str] = ()) -> list[str]:
 def category_terms(text: str, *, entity_types: Iterable[str] = ()) -> str:
     """The words a short text is also found by ("" when it shows no category)."""
     return " ".join(_CATEGORIES[name][1] for name in categories_of(text, entity_types=entity_types))
+
+
+class TextCues(NamedTuple):
+    """What an item's text says about it without its entities: the bucket its cue words point
+    to (``bucket_classify``) and its category words. Computed where the text is made when
+    that is cheaper: the importer's worker processes, beside the main process's writes."""
+
+    bucket: str
+    category_terms: str
+
+
+def text_cues(text: str) -> TextCues:
+    return TextCues(bucket_classify(text), category_terms(text))

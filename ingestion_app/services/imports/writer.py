@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from ingestion_app.chunking.conversations import Chunk, pair_key
 from ingestion_app.chunking.markdown import build_frontmatter, conversation_key
+from ingestion_app.chunking.passages import PassageText, chunk_passage_texts
 from ingestion_app.chunking.workers import prepare_conversations
 from ingestion_app.models import ImportedConversation, ImportFile, ImportJob, MemoryItem
 from ingestion_app.parsers import (
@@ -27,11 +28,9 @@ from ingestion_app.services.memory_store import (
     memory_items_copy,
     memory_items_embed,
     memory_provenance,
-    memory_text_indexable,
 )
 from ingestion_app.services.message_index import message_date_label
 from memory_site.providers import get_embedder, get_llm
-from memory_site.text.passages import PASSAGE_WHOLE_MAX_CHARS, passages_split
 
 # Import passages are their own kind of chunk (not "message": there is no Message row, no
 # session position and no neighbour context).
@@ -202,6 +201,7 @@ class ChunkWriter:
                     platform=redacted.platform,
                     conversation_id=redacted.conversation_id,
                     job_id=str(self.job.id),
+                    passages=chunk.passages,
                 )
             )
         if self.embedder is not None:
@@ -290,6 +290,7 @@ class ChunkWriter:
             # When it was said: the pair's own time, else the conversation's; never the import.
             occurred_at=moment or timezone.now(),
             bucket_from_entities=False,  # entities are extracted after the import
+            cues=chunk.cues,
         )
 
 
@@ -308,80 +309,67 @@ def chunk_passage_items(
     platform: str = "",
     conversation_id: str = "",
     job_id: str = "",
+    passages: list[PassageText] | None = None,
 ) -> list[MemoryItem]:
-    """The passages of the chunk's long messages (memory_site.text.passages), beside the
-    chunk: the chunk stays the exchange's record (export, verification, ledger), the
-    passages are what search returns from a long reply. A short prompt of a long exchange is
-    one passage of its own: inside a 3,000-character chunk the user's "I paid $200 for the
-    workshop" ranked under a hundred shorter items (BM25 length normalisation) and would fill
-    the budget if found. A short exchange adds nothing (the chunk holds it whole), nor do
-    messages that are not memories (memory_text_indexable). A split reply's section is cut
-    on its own, so offsets are into that section."""
+    """The rows of the chunk's passages (`chunk_passage_texts`, the rule and why), beside the
+    chunk. ``passages``: the importer's workers planned them already (else planned here)."""
+    if passages is None:
+        passages = chunk_passage_texts(pairs, assistant_override)
     items: list[MemoryItem] = []
-    for pair in pairs:
-        reply = pair.assistant_text if assistant_override is None else assistant_override
-        sides = (
-            ("user", pair.user_text, pair.user_at, 0),
-            ("assistant", reply, pair.assistant_at, 1),
-        )
-        long_exchange = len(reply) > PASSAGE_WHOLE_MAX_CHARS
-        for role, text, said_at, side in sides:
-            if not text.strip() or not memory_text_indexable(text):
-                continue
-            if len(text) <= PASSAGE_WHOLE_MAX_CHARS and not (role == "user" and long_exchange):
-                continue
-            spans = passages_split(text)  # one span, the whole text, for a short prompt
-            moment = said_at or chunk_item.occurred_at
-            date_label = message_date_label(moment)
-            label = role.capitalize()
-            where = title or "untitled conversation"
-            header = f"{date_label}: {label} in {PLATFORM_NAMES.get(platform, platform)} conversation '{where}'"
-            message_id = (
-                pair.message_ids[side] if len(pair.message_ids) > side else ""
-            ) or f"{conversation_id}#{pair.index}:{role}"
-            for index, (start, end) in enumerate(spans):
-                content = f"{label}: {text[start:end]}"
+    where = title or "untitled conversation"
+    platform_name = PLATFORM_NAMES.get(platform, platform)
+    for passage in passages:
+        pair = pairs[passage.pair_position]
+        side = 0 if passage.role == "user" else 1
+        said_at = pair.user_at if side == 0 else pair.assistant_at
+        moment = said_at or chunk_item.occurred_at
+        date_label = message_date_label(moment)
+        label = passage.role.capitalize()
+        header = f"{date_label}: {label} in {platform_name} conversation '{where}'"
+        message_id = (
+            pair.message_ids[side] if len(pair.message_ids) > side else ""
+        ) or f"{conversation_id}#{pair.index}:{passage.role}"
+        items.append(
+            memory_item_build(
+                scope=MemoryScope(
+                    user_id=chunk_item.user_id,
+                    app_id=chunk_item.app_id,
+                    project_id=chunk_item.project_id,
+                    agent_id=chunk_item.agent_id,
+                ),
+                source=MemoryItem.Source.CHUNK,
+                content=passage.content,
+                header=header,
                 # The date and the passage only: the prompt a reply answers is embedded with
                 # the exchange's chunk already (issue 19: 300 more characters per passage cost
                 # a third of an import's embedding time).
-                embedding_text = f"({date_label}) {content}"
-                items.append(
-                    memory_item_build(
-                        scope=MemoryScope(
-                            user_id=chunk_item.user_id,
-                            app_id=chunk_item.app_id,
-                            project_id=chunk_item.project_id,
-                            agent_id=chunk_item.agent_id,
-                        ),
-                        source=MemoryItem.Source.CHUNK,
-                        content=content,
-                        header=header,
-                        embedding_text=embedding_text,
-                        topics=chunk_item.topics,
-                        metadata={
-                            "granularity": PASSAGE_GRANULARITY,
-                            "role": role,
-                            "speaker": role,
-                            "message_id": message_id,
-                            "passage": {
-                                "index": index,
-                                "count": len(spans),
-                                "start": start,
-                                "end": end,
-                            },
-                            "parent_chunk_id": chunk_item.chunk_id,
-                            "exchange_key": chunk_item.metadata["exchange_key"],
-                            "provenance": chunk_item.metadata["provenance"],
-                            "conversation_title": title or "",
-                            "source_platform": platform,
-                            "conversation_key": chunk_item.metadata.get("conversation_key", ""),
-                            "import_job_id": job_id,
-                        },
-                        chunk_id=f"{chunk_item.chunk_id}-{role[0]}{pair.index}p{index}",
-                        # ~4 characters a token: the exact count would slow big imports.
-                        token_count=max(1, len(content) // 4),
-                        occurred_at=moment,
-                        bucket_from_entities=False,
-                    )
-                )
+                embedding_text=f"({date_label}) {passage.content}",
+                topics=chunk_item.topics,
+                metadata={
+                    "granularity": PASSAGE_GRANULARITY,
+                    "role": passage.role,
+                    "speaker": passage.role,
+                    "message_id": message_id,
+                    "passage": {
+                        "index": passage.index,
+                        "count": passage.count,
+                        "start": passage.start,
+                        "end": passage.end,
+                    },
+                    "parent_chunk_id": chunk_item.chunk_id,
+                    "exchange_key": chunk_item.metadata["exchange_key"],
+                    "provenance": chunk_item.metadata["provenance"],
+                    "conversation_title": title or "",
+                    "source_platform": platform,
+                    "conversation_key": chunk_item.metadata.get("conversation_key", ""),
+                    "import_job_id": job_id,
+                },
+                chunk_id=f"{chunk_item.chunk_id}-{passage.role[0]}{pair.index}p{passage.index}",
+                # ~4 characters a token: the exact count would slow big imports.
+                token_count=max(1, len(passage.content) // 4),
+                occurred_at=moment,
+                bucket_from_entities=False,
+                cues=passage.cues,
+            )
+        )
     return items
