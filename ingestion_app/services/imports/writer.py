@@ -318,17 +318,20 @@ def chunk_passage_items(
     items: list[MemoryItem] = []
     where = title or "untitled conversation"
     platform_name = PLATFORM_NAMES.get(platform, platform)
+    message = None  # (pair position, role) of the passages below: one message's are in a row
     for passage in passages:
-        pair = pairs[passage.pair_position]
-        side = 0 if passage.role == "user" else 1
-        said_at = pair.user_at if side == 0 else pair.assistant_at
-        moment = said_at or chunk_item.occurred_at
-        date_label = message_date_label(moment)
-        label = passage.role.capitalize()
-        header = f"{date_label}: {label} in {platform_name} conversation '{where}'"
-        message_id = (
-            pair.message_ids[side] if len(pair.message_ids) > side else ""
-        ) or f"{conversation_id}#{pair.index}:{passage.role}"
+        if message != (passage.pair_position, passage.role):
+            message = (passage.pair_position, passage.role)
+            pair = pairs[passage.pair_position]
+            side = 0 if passage.role == "user" else 1
+            said_at = pair.user_at if side == 0 else pair.assistant_at
+            moment = said_at or chunk_item.occurred_at
+            date_label = message_date_label(moment)
+            label = passage.role.capitalize()
+            header = f"{date_label}: {label} in {platform_name} conversation '{where}'"
+            message_id = (
+                pair.message_ids[side] if len(pair.message_ids) > side else ""
+            ) or f"{conversation_id}#{pair.index}:{passage.role}"
         items.append(
             memory_item_build(
                 scope=MemoryScope(
