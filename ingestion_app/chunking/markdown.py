@@ -204,6 +204,24 @@ def chunks_unparseable(rows: Sequence[tuple[str, dict, str, str]]) -> list[str]:
     return unparseable
 
 
+def chunks_verify(
+    rows: Sequence[tuple[str, str, str, str]],
+) -> tuple[list[str], list[tuple[str, str, str]]]:
+    """`chunks_unparseable` over stored chunks whose metadata is still JSON text (each row:
+    chunk id, metadata JSON, header, head of the exchange), and which turn pairs each one
+    holds: (conversation key, pair key, chunk id without the part suffix of a split reply).
+    Pure CPU: the import's verification runs it in its workers."""
+    checked: list[tuple[str, dict, str, str]] = []
+    owners: list[tuple[str, str, str]] = []
+    for chunk_id, metadata_json, header, exchange_head in rows:
+        metadata = json.loads(metadata_json) if metadata_json else {}
+        owner = chunk_id.rsplit("-p", 1)[0] if metadata.get("part") else chunk_id
+        conversation = metadata.get("conversation_key", "")
+        owners.extend((conversation, key, owner) for key in metadata.get("pair_keys") or [])
+        checked.append((chunk_id, frontmatter_from_metadata(metadata), header, exchange_head))
+    return chunks_unparseable(checked), owners
+
+
 def _slug(text: str, limit: int = 40) -> str:
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")

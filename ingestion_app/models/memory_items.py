@@ -26,8 +26,14 @@ class MemoryItem(models.Model):
         DOCUMENT = "document"
 
     id = models.BigAutoField(primary_key=True)
+    # No single-column indexes on the two keys: the composite indexes below start with them
+    # (rag_user_hash, rag_session_source) and serve their lookups and cascades; each extra
+    # index was one more write per row of an import.
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_items"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="memory_items",
+        db_index=False,
     )
     app_id = models.CharField(max_length=64, default="default")
     project_id = models.CharField(max_length=128, blank=True, default="")
@@ -38,6 +44,7 @@ class MemoryItem(models.Model):
         null=True,
         blank=True,
         related_name="memory_items",
+        db_index=False,
     )
     rag_session_id = models.CharField(max_length=128, blank=True, default="")
     # "role" in the reference: fact | chunk | summary | document.

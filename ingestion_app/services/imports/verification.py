@@ -9,12 +9,13 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from django.db.models.functions import Substr
+from django.db.models import TextField
+from django.db.models.functions import Cast, Substr
 
 from ingestion_app.chunking.markdown import (
     DEFAULT_AGENT_ID,
     chunk_filename,
-    chunks_unparseable,
+    chunks_verify,
     frontmatter_from_metadata,
     iso_utc,
     render_markdown,
@@ -56,37 +57,38 @@ def import_job_verify(*, job: ImportJob, pool: Executor | None = None) -> dict:
     unparseable: list[str] = []
     pending: deque[Any] = deque()  # batches being parsed in the pool, oldest first
 
+    def collect(result: tuple[list[str], list[tuple[str, str, str]]]) -> None:
+        bad, owners = result
+        unparseable.extend(bad)
+        for conversation, key, owner in owners:
+            pair_owners.setdefault((conversation, key), set()).add(owner)
+
     def collect_oldest() -> None:
         batch, future = pending.popleft()
         try:
-            unparseable.extend(future.result())
+            collect(future.result())
         except BrokenProcessPool:
-            unparseable.extend(chunks_unparseable(batch))
+            collect(chunks_verify(batch))
 
     for start in range(0, len(ids), 1000):
         window = ids[start : start + 1000]
-        rows = (
+        # The metadata as JSON text: the workers decode it (this process only reads).
+        batch = list(
             MemoryItem.objects.filter(user_id=job.user_id, chunk_id__in=window)
-            .annotate(exchange_head=Substr("content", 1, 200))
-            .values_list("chunk_id", "metadata", "header", "exchange_head")
+            .annotate(
+                metadata_json=Cast("metadata", TextField()),
+                exchange_head=Substr("content", 1, 200),
+            )
+            .values_list("chunk_id", "metadata_json", "header", "exchange_head")
         )
-        batch = []
-        for chunk_id, metadata, header, exchange_head in rows:
-            found += 1
-            metadata = metadata or {}
-            owner = chunk_id.rsplit("-p", 1)[0] if metadata.get("part") else chunk_id
-            for key in metadata.get("pair_keys") or []:
-                pair_owners.setdefault((metadata.get("conversation_key", ""), key), set()).add(
-                    owner
-                )
-            batch.append((chunk_id, frontmatter_from_metadata(metadata), header, exchange_head))
+        found += len(batch)
         if pool is None:
-            unparseable.extend(chunks_unparseable(batch))
+            collect(chunks_verify(batch))
             continue
         try:
-            pending.append((batch, pool.submit(chunks_unparseable, batch)))
-        except (BrokenProcessPool, RuntimeError):  # broken or shut down: parse here
-            unparseable.extend(chunks_unparseable(batch))
+            pending.append((batch, pool.submit(chunks_verify, batch)))
+        except (BrokenProcessPool, RuntimeError):  # broken or shut down: check here
+            collect(chunks_verify(batch))
         while len(pending) > VERIFY_BATCHES_IN_FLIGHT:
             collect_oldest()
     while pending:

@@ -70,3 +70,25 @@ def test_verification_flags_a_stored_chunk_that_no_longer_parses(
     assert report["ok"] is False
     assert report["unparseable"] == [broken.chunk_id]
     assert (report["chunks_reported"], report["chunks_found"]) == (3, 2)
+
+
+@pytest.mark.parametrize("pooled", [False, True], ids=["inline", "in-pool"])
+def test_verification_flags_a_turn_pair_stored_in_two_chunks(
+    user, tmp_path, fake_embedder, upload_dir, pooled
+):
+    path = write_json(tmp_path / "c.json", [chatgpt_linear("A", EXCHANGES)])
+    job = run_import(user, path)
+    first, second = import_chunks(user).order_by("id")[:2]
+    metadata = dict(second.metadata)
+    metadata["pair_keys"] = [*metadata["pair_keys"], *first.metadata["pair_keys"]]
+    MemoryItem.objects.filter(id=second.id).update(metadata=metadata)
+
+    if pooled:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            report = verification.import_job_verify(job=job, pool=pool)
+    else:
+        report = verification.import_job_verify(job=job)
+
+    assert report["ok"] is False
+    assert report["each_pair_in_one_chunk"] is False
+    assert report["unparseable"] == [] and report["chunks_found"] == 3
