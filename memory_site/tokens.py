@@ -15,7 +15,8 @@ def _encoding() -> tiktoken.Encoding:
 def count_tokens(text: str) -> int:
     if not text:
         return 0
-    return len(_encoding().encode(text, disallowed_special=()))
+    # Special-token text ("<|endoftext|>") is counted as the ordinary text it is.
+    return len(_encoding().encode_ordinary(text))
 
 
 def truncate_to_tokens(text: str, max_tokens: int) -> str:
