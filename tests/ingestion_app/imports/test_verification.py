@@ -49,6 +49,13 @@ def test_verification_report_checks_ids_counts_and_parsing(
         assert frontmatter["chunk_id"] == chunk.chunk_id and exchange == chunk.content
 
 
+def _verify(job, *, pooled: bool) -> dict:
+    if not pooled:
+        return verification.import_job_verify(job=job)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return verification.import_job_verify(job=job, pool=pool)
+
+
 @pytest.mark.parametrize("pooled", [False, True], ids=["inline", "in-pool"])
 def test_verification_flags_a_stored_chunk_that_no_longer_parses(
     user, tmp_path, fake_embedder, upload_dir, pooled
@@ -61,11 +68,7 @@ def test_verification_flags_a_stored_chunk_that_no_longer_parses(
     MemoryItem.objects.filter(id=broken.id).update(metadata=metadata)
     MemoryItem.objects.filter(id=import_chunks(user).order_by("id").last().id).delete()
 
-    if pooled:
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            report = verification.import_job_verify(job=job, pool=pool)
-    else:
-        report = verification.import_job_verify(job=job)
+    report = _verify(job, pooled=pooled)
 
     assert report["ok"] is False
     assert report["unparseable"] == [broken.chunk_id]
@@ -83,11 +86,7 @@ def test_verification_flags_a_turn_pair_stored_in_two_chunks(
     metadata["pair_keys"] = [*metadata["pair_keys"], *first.metadata["pair_keys"]]
     MemoryItem.objects.filter(id=second.id).update(metadata=metadata)
 
-    if pooled:
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            report = verification.import_job_verify(job=job, pool=pool)
-    else:
-        report = verification.import_job_verify(job=job)
+    report = _verify(job, pooled=pooled)
 
     assert report["ok"] is False
     assert report["each_pair_in_one_chunk"] is False
