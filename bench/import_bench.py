@@ -99,6 +99,30 @@ this benchmark's own busy processes), 200 MB export, 61,688 pairs:
   the exact token count (~13 %); pglz compression of TOASTed values is ~6 % of PostgreSQL's.
   An embedded pair is ~615 tokens (chunk 197, prompt passage 108, reply passages 310) at ~75 us
   each. Neither target (1,000 and 100 pairs/s) is met.
+- Session 11, same machine, 200 MB no-embed. At the start (session 10's code): 757.9-762.8
+  pairs/s, 2.10-2.16 ms CPU per pair; the post-import phase took 14.5 s of the 81 (verification
+  11.8 s, VACUUM (ANALYZE) 3.4 s). Changes, in order: (1) VACUUM (ANALYZE) before the
+  verification, whose batched reads by chunk id were planned on the empty table's figures:
+  verification 11.8 -> 3.2 s, 762.8 -> 877.9 pairs/s; (2) the workers plan each chunk's
+  passages and text cues (bucket and category words), which the main process computed while
+  PostgreSQL waited for its COPY: main 0.52 -> 0.35-0.39 ms per pair, 40 MB 858-880 ->
+  893-937 pairs/s; (3) the offline header and tags read a reply's first 800 characters, not
+  1,200 (LongMemEval dev unchanged): workers 0.91 -> 0.85 ms per pair on a fixed sample;
+  (4) no single-column indexes on rag_store's user and chat-session keys (composite indexes
+  cover them), the verification's JSON decoded in the workers, foreign keys checked per COPY
+  instead of at the commit: each within the noise. Final code, nine runs at load 0.1-2.1:
+  943.8-1,009.4 pairs/s (955, 956, 964, 990, 997, 1,007, 1,009 and, in the default run
+  of this script, 943.8 at 2.0 ms CPU per pair: main 0.37, workers 0.97, PostgreSQL 0.66),
+  peak 240 MB; one run at 820 while the VM was slow (2.08 ms per pair). The same code costs
+  1.86-2.0 ms CPU per pair from run to run on this VM; 2 cores at 1.9 ms is ~1,050 pairs/s
+  with perfect overlap, and the import now keeps both cores ~95 % busy (main + PostgreSQL
+  ~0.97 ms per pair on one side, the workers ~0.95 on the other), so >= 1,000 is reached in
+  some runs and missed by up to 6 % in others: not met reliably. What is left is spread thin:
+  PostgreSQL's to_tsvector (~0.35 ms per pair; indexing the chunk's header without the
+  exchange its passages repeat cut 0.09 ms but LongMemEval dev fell 0.870 -> 0.787, not
+  kept), the offline tags (~0.28 ms) and header (~0.15 ms), the exact token count (~0.07 ms),
+  the verification's YAML parse (~0.05 ms) and ANALYZE (~1.7 s per import). With
+  embeddings (10 MB): 36.3 pairs/s, 50.0 ms CPU per pair (the model nearly all of it).
 """
 
 from __future__ import annotations
