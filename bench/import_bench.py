@@ -112,8 +112,7 @@ this benchmark's own busy processes), 200 MB export, 61,688 pairs:
   cover them), the verification's JSON decoded in the workers, foreign keys checked per COPY
   instead of at the commit: each within the noise. After (1)-(3), with or without (4), nine
   runs at load 0.1-2.1: 943.8-1,009.4 pairs/s (955, 956, 964, 990, 997, 1,007, 1,009 and, in
-  the final default run
-  of this script, 943.8 at 2.0 ms CPU per pair: main 0.37, workers 0.97, PostgreSQL 0.66),
+  the final default run of this script, 943.8 at 2.0 ms CPU per pair: main 0.37, workers 0.97, PostgreSQL 0.66),
   peak 240 MB; one run at 820 while the VM was slow (2.08 ms per pair). The same code costs
   1.86-2.0 ms CPU per pair from run to run on this VM; 2 cores at 1.9 ms is ~1,050 pairs/s
   with perfect overlap, and the import now keeps both cores ~95 % busy (main + PostgreSQL
