@@ -18,7 +18,8 @@ A long message (over PASSAGE_WHOLE_MAX_CHARS, typically an assistant reply) is s
 passages of a few sentences instead of one item (see `message_items_prepare` for why); each
 passage carries the message's header (date, speaker, chat), keyword context and embedding of
 the previous message, so it stands on its own, and points back to its message. What is not
-indexed at all is decided by `memory_text_indexable` (ingestion_app.services.memory_store).
+indexed at all is decided by `memory_text_indexable` (memory_site.text.indexable; the rule
+is described in ingestion_app.services.memory_store).
 """
 
 from __future__ import annotations
