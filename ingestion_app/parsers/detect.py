@@ -105,9 +105,22 @@ def json_damage(source: Path | str | bytes) -> str:
     try:
         json.loads(text)
     except ValueError as exc:
+        if _json_lines(text):
+            return ""  # JSON Lines of a format not read here (a SillyTavern chat): unknown
         line, column = getattr(exc, "lineno", 0), getattr(exc, "colno", 0)
         return f"truncated or invalid JSON (line {line}, column {column}): not a complete export"
     return ""
+
+
+def _json_lines(text: str) -> bool:
+    """Two or more lines, each a complete JSON object or array."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return False
+    try:
+        return all(isinstance(json.loads(line), dict | list) for line in lines)
+    except ValueError:
+        return False
 
 
 def _detect_json(text: str) -> str | None:

@@ -111,15 +111,21 @@ def test_an_export_cut_off_before_its_keys_fails_with_the_reason(
     files = [
         _file("conversations.json", whole[:20]),  # cut before any key says "ChatGPT"
         _file("notes.json", {"shopping": ["milk"]}),  # whole, just not an export
+        # Whole JSON Lines of a chat format not read (SillyTavern): unknown, not broken.
+        _file(
+            "Megumin.jsonl",
+            b'{"user_name":"You","character_name":"Megumin"}\n{"name":"You","mes":"hi"}\n',
+        ),
     ]
 
     response = _post(api, files, django_capture_on_commit_callbacks)
 
     body = api.get(f"/api/v1/imports/{response.json()['import_id']}").json()
-    cut, other = body["files"]
+    cut, other, lines = body["files"]
     assert cut["status"] == "failed"
     assert cut["error"].startswith("truncated or invalid JSON")
     assert (other["status"], other["error"]) == ("skipped", "unrecognized format")
+    assert (lines["status"], lines["error"]) == ("skipped", "unrecognized format")
     assert not MemoryItem.objects.exists()
 
 
