@@ -21,6 +21,7 @@ from ingestion_app.chunking.markdown import (
     make_chunk_id,
     turn_range_of,
 )
+from ingestion_app.chunking.passages import PassageText
 from ingestion_app.parsers.base import Conversation, TurnPair
 from memory_site.redaction import redact
 from memory_site.text.categories import TextCues
@@ -55,7 +56,7 @@ class Chunk:
     # Planned by the importer's workers (`prepare_conversations`): the cues of the exchange's
     # text and the passages of its long messages (ingestion_app.chunking.passages).
     cues: TextCues | None = None
-    passages: list | None = None
+    passages: list[PassageText] | None = None
 
     @property
     def first_index(self) -> int:
