@@ -39,6 +39,13 @@ def tuning(memory_bytes: int) -> str:
     under 20 ms (measured: p95 27 ms with 1 GB, 13-20 ms with 3 GB, bench/scale.py). The
     memory is only taken as pages are read. effective_cache_size tells the planner what the
     OS caches besides.
+
+    WAL: an import writes ~1.3 GB of WAL per 200 MB export. With PostgreSQL's max_wal_size of
+    1 GB a checkpoint came every ~540 MB, four per such import, and each one made the next
+    change to every page log the whole page again: 2.2 GB of WAL (124,000 full pages), 0.04 ms
+    more server CPU per turn pair and a VACUUM after it 0.7 s longer (bench/import_bench.py).
+    4 GB (a checkpoint after ~2 GB of WAL, or 15 minutes) is PostgreSQL's own advice for bulk
+    loads; the cost is up to 4 GB of disk for pg_wal and a longer replay after a crash.
     """
     memory_mib = memory_bytes // MIB
     shared_mib = max(256, min(8 * 1024, memory_mib // 4))
@@ -51,6 +58,8 @@ work_mem = '16MB'
 maintenance_work_mem = '512MB'
 effective_cache_size = '{cache_mib}MB'
 random_page_cost = 1.1
+max_wal_size = '4GB'
+checkpoint_timeout = '15min'
 """
 
 

@@ -20,3 +20,9 @@ def test_shared_buffers_take_a_quarter_of_memory_within_bounds():
 
 def test_planner_is_told_what_the_os_caches():
     assert setting(tuning(16 * 1024 * MIB), "effective_cache_size") == 12 * 1024
+
+
+def test_bulk_imports_are_not_interrupted_by_checkpoints_every_half_gigabyte():
+    conf = tuning(4 * 1024 * MIB)
+    assert re.search(r"^max_wal_size = '4GB'$", conf, re.MULTILINE)
+    assert re.search(r"^checkpoint_timeout = '15min'$", conf, re.MULTILINE)
