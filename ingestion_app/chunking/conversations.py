@@ -53,7 +53,6 @@ class Chunk:
     header: str = ""
     topics: list[str] = field(default_factory=list)
     frontmatter: dict = field(default_factory=dict)
-    token_count: int = 0
     # Planned by the importer's workers (`prepare_conversations`): the cues of the exchange's
     # text and the passages of its long messages (ingestion_app.chunking.passages).
     cues: TextCues | None = None

@@ -17,7 +17,6 @@ from ingestion_app.chunking.conversations import (
 from ingestion_app.chunking.passages import chunk_passage_texts
 from ingestion_app.parsers.base import Conversation
 from memory_site.text.categories import text_cues
-from memory_site.tokens import count_tokens
 
 # Cyclic-GC generation thresholds in the importer's worker processes (CPython's are 700, 10, 10).
 WORKER_GC_THRESHOLDS = (20_000, 20, 100)
@@ -29,12 +28,10 @@ def prepare_worker_init() -> None:
     A worker allocates thousands of short-lived containers per round while the summarizer's
     caches hold many long-lived ones; with CPython's default thresholds the cyclic garbage
     collector rescans those every 700 allocations, which cost about a third of the worker's
-    CPU. The modules loaded so far (and the token encoding, loaded here) are frozen out of
-    collection and collections run less often; reference counting still frees everything
+    CPU. The modules loaded so far are frozen out of collection and collections run less often; reference counting still frees everything
     the worker drops, so memory stays flat.
     """
     _die_with_parent()
-    count_tokens("warm up")
     gc.freeze()
     gc.set_threshold(*WORKER_GC_THRESHOLDS)
 
@@ -46,7 +43,8 @@ def prepare_conversations(
     describe: bool = True,
 ) -> list[tuple[Conversation, list[Chunk]]]:
     """Redact, plan and (locally) describe the new chunks of each (conversation, covered keys),
-    with their token counts, text cues and passages.
+    with their text cues and passages (not their token counts: counted when read,
+    ``memory_site.tokens.stored_or_counted``).
 
     Pure CPU work with no database access, so the importer can run it in worker processes
     while the main process parses and stores; returns (redacted conversation, chunks) in the
@@ -59,9 +57,7 @@ def prepare_conversations(
         if describe:
             describe_locally(chunks, redacted)
         for chunk in chunks:
-            exchange = chunk.exchange_markdown()
-            chunk.token_count = count_tokens(exchange)
-            chunk.cues = text_cues(exchange)
+            chunk.cues = text_cues(chunk.exchange_markdown())
             chunk.passages = chunk_passage_texts(chunk.pairs, chunk.assistant_override)
         prepared.append((redacted, chunks))
     return prepared

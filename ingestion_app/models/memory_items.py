@@ -16,6 +16,7 @@ from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
 from memory_site.crypto import EncryptedTextField
+from memory_site.tokens import stored_or_counted
 
 
 class MemoryItem(models.Model):
@@ -79,6 +80,7 @@ class MemoryItem(models.Model):
     chunk_id = models.CharField(max_length=255, null=True, blank=True, unique=True)
     content_hash = models.CharField(max_length=64, blank=True, default="")
     source_message_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    # cl100k tokens of `content`; 0 = not counted yet (imports): read it through `tokens`.
     token_count = models.PositiveIntegerField(default=0)
     # When the remembered thing happened (message or export timestamp), for recency and date filters.
     occurred_at = models.DateTimeField(default=timezone.now)
@@ -128,6 +130,11 @@ class MemoryItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source} #{self.id}: {self.content[:60]}"
+
+    @property
+    def tokens(self) -> int:
+        """The content's token count, counted now if the writer left it at 0 (an import)."""
+        return stored_or_counted(self.token_count, self.content)
 
     @staticmethod
     def session_scope(session) -> dict:

@@ -15,6 +15,7 @@ from datetime import datetime
 
 from ingestion_app.selectors import scope as search_scope
 from ingestion_app.selectors.scope import ScopeStats
+from memory_site.tokens import stored_or_counted
 
 
 def vector_literal(embedding) -> str:
@@ -496,7 +497,7 @@ def hits_load(cursor, packed: list[Candidate]) -> list[SearchHit]:
             )
             content = f"{merged_row[1]}\n{content}" if first_said else f"{content}\n{merged_row[1]}"
             message_ids = sorted({*message_ids, *other.source_message_ids})
-            tokens += other.token_count
+            tokens += stored_or_counted(other.token_count, merged_row[1])
         # Django's psycopg setup hands raw-cursor jsonb back as text.
         metadata = json.loads(row[4]) if isinstance(row[4], str) else row[4] or {}
         hits.append(
@@ -513,7 +514,7 @@ def hits_load(cursor, packed: list[Candidate]) -> list[SearchHit]:
                 metadata=metadata,
                 topics=list(row[5] or []),
                 chat_session_id=candidate.chat_session_id,
-                token_count=candidate.token_count + tokens,
+                token_count=stored_or_counted(candidate.token_count, row[1]) + tokens,
                 source_message_ids=message_ids,
                 relevance=round(candidate.relevance, 4),
                 why=_why(candidate),

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
+from memory_site.tokens import count_tokens
 from tests.factories import chatgpt_conversation
 
 pytestmark = pytest.mark.django_db
@@ -89,6 +90,14 @@ def test_a_fact_inside_a_long_reply_comes_back_as_its_passage(api, dated_import)
     assert len(best["content"]) < len(GARDEN_REPLY) * 0.7  # a passage, not the whole reply
     assert "enjoy the harvest" not in best["content"]
     assert best["occurred_at"].startswith("2026-02-12")  # the conversation's date, not today
+
+
+def test_the_tokens_used_by_imported_results_are_exactly_those_of_their_text(api, dated_import):
+    body = api.post(SEARCH, {"query": "Red Kuri pumpkin days to ripen"}, format="json").json()
+
+    assert body["items"]
+    exact = sum(count_tokens(item["content"]) for item in body["items"])
+    assert body["total_tokens_used"] == exact > 0
 
 
 def test_the_newer_value_first_and_as_of_between_puts_the_older_first(api, dated_import):

@@ -285,8 +285,9 @@ class ChunkWriter:
             topics=[topic[:64] for topic in chunk.topics],
             metadata=metadata,
             chunk_id=chunk.chunk_id,
-            # The chunker counted the pairs' tokens already; 0 when it did not.
-            token_count=chunk.token_count or None,
+            # Counted when read (memory_site.tokens.stored_or_counted): only the few chunks
+            # ever shown or packed need it.
+            token_count=0,
             # When it was said: the pair's own time, else the conversation's; never the import.
             occurred_at=moment or timezone.now(),
             bucket_from_entities=False,  # entities are extracted after the import
@@ -368,8 +369,7 @@ def chunk_passage_items(
                     "import_job_id": job_id,
                 },
                 chunk_id=f"{chunk_item.chunk_id}-{passage.role[0]}{pair.index}p{passage.index}",
-                # ~4 characters a token: the exact count would slow big imports.
-                token_count=max(1, len(passage.content) // 4),
+                token_count=0,  # counted when read, as the chunk's
                 occurred_at=moment,
                 bucket_from_entities=False,
                 cues=passage.cues,
