@@ -115,20 +115,15 @@ class ExtractedEntity:
     cued: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class _Token:
     text: str
     lower: str
     start: int
     end: int
-
-    @property
-    def capitalized(self) -> bool:
-        first = self.text[0]
-        if first.isupper():
-            return True
-        # "iPhone", "eBay": a lower-case start with a capital inside.
-        return first.isalpha() and any(char.isupper() for char in self.text[1:3])
+    # Starts with a letter and is capitalized: "Ines", or "iPhone" / "eBay" (a lower-case
+    # start with a capital inside). Set once per token: the span finder asks for every token.
+    name_like: bool
 
 
 @dataclass
@@ -187,10 +182,24 @@ def entity_dates(sentence: str) -> list[str]:
 
 
 def _tokens(text: str) -> list[_Token]:
-    return [
-        _Token(match.group(0), match.group(0).lower().replace("’", "'"), match.start(), match.end())
-        for match in _TOKEN_RE.finditer(text)
-    ]
+    tokens = []
+    for match in _TOKEN_RE.finditer(text):
+        word = match.group(0)
+        first = word[0]
+        start, end = match.span()
+        tokens.append(
+            _Token(
+                word,
+                word.lower().replace("’", "'"),
+                start,
+                end,
+                # islower() first: most words have no capital at all, which it says in C.
+                first.isalpha()
+                and not word.islower()
+                and (first.isupper() or any(map(str.isupper, word[1:3]))),
+            )
+        )
+    return tokens
 
 
 def _sentence_starts(tokens: list[_Token], text: str) -> set[int]:
@@ -206,8 +215,7 @@ def _sentence_starts(tokens: list[_Token], text: str) -> set[int]:
 
 
 def _is_name_token(tokens: list[_Token], index: int) -> bool:
-    token = tokens[index]
-    if not token.capitalized or not token.text[0].isalpha():
+    if not tokens[index].name_like:
         return False
     # A redaction placeholder ("[EMAIL]", "<PHONE>") is not a name.
     return not (index and tokens[index - 1].text in {"[", "<"})
