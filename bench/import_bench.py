@@ -144,8 +144,12 @@ this benchmark's own busy processes), 200 MB export, 61,688 pairs:
   without the entity backfill), then this script's default run 1,114.4 at 1.65 ms (main 0.35,
   workers 0.77, PostgreSQL 0.54), peak 240 MB, entity backfill 895 chunks/s; embed 10 MB:
   37.1 pairs/s, 49.5 ms CPU per pair (the model nearly all of it; issue 19's 100 not met).
-  With 1.54-1.65 ms per pair instead of 1.75-2.0, the target holds with a 10-19 % margin; a
-  VM hour as slow as the slowest seen (+13 %) still leaves ~1,000.
+  Then the offline entity extractor decides once per token whether it can start a name
+  (0.467 -> 0.371 ms per chunk text, identical output), and the default run again: 1,120.9
+  pairs/s at 1.63 ms (main 0.34, workers 0.76, PostgreSQL 0.53), entity backfill 895-930 ->
+  984.7 chunks/s (1.02 ms CPU per chunk, one process); embed 10 MB 36.8 pairs/s. With
+  1.54-1.68 ms per pair instead of 1.75-2.0, the target holds with a 9-19 % margin in nine
+  runs (1,086-1,188 pairs/s); a VM hour as slow as the slowest seen (+13 %) leaves ~980-1,050.
 """
 
 from __future__ import annotations
