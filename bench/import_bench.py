@@ -148,7 +148,7 @@ this benchmark's own busy processes), 200 MB export, 61,688 pairs:
   (0.467 -> 0.371 ms per chunk text, identical output), and the default run again: 1,120.9
   pairs/s at 1.63 ms (main 0.34, workers 0.76, PostgreSQL 0.53), entity backfill 895-930 ->
   984.7 chunks/s (1.02 ms CPU per chunk, one process); embed 10 MB 36.8 pairs/s. With
-  1.54-1.68 ms per pair instead of 1.75-2.0, the target holds with a 9-19 % margin in nine
+  1.54-1.68 ms per pair instead of 1.75-2.0, the target holds with a 9-19 % margin in seven
   runs (1,086-1,188 pairs/s); a VM hour as slow as the slowest seen (+13 %) leaves ~980-1,050.
 """
 
