@@ -28,8 +28,8 @@ def prepare_worker_init() -> None:
     A worker allocates thousands of short-lived containers per round while the summarizer's
     caches hold many long-lived ones; with CPython's default thresholds the cyclic garbage
     collector rescans those every 700 allocations, which cost about a third of the worker's
-    CPU. The modules loaded so far are frozen out of collection and collections run less often; reference counting still frees everything
-    the worker drops, so memory stays flat.
+    CPU. The modules loaded so far are frozen out of collection and collections run less
+    often; reference counting still frees everything the worker drops, so memory stays flat.
     """
     _die_with_parent()
     gc.freeze()

@@ -109,8 +109,8 @@ _CATEGORIES: dict[str, tuple[str, str]] = {
 def _word_categories() -> dict[bytes, tuple[str, ...]]:
     table: dict[bytes, tuple[str, ...]] = {}
     for name, (words, _) in _CATEGORIES.items():
-        for word in words.split():
-            table[word.encode()] = (*table.get(word.encode(), ()), name)
+        for word in map(str.encode, words.split()):
+            table[word] = (*table.get(word, ()), name)
     return table
 
 
