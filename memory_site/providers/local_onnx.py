@@ -30,7 +30,7 @@ from memory_site.providers.base import ProviderError
 logger = logging.getLogger(__name__)
 
 # Bump when the export recipe changes: a cache written by another recipe is exported again.
-EXPORT_FORMAT = 2  # 2: layers 4-5 feed-forward output projections int8 too (issue 19)
+EXPORT_FORMAT = 3  # 3: every feed-forward output projection int8, outliers split (issue 19)
 MODEL_FILENAME = "model_int8.onnx"
 MANIFEST_FILENAME = "manifest.json"
 CACHE_DIRNAME = "all-MiniLM-L6-v2-onnx"
