@@ -35,6 +35,13 @@ feed-forward output projections are ~30 % of it. Tried on this machine and not k
 projections int8 (58 us per token, parity 0.978: refused), layers 3-5 int8 (parity 0.9937,
 ~5 % faster), ONNX Runtime's transformer fusions with SmoothQuant applied after fusion
 (QAttention: 83 us per token, slower; fp32 Attention: 101 us).
+
+Session 13, the same machine, idle (load 0.3-0.8), 2 rounds, after the outlier channels of the
+feed-forward output projections got an fp32 side product and all six projections went int8
+(onnx_export.py): texts/s torch/onnx b1 47.8/213.7 (4.47x), b8 45.4/410.9 (9.06x), b64
+32.6/449.6 (13.80x); CPU ms per text b1 20.9/4.7, b64 36.7/4.3; query p50/p95 7.4/8.2 vs
+0.9/1.0 ms; peak RSS 997/277 MB; parity 0.99319. ~59-60 us of CPU per token (128-token text,
+one thread; 74 before). LoCoMo dev in the same session: onnx 0.7993, torch 0.7979.
 """
 
 from __future__ import annotations

@@ -150,6 +150,13 @@ this benchmark's own busy processes), 200 MB export, 61,688 pairs:
   984.7 chunks/s (1.02 ms CPU per chunk, one process); embed 10 MB 36.8 pairs/s. With
   1.54-1.68 ms per pair instead of 1.75-2.0, the target holds with a 9-19 % margin in seven
   runs (1,086-1,188 pairs/s); a VM hour as slow as the slowest seen (+13 %) leaves ~980-1,050.
+- Session 13, same machine, load 0.8-1.8: every feed-forward output projection of the int8
+  graph is int8 now (outlier channels through an fp32 side product; ~74 -> ~60 us CPU per
+  token). embed 10 MB: 36.8-37.5 -> 44.8 pairs/s, 48.7-49.5 -> 40.35 ms CPU per pair (main
+  35.7, workers 0.95, PostgreSQL 3.7: the HNSW inserts of ~4 vectors per pair), peak 336 MB.
+  Still short of 100: ~615 tokens per pair at ~60 us is ~37 ms before anything else, where
+  100 pairs/s on 2 cores leaves 20. no-embed in the same run: 1,050.6 pairs/s, 1.74 ms
+  (main 0.34, workers 0.77, PostgreSQL 0.62), peak 242 MB; entity backfill 990.3 chunks/s.
 """
 
 from __future__ import annotations
