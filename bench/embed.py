@@ -42,6 +42,11 @@ feed-forward output projections got an fp32 side product and all six projections
 32.6/449.6 (13.80x); CPU ms per text b1 20.9/4.7, b64 36.7/4.3; query p50/p95 7.4/8.2 vs
 0.9/1.0 ms; peak RSS 997/277 MB; parity 0.99319. ~59-60 us of CPU per token (128-token text,
 one thread; 74 before). LoCoMo dev in the same session: onnx 0.7993, torch 0.7979.
+Then without ONNX Runtime's SkipLayerNormalization fusion (local_onnx.DISABLED_OPTIMIZERS; same
+pooled vectors, parity 0.99319), load 1.2-1.7, 2 rounds: texts/s b1 47.9/239.7 (5.00x), b8
+45.8/475.6 (10.39x), b64 32.7/516.9 (15.81x); CPU ms per text b1 20.9/4.2, b64 36.3/3.7; query
+p50/p95 7.4/8.1 vs 0.8/0.9 ms; peak RSS 1,004/275 MB; ~52 us of CPU per token. LoCoMo dev
+0.7993 again (multi-hop 0.495), LongMemEval dev 0.870.
 """
 
 from __future__ import annotations

@@ -157,6 +157,10 @@ this benchmark's own busy processes), 200 MB export, 61,688 pairs:
   Still short of 100: ~615 tokens per pair at ~60 us is ~37 ms before anything else, where
   100 pairs/s on 2 cores leaves 20. no-embed in the same run: 1,050.6 pairs/s, 1.74 ms
   (main 0.34, workers 0.77, PostgreSQL 0.62), peak 242 MB; entity backfill 990.3 chunks/s.
+  Then without ONNX Runtime's SkipLayerNormalization fusion (~52 us per token): embed 10 MB
+  48.1 pairs/s, 36.87 ms CPU per pair (main 32.18, workers 0.95, PostgreSQL 3.74), peak 334
+  MB; no-embed 1,076.4 pairs/s at 1.70 ms (main 0.36, workers 0.78, PostgreSQL 0.56), peak
+  242 MB; entity backfill 951.7 chunks/s.
 """
 
 from __future__ import annotations
