@@ -148,3 +148,21 @@ def test_unknown_backend_stops_start_up():
     completed = run_probe(EMBEDDING_BACKEND="tensorflow")
     assert completed.returncode != 0
     assert "EMBEDDING_BACKEND must be onnx or torch" in completed.stderr
+
+
+def test_outlier_split_computes_what_the_layer_it_replaces_computes():
+    """The export routes a projection's outlier input channels through an fp32 side product so
+    int8 fits the rest; before quantization the split layer must be the same function."""
+    torch = pytest.importorskip("torch")
+    from memory_site.providers.onnx_export import OutlierSplitLinear
+
+    torch.manual_seed(3)
+    linear = torch.nn.Linear(32, 8)
+    hidden = torch.randn(2, 5, 32)
+    hidden[..., 7] *= 40  # an outlier neuron, as GELU's in layers 0-3
+    split = OutlierSplitLinear(linear, [7, 19])
+    with torch.no_grad():
+        assert torch.allclose(split(hidden), linear(hidden), atol=1e-4)
+        assert split.side.weight.shape == (8, 2)
+        # The main product no longer sees the outliers: its input there is zero.
+        assert torch.equal((hidden * split.keep)[..., [7, 19]], torch.zeros(2, 5, 2))
