@@ -131,6 +131,27 @@ class SmoothedInput(torch.nn.Module):
         return self.linear(hidden_states * self.inverse_scale)
 
 
+def input_maxima(model: SentenceTransformer, modules: list) -> list[torch.Tensor]:
+    """Each module's largest absolute input per channel over the calibration sentences."""
+    maxima: list[torch.Tensor | None] = [None] * len(modules)
+
+    def record(index):
+        def hook(module, inputs, output):
+            flat = inputs[0].detach().abs().reshape(-1, inputs[0].shape[-1]).amax(dim=0)
+            seen = maxima[index]
+            maxima[index] = flat if seen is None else torch.maximum(seen, flat)
+
+        return hook
+
+    hooks = [module.register_forward_hook(record(index)) for index, module in enumerate(modules)]
+    with torch.inference_mode():
+        for text in CALIBRATION_SENTENCES:  # one at a time: no padding in the maxima
+            model.encode([text])
+    for hook in hooks:
+        hook.remove()
+    return maxima
+
+
 def smooth_activations(model: SentenceTransformer) -> None:
     """Apply SmoothQuant to the query/key/value and intermediate projections, in place."""
     transformer = model[0].auto_model
@@ -139,24 +160,7 @@ def smooth_activations(model: SentenceTransformer) -> None:
         attention = layer.attention.self
         groups.append((attention, ["query", "key", "value"]))
         groups.append((layer.intermediate, ["dense"]))
-    maxima: dict[int, torch.Tensor] = {}
-
-    def record(index):
-        def hook(module, inputs, output):
-            flat = inputs[0].detach().abs().reshape(-1, inputs[0].shape[-1]).amax(dim=0)
-            maxima[index] = torch.maximum(maxima[index], flat) if index in maxima else flat
-
-        return hook
-
-    hooks = [
-        getattr(owner, names[0]).register_forward_hook(record(index))
-        for index, (owner, names) in enumerate(groups)
-    ]
-    with torch.inference_mode():
-        for text in CALIBRATION_SENTENCES:  # one at a time: no padding in the maxima
-            model.encode([text])
-    for hook in hooks:
-        hook.remove()
+    maxima = input_maxima(model, [getattr(owner, names[0]) for owner, names in groups])
     with torch.no_grad():
         for index, (owner, names) in enumerate(groups):
             linears = [getattr(owner, name) for name in names]
@@ -200,26 +204,8 @@ def split_outlier_channels(model: SentenceTransformer) -> dict[int, list[int]]:
     """Give each feed-forward output projection with outlier input channels (BERT's GELU
     outputs: one or two neurons of layers 0-3 reach 14-25 where the others stay under ~6) an
     OutlierSplitLinear; returns {layer: outlier channels}."""
-    transformer = model[0].auto_model
-    maxima: dict[int, torch.Tensor] = {}
-
-    def record(index):
-        def hook(module, inputs, output):
-            flat = inputs[0].detach().abs().reshape(-1, inputs[0].shape[-1]).amax(dim=0)
-            maxima[index] = torch.maximum(maxima[index], flat) if index in maxima else flat
-
-        return hook
-
-    layers = list(transformer.encoder.layer)
-    hooks = [
-        layer.output.dense.register_forward_hook(record(index))
-        for index, layer in enumerate(layers)
-    ]
-    with torch.inference_mode():
-        for text in CALIBRATION_SENTENCES:
-            model.encode([text])
-    for hook in hooks:
-        hook.remove()
+    layers = list(model[0].auto_model.encoder.layer)
+    maxima = input_maxima(model, [layer.output.dense for layer in layers])
     split = {}
     for index, layer in enumerate(layers):
         values = maxima[index]
@@ -274,7 +260,9 @@ def quantize_int8(source: Path, target: Path, *, split_layers: int) -> None:
         if node.op_type == "MatMul" and node.name.endswith("/output/dense/side/MatMul")
     ]
     if len(side_products) != split_layers:
-        raise SystemExit(f"expected {split_layers} outlier side products, found {len(side_products)}")
+        raise SystemExit(
+            f"expected {split_layers} outlier side products, found {len(side_products)}"
+        )
     quantize_dynamic(
         str(source),
         str(target),
