@@ -12,6 +12,11 @@ developed against it, the second after them and never tuned on. Every set is pri
 the union. Session 9, before -> after the opener rules (typed precision / recall): openers
 0.342 / 0.862 -> 0.900 / 0.931, openers held out 0.481 / 0.962 -> 0.781 / 0.962, the two
 earlier sets unchanged (0.990 and 0.886), all 341 sentences 0.781 / 0.953 -> 0.938 / 0.959.
+Session 13, after rules for what a black-box chat probe (not these sets) showed: place names
+opening with "New", "Los", "San", "North"... ("New York is expensive" had given a person
+"York"), "to" naming a person after talk/give/thanks words, "my manager at Globex, Dana
+Reyes,", "my son Will" / "my aunt May", pets at the vet and by breed, "my business partner":
+held-out 0.886 -> 0.900, the others unchanged, all 341 sentences 0.938 / 0.959 -> 0.942 / 0.962.
 Each line is ``{"text": ..., "entities": [{"name": ..., "type": ...}]}``. Labelling rules:
 only named things count (a proper name, a named pet, a named project); "my mom" or "the vet"
 without a name is not an entity; titles stay in the name ("Dr. Alvarez"); dates are not

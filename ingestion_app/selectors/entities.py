@@ -14,6 +14,7 @@ from django.db.models import Count, F, Func, Q, QuerySet, TextField, Value
 from ingestion_app.models import CrossReference, Entity, EntityMention, MemoryItem
 from memory_site.errors import NotFound
 from memory_site.text.entities import entity_prompt_line, normalize_entity_name
+from memory_site.text.entity_names import NAME_WORDS_AFTER_RELATION
 from memory_site.text.words import STOP_WORDS
 
 MAX_QUERY_NGRAMS = 300
@@ -53,7 +54,11 @@ def query_name_keys(query: str) -> list[str]:
     for size in (1, 2, 3):
         for start in range(len(words) - size + 1):
             span = words[start : start + size]
-            if size == 1 and (span[0] in STOP_WORDS or len(span[0]) < 2):
+            # A name that is also a common word ("will", "may", "june") names nobody alone:
+            # "my son Will" is found by his relation, not by every "will".
+            if size == 1 and (
+                span[0] in STOP_WORDS or len(span[0]) < 2 or span[0] in NAME_WORDS_AFTER_RELATION
+            ):
                 continue
             if span[0] in STOP_WORDS and span[0] not in {"my", "our"} or span[-1] in STOP_WORDS:
                 continue

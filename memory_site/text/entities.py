@@ -70,6 +70,7 @@ _ADJECTIVES = frozenset(
     """
     little big older younger old new best oldest youngest dear late baby twin elder adopted
     rescue sweet beloved favorite favourite former first second third two three other ex-
+    golden german border french english miniature toy cocker springer
     """.split()
 )
 _NAMING_WORDS = frozenset({"named", "called", "nicknamed"})
@@ -328,16 +329,27 @@ def _plural_subject(tokens: list[_Token], index: int) -> bool:
 
 def _trim(span: _Span, tokens: list[_Token], starts: set[int]) -> _Span | None:
     first, last = span.first, span.last
-    # A common word opening a sentence ("Yesterday Oscar", "The Warriors") is not a name.
-    while first <= last and first in starts and _common(tokens, first):
+    # A common word opening a sentence ("Yesterday Oscar", "The Warriors") is not a name; the
+    # first word of "New York" or "Los Angeles" is.
+    while (
+        first <= last
+        and first in starts
+        and _common(tokens, first)
+        and not (first < last and tokens[first].lower in names.PLACE_NAME_PREFIXES)
+    ):
         first += 1
         # "Cooking for Marco": the connector left in front of the name goes too.
         while first <= last and tokens[first].lower in _CONNECTORS:
             first += 1
-    while first <= last and tokens[first].lower.rstrip(".") in names.NOT_NAMES:
+    while (
+        first <= last
+        and tokens[first].lower.rstrip(".") in names.NOT_NAMES
+        and not _name_after_relation(tokens, first, starts)
+    ):
         first += 1
     while last >= first and (
-        tokens[last].lower in names.NOT_NAMES or tokens[last].lower in _CONNECTORS
+        (tokens[last].lower in names.NOT_NAMES and not _name_after_relation(tokens, last, starts))
+        or tokens[last].lower in _CONNECTORS
     ):
         last -= 1
     if first > last:
@@ -366,6 +378,18 @@ def _trim(span: _Span, tokens: list[_Token], starts: set[int]) -> _Span | None:
     if first == last and word.isupper() and len(word) > 1 and not _known(word.lower()):
         return None
     return _Span(first, last)
+
+
+def _name_after_relation(tokens: list[_Token], index: int, starts: set[int]) -> bool:
+    """ "my son Will", "my aunt May": a given name that is also a common word, capitalized
+    inside a sentence right after a possessive and a relation noun."""
+    if index in starts or tokens[index].lower not in names.NAME_WORDS_AFTER_RELATION:
+        return False
+    before = _previous_words(tokens, index, 3)
+    if len(before) < 2 or before[0] not in names.RELATION_TYPES:
+        return False
+    owner = before[2] if before[1] in _ADJECTIVES and len(before) > 2 else before[1]
+    return owner in _POSSESSIVES or owner.endswith("'s")
 
 
 def _known(lower: str) -> bool:
@@ -532,6 +556,8 @@ def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] 
         return "person", "", ""
     if position >= len(before):
         return None
+    if position and before[position - 1] == ",":
+        position = _past_employer(tokens, span, before, position)
     noun = before[position]
     if noun not in names.RELATION_TYPES:
         # "two guinea pigs, Salt and Pepper": a plural relation noun.
@@ -547,9 +573,41 @@ def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] 
     if owner_position >= len(before):
         return None
     owner = before[owner_position]
+    # "my business partner Omar", "my tennis coach Sergio": one noun before the relation.
+    if (
+        owner_position + 1 < len(before)
+        and owner.isalpha()
+        and owner not in _COMMON_WORDS
+        and owner not in _POSSESSIVES
+        and not tokens[span.first - 1 - owner_position].name_like
+        and (
+            before[owner_position + 1] in _POSSESSIVES or before[owner_position + 1].endswith("'s")
+        )
+    ):
+        owner = before[owner_position + 1]
     if owner in _POSSESSIVES or owner.endswith("'s") or owner in {"a", "an", "two", "three"}:
         return names.RELATION_TYPES[noun], noun, owner
     return None
+
+
+_EMPLOYER_PREPOSITIONS = frozenset({"at", "from", "with", "in"})
+
+
+def _past_employer(tokens: list[_Token], span: _Span, before: list[str], position: int) -> int:
+    """Where the relation noun of "my manager at Globex, Dana Reyes" is in ``before`` (the words
+    before the name, nearest first): past the comma, up to three capitalized words and their
+    preposition. ``position`` (the word after the comma) when there is no such phrase."""
+    index = position
+    while index < min(len(before), position + 3) and tokens[span.first - 1 - index].name_like:
+        index += 1
+    if (
+        index > position
+        and index + 1 < len(before)
+        and before[index] in _EMPLOYER_PREPOSITIONS
+        and before[index + 1] in names.RELATION_TYPES
+    ):
+        return index + 1
+    return position
 
 
 def _relation_after(tokens: list[_Token], span: _Span) -> tuple[str, str, str] | None:
@@ -563,6 +621,15 @@ def _relation_after(tokens: list[_Token], span: _Span) -> tuple[str, str, str] |
     while position + 1 < len(tokens) and tokens[position].lower in _ADJECTIVES:
         position += 1
     noun = tokens[position].lower
+    # "Kenji is my business partner": the last of two relation nouns is the relation.
+    if (
+        owner in _POSSESSIVES
+        and position + 1 < len(tokens)
+        and tokens[position + 1].lower in names.RELATION_TYPES
+        and not noun.endswith("'s")  # "Anna is my sister's friend": not the user's friend
+    ):
+        position += 1
+        noun = tokens[position].lower
     if (owner in _POSSESSIVES or owner in {"a", "an"}) and noun in names.RELATION_TYPES:
         if owner in {"a", "an"}:
             if _is_compound(tokens, position):
@@ -607,6 +674,12 @@ def _shape_type(words: list[str], surface: str) -> str:
         return names.SUFFIX_TYPES[words[-1]]
     if len(words) > 1 and words[0] in names.PREFIX_TYPES:
         return names.PREFIX_TYPES[words[0]]
+    if (
+        len(words) > 1
+        and words[0] in names.PLACE_NAME_PREFIXES
+        and not _lexicon_type(words, " ".join(words))
+    ):
+        return "place"
     if _CON_RE.search(surface):
         return "event"
     return ""
@@ -614,6 +687,12 @@ def _shape_type(words: list[str], surface: str) -> str:
 
 def _context_type(tokens: list[_Token], span: _Span) -> str:
     after = tokens[span.last + 1].lower if span.last + 1 < len(tokens) else ""
+    # "took Max to the vet": a pet.
+    following = [token.lower for token in tokens[span.last + 1 : span.last + 4]]
+    if following[:1] in (["to"], ["at"], ["from"]) and any(
+        word in names.PET_PLACES for word in following[1:3]
+    ):
+        return "pet"
     if after in names.PROJECT_NOUNS:
         return "project"
     if after in names.EVENT_NOUNS:
@@ -643,6 +722,8 @@ def _context_type(tokens: list[_Token], span: _Span) -> str:
         return "organization"
     if tokens[span.last].lower.endswith("'s") and after in names.OWNED_PLACE_NOUNS:
         return ""  # "at Kate's party": Kate is the owner
+    if nearest == "to" and any(word in names.TO_PERSON_WORDS for word in before[1:4]):
+        return ""  # "talked to Paul", "gave the book to Maria": a person
     if nearest in names.PLACE_CUES or "at" in {nearest, verb} or verb in names.PLACE_CUES:
         if nearest == "at" or nearest in names.PLACE_CUES or verb in {"visit", "visited"}:
             return "place"
@@ -701,11 +782,22 @@ def _inherit_conjunct_types(tokens: list[_Token], spans: list[_Span], kinds: lis
         between = [token.lower for token in tokens[left.last + 1 : right.first]]
         if between not in (["and"], ["or"], [","], [",", "and"]):
             continue
+        if between == [","] and not _ends_list_item(tokens, right):
+            continue  # "At Globex, Dana runs the team": not a list
         if left.from_context and not right.from_context:
             kinds[index] = kinds[index - 1]
             right.relation, right.owner = left.relation, left.owner
         elif right.from_context and not left.from_context:
             kinds[index - 1] = kinds[index]
+
+
+_LIST_CONTINUATIONS = frozenset({",", "and", "or", "&", ";"}) | _SENTENCE_END
+
+
+def _ends_list_item(tokens: list[_Token], span: _Span) -> bool:
+    """Whether the span could be an item of a list: the text ends or the list goes on after it."""
+    following = span.last + 1
+    return following >= len(tokens) or tokens[following].lower in _LIST_CONTINUATIONS
 
 
 def _sentence_bounds(tokens: list[_Token], text: str, starts: list[int], index: int) -> str:

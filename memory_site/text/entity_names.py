@@ -171,6 +171,34 @@ PREFIX_TYPES = {
     "bank": "organization",
 }
 
+# First words of many multi-word place names ("New York", "Los Angeles", "North Carolina",
+# "Hong Kong"): such a name is a place, and one opening a sentence keeps its first word, which
+# alone would be a common word ("New") or no name at all ("Los").
+PLACE_NAME_PREFIXES = _split(
+    """
+    new los las san santa sao são rio hong buenos north south east west puerto costa sri tel abu
+    kuala
+    """
+)
+# Words shortly before "to" that make the next name a person, not a destination ("talked to
+# Paul", "gave the book to Maria", "thanks to Ines"); after other words "to" stays a place cue.
+TO_PERSON_WORDS = _split(
+    """
+    talk talks talking talked speak speaks speaking spoke say says saying said tell write
+    writes writing wrote send sends sending sent give gives giving gave thanks thank listen
+    listens listening listened married engaged introduced introduce explain explained
+    explaining reply replied lend lent show showed shown text texted texting email emailed
+    emailing mention mentioned apologize apologized apologise apologised belongs belonged
+    according due close next similar compared related report reports reported reporting
+    letter message note gift present card
+    """
+)
+# Given names that are also common words (NOT_NAMES): a name only right after a relation
+# ("my son Will", "my aunt May", "my grandmother June").
+NAME_WORDS_AFTER_RELATION = _split("will may june april august")
+# Places a pet is taken to: "took Max to the vet".
+PET_PLACES = _split("vet vets veterinarian groomer groomers kennel kennels")
+
 HOLIDAYS = _words(
     """
     christmas

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memory_site.text.entities import is_sentence_opener, opens_instruction
-from memory_site.text.entity_names import NAME_CONNECTORS
+from memory_site.text.entity_names import NAME_CONNECTORS, PLACE_NAME_PREFIXES
 from memory_site.text.facts import (
     _FIRST_PERSON_RE,
     _OTHER_PERSON_RE,
@@ -70,6 +70,9 @@ def _lower_opening(body: str) -> bool:
     if _LEADING_FUNCTION_WORD_RE.match(body):
         return True
     if first == "I" or first.startswith("I'"):
+        return False
+    # "New York is expensive", "Los Angeles was sunny": the first word of a place's name.
+    if first.lower() in PLACE_NAME_PREFIXES and rest[:1].isupper():
         return False
     # An instruction ("Appreciate the small joys"): its verb is followed by an article.
     return is_sentence_opener(first) or opens_instruction(first, rest.split(" ", 1)[0])

@@ -232,3 +232,28 @@ def test_a_company_named_before_the_user_says_they_work_there_becomes_an_organiz
         "the user's friend",
     )
     assert [e["name"] for e in api.get(ENTITIES, {"type": "person"}).json()["results"]] == ["Wendy"]
+
+
+def test_a_son_named_will_is_found_and_every_will_is_not_a_mention_of_him(
+    api, fake_embedder, django_capture_on_commit_callbacks
+):
+    session_with(
+        api,
+        django_capture_on_commit_callbacks,
+        "My son Will starts school in September.",
+        "New York is expensive, so we stay in Brooklyn.",
+    )
+    will = listed_by_name(api)["Will"]
+    assert (will["type"], will["description"]) == ("person", "the user's son")
+    before = will["mention_count"]
+    session_with(
+        api,
+        django_capture_on_commit_callbacks,
+        "I will bake a cake tomorrow.",
+        "we will fly out in june, it will be fun",
+    )
+
+    listed = listed_by_name(api)
+    assert listed["Will"]["mention_count"] == before
+    assert listed["New York"]["type"] == "place"
+    assert "York" not in listed

@@ -230,3 +230,60 @@ def test_a_named_owner_is_written_as_a_name_in_the_description():
         ("Boston", "place", ""),
     ]
     assert names_and_descriptions("My mom's friend Linda called.") == [("Linda", "mom's friend")]
+
+
+def test_a_place_name_with_a_common_first_word_stays_whole_at_a_sentence_start():
+    found = names_and_types
+    assert found("New York is expensive.") == [("New York", "place")]
+    assert found("Los Angeles is sunny. San Diego has great tacos.") == [
+        ("Los Angeles", "place"),
+        ("San Diego", "place"),
+    ]
+    assert found("North Carolina was lovely.") == [("North Carolina", "place")]
+    assert found("New Year was fun.") == [("New Year", "event")]
+
+
+def test_a_name_after_an_employer_and_a_comma_is_a_person_with_its_relation():
+    found = names_types_and_descriptions
+    assert found("My manager at Globex, Dana Reyes, wants a report.") == [
+        ("Globex", "organization", ""),
+        ("Dana Reyes", "person", "the user's manager"),
+    ]
+    assert found("My friend from Acme, Tom Becker, called.")[1] == (
+        "Tom Becker",
+        "person",
+        "the user's friend",
+    )
+    # A comma after an opening phrase is not a list: Dana does not take Globex's type.
+    assert found("At Globex, Dana runs the design team.")[1] == ("Dana", "person", "")
+    # A real list still shares its type.
+    assert names_and_types("We saw Arizona, Utah and Nevada.") == [
+        ("Arizona", "place"),
+        ("Utah", "place"),
+        ("Nevada", "place"),
+    ]
+
+
+def test_to_names_a_destination_but_not_after_talking_giving_or_thanking():
+    found = names_and_types
+    assert found("Thanks to Paul, I got the job.") == [("Paul", "person")]
+    assert found("I gave the book to Maria.") == [("Maria", "person")]
+    assert found("We're taking the kids to Disneyland.") == [("Disneyland", "place")]
+    assert found("We drove to Porto.") == [("Porto", "place")]
+
+
+def test_a_given_name_that_is_a_common_word_counts_only_after_a_relation():
+    found = names_types_and_descriptions
+    assert found("My son Will starts school in September.") == [
+        ("Will", "person", "the user's son")
+    ]
+    assert found("I told my aunt May about Ohio.")[0] == ("May", "person", "the user's aunt")
+    assert found("Will you help me? May I ask? We fly in June.") == []
+
+
+def test_pets_by_the_vet_and_by_breed_and_compound_relation_nouns():
+    found = names_types_and_descriptions
+    assert found("We took Max to the vet today.") == [("Max", "pet", "")]
+    assert found("Max is our golden retriever.") == [("Max", "pet", "the user's retriever")]
+    assert found("Kenji is my business partner now.") == [("Kenji", "person", "the user's partner")]
+    assert found("My tennis coach Sergio is strict.") == [("Sergio", "person", "the user's coach")]
