@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -123,11 +124,37 @@ def _item_text(item: MemoryItem) -> tuple[str, int, str, bool]:
     return content[offset:], offset, speaker, role != "assistant"
 
 
+_ROLE_MARKER_RE = re.compile(r"\*\*(User|Assistant):\*\*")
+_ASSISTANT_LINE_RE = re.compile(r"^(?:- )?Assistant: .*$", re.MULTILINE)
+
+
+def _assistant_ranges(item: MemoryItem, text: str) -> list[tuple[int, int]]:
+    """Where a turn-pair chunk ("**User:** ... **Assistant:** ...") or a session digest
+    ("- Assistant: ...") gives the assistant's words: its "my brother Tom" is not the user's
+    brother."""
+    if (item.metadata or {}).get("granularity") in ("message", "passage"):
+        return []
+    if "Assistant:" not in text:
+        return []
+    ranges = [match.span() for match in _ASSISTANT_LINE_RE.finditer(text)]
+    start = None
+    for marker in _ROLE_MARKER_RE.finditer(text):
+        if marker.group(1) == "Assistant":
+            start = marker.end() if start is None else start
+        elif start is not None:
+            ranges.append((start, marker.start()))
+            start = None
+    if start is not None:
+        ranges.append((start, len(text)))
+    return ranges
+
+
 def _collect(items: Sequence[MemoryItem]) -> dict[tuple[int, str], dict[str, _Found]]:
     """Extracted names by (user, app) scope, then by normalized name."""
     scopes: dict[tuple[int, str], dict[str, _Found]] = defaultdict(dict)
     for item in items:
         text, offset, speaker, owns = _item_text(item)
+        assistant_ranges = _assistant_ranges(item, text) if owns else []
         found = scopes[(item.user_id, item.app_id)]
         if speaker:
             key = normalize_entity_name(speaker)
@@ -145,7 +172,8 @@ def _collect(items: Sequence[MemoryItem]) -> dict[tuple[int, str], dict[str, _Fo
                 entry.type == "organization" or (entry.type == "person" and not entry.strong)
             ):
                 entry.type, entry.organization_cued = "organization", True
-            if extracted.relation and owns and not _speaker_retyped(entry, extracted):
+            owned = owns and not any(a <= extracted.start < b for a, b in assistant_ranges)
+            if extracted.relation and owned and not _speaker_retyped(entry, extracted):
                 entry.strong = True
                 entry.type = extracted.type
                 entry.description = extracted.description
@@ -202,12 +230,15 @@ def _add_known_mentions(
             continue
         for key in {entity.normalized_name, *entity.aliases}:
             by_key[key].append(entity)
+    # "My sister Maria lives in Rome": the rules found who "my sister" is in this batch, so
+    # the key does not name the sister already known.
+    claimed = {entry.relation_alias for entry in found.values() if entry.relation_alias}
     for item in items:
         text, offset, _, _ = _item_text(item)
         lowered = text.lower()
         for key in keys_by_item.get(item.id, ()):
             matches = by_key.get(key, [])
-            if len(matches) != 1 or matches[0].normalized_name in found:
+            if len(matches) != 1 or matches[0].normalized_name in found or key in claimed:
                 continue
             entity = matches[0]
             start = lowered.find(key)

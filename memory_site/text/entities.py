@@ -543,6 +543,10 @@ def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] 
     position = 0
     if before and before[0] == "the":
         position = 1
+    # "My sister is Ines", "My kids are Sam and Ella": the relation before the verb.
+    if len(before) > 2 and before[0] in {"is", "was", "are", "were"}:
+        if before[1] in names.RELATION_TYPES or _singular(before[1]) in names.RELATION_TYPES:
+            position = 1
     if position < len(before) and before[position] == ",":
         position += 1
     if position < len(before) and before[position] in _NAMING_WORDS:
@@ -841,8 +845,9 @@ def extract_entities(text: str, *, speaker: str = "") -> list[ExtractedEntity]:
     if not isinstance(text, str) or not text.strip():
         return []
     text = text[:MAX_TEXT_CHARS]
-    if text == text.lower():
-        # No capital letter, no name: most chat lines of a lower-case typist.
+    if text == text.lower() or text == text.upper():
+        # No capital letter, no name: most chat lines of a lower-case typist; all capitals
+        # ("JOHN IS MY BROTHER") tell no name from the other words either.
         return []
     tokens = _tokens(text)
     if not tokens:

@@ -257,3 +257,27 @@ def test_a_son_named_will_is_found_and_every_will_is_not_a_mention_of_him(
     assert listed["Will"]["mention_count"] == before
     assert listed["New York"]["type"] == "place"
     assert "York" not in listed
+
+
+def test_the_assistants_my_brother_is_not_the_users_and_a_new_sister_is_not_the_old_one(
+    api, fake_embedder, django_capture_on_commit_callbacks
+):
+    session_with(api, django_capture_on_commit_callbacks, "My sister Ines lives in Porto.")
+    session_id = api.post("/api/v1/chat/new", {}, format="json").json()["session_id"]
+    for role, content in (
+        ("user", "Any tips for Rome?"),
+        ("assistant", "My brother Tom loves Rome. My dog Rex would too."),
+        ("user", "My sister Maria lives in Rome."),
+    ):
+        body = {"session_id": session_id, "role": role, "content": content}
+        assert api.post("/api/v1/chat/messages", body, format="json").status_code == 201
+    with django_capture_on_commit_callbacks(execute=True):
+        api.post("/api/v1/chat/close", {"session_id": session_id}, format="json")
+
+    listed = listed_by_name(api)
+    # The assistant's brother and dog are named in the user's memory, not as the user's.
+    assert (listed["Tom"]["aliases"], listed["Tom"]["description"]) == ([], "")
+    assert listed["Rex"]["description"] == ""
+    assert listed["Maria"]["description"] == "the user's sister"
+    ines = api.get(f"{ENTITIES}/{listed['Ines']['id']}").json()
+    assert all("Maria" not in mention["sentence"] for mention in ines["mentions"])

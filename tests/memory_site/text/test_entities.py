@@ -287,3 +287,11 @@ def test_pets_by_the_vet_and_by_breed_and_compound_relation_nouns():
     assert found("Max is our golden retriever.") == [("Max", "pet", "the user's retriever")]
     assert found("Kenji is my business partner now.") == [("Kenji", "person", "the user's partner")]
     assert found("My tennis coach Sergio is strict.") == [("Sergio", "person", "the user's coach")]
+
+
+def test_a_relation_before_is_names_the_person_and_all_capitals_name_nobody():
+    found = names_types_and_descriptions
+    assert found("My sister is Ines.") == [("Ines", "person", "the user's sister")]
+    assert found("My best friend is Tom Becker.") == [("Tom Becker", "person", "the user's friend")]
+    assert found("My favorite city is Lisbon.") == [("Lisbon", "place", "")]
+    assert found("JOHN IS MY BROTHER. I LOVE MY DOG MAX") == []
