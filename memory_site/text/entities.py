@@ -371,6 +371,7 @@ def _trim(span: _Span, tokens: list[_Token], starts: set[int]) -> _Span | None:
         and last + 1 < len(tokens)
         and tokens[last + 1].lower in _IMPERATIVE_OBJECTS
         and not _known(tokens[first].lower)
+        and not _named_by_relation(tokens, last, starts)
     ):
         return None
     # A lone acronym we do not know ("TV", "NDA") is skipped rather than guessed.
@@ -378,6 +379,25 @@ def _trim(span: _Span, tokens: list[_Token], starts: set[int]) -> _Span | None:
     if first == last and word.isupper() and len(word) > 1 and not _known(word.lower()):
         return None
     return _Span(first, last)
+
+
+_PRESENT_VERBS = frozenset({"is", "was", "has", "had", "loves", "likes", "hates"})
+
+
+def _named_by_relation(tokens: list[_Token], last: int, starts: set[int]) -> bool:
+    """ "Steve the cat", "Lily the hamster": a name followed by "the" and a relation noun. At a
+    sentence start only with a verb after it ("Steve the cat knocked..."): "Feed the cat" and
+    "Email the landlord about..." are instructions."""
+    if not (
+        last + 2 < len(tokens)
+        and tokens[last + 1].lower == "the"
+        and tokens[last + 2].lower in names.RELATION_TYPES
+    ):
+        return False
+    if last not in starts:
+        return True
+    verb = tokens[last + 3].lower if last + 3 < len(tokens) else ""
+    return verb in _PRESENT_VERBS or (len(verb) > 3 and verb.isalpha() and verb.endswith("ed"))
 
 
 def _name_after_relation(tokens: list[_Token], index: int, starts: set[int]) -> bool:
@@ -577,6 +597,13 @@ def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] 
     if owner_position >= len(before):
         return None
     owner = before[owner_position]
+    # "my wife's sister Clara": the user's wife's sister.
+    if (
+        owner.endswith("'s")
+        and owner_position + 1 < len(before)
+        and before[owner_position + 1] in {"my", "our"}
+    ):
+        owner = f"{before[owner_position + 1]} {owner}"
     # "my business partner Omar", "my tennis coach Sergio": one noun before the relation.
     if (
         owner_position + 1 < len(before)
@@ -614,10 +641,15 @@ def _past_employer(tokens: list[_Token], span: _Span, before: list[str], positio
     return position
 
 
-def _relation_after(tokens: list[_Token], span: _Span) -> tuple[str, str, str] | None:
+def _relation_after(
+    tokens: list[_Token], span: _Span, starts: set[int]
+) -> tuple[str, str, str] | None:
     """(type, relation noun, owner) for "Luna, our cat,", "Ben, my old roommate,", "Tom
     Becker is my oldest friend" and "Waffles is a beagle" (owner "a")."""
     position = span.last + 1
+    if _named_by_relation(tokens, span.last, starts):
+        noun = tokens[position + 1].lower
+        return names.RELATION_TYPES[noun], noun, "the"
     if position + 2 >= len(tokens) or tokens[position].lower not in {",", "is", "was"}:
         return None
     owner = tokens[position + 1].lower
@@ -741,11 +773,11 @@ def _is_one_plural_word(tokens: list[_Token], span: _Span) -> bool:
     return span.first == span.last and tokens[span.first].lower.endswith("s")
 
 
-def _type_span(tokens: list[_Token], text: str, span: _Span) -> str:
+def _type_span(tokens: list[_Token], text: str, span: _Span, starts: set[int]) -> str:
     surface = _span_text(tokens, text, span)
     normalized = normalize_entity_name(surface)
     words = normalized.split() or [""]
-    relation = _relation_before(tokens, span) or _relation_after(tokens, span)
+    relation = _relation_before(tokens, span) or _relation_after(tokens, span, starts)
     if relation:
         span.relation, span.owner = relation[1], relation[2]
         span.from_context = True
@@ -823,6 +855,9 @@ def _description(relation: str, owner: str, speaker: str) -> str:
         # A digest's "The user's sister Anna" names the same relation as "my sister Anna";
         # "user's sister" would replace "the user's sister" as a new description.
         return f"the user's {relation}"
+    if owner.startswith(("my ", "our ")):
+        subject = speaker or "the user"
+        return f"{subject}'s {owner.split(' ', 1)[1]} {relation}"
     if owner.endswith("'s"):
         return f"{_owner_display(owner)} {relation}"
     return relation
@@ -860,7 +895,7 @@ def extract_entities(text: str, *, speaker: str = "") -> list[ExtractedEntity]:
         nationality = _nationality_kind(tokens, span)
         if nationality is None:
             continue
-        kind = nationality or _type_span(tokens, text, span)
+        kind = nationality or _type_span(tokens, text, span, starts)
         if nationality:
             span.from_context = True
         kept.append(span)

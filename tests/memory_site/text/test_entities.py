@@ -229,7 +229,9 @@ def test_a_named_owner_is_written_as_a_name_in_the_description():
         ("Eleanor", "person", "Sam's mom"),
         ("Boston", "place", ""),
     ]
-    assert names_and_descriptions("My mom's friend Linda called.") == [("Linda", "mom's friend")]
+    assert names_and_descriptions("My mom's friend Linda called.") == [
+        ("Linda", "the user's mom's friend")
+    ]
 
 
 def test_a_place_name_with_a_common_first_word_stays_whole_at_a_sentence_start():
@@ -295,3 +297,14 @@ def test_a_relation_before_is_names_the_person_and_all_capitals_name_nobody():
     assert found("My best friend is Tom Becker.") == [("Tom Becker", "person", "the user's friend")]
     assert found("My favorite city is Lisbon.") == [("Lisbon", "place", "")]
     assert found("JOHN IS MY BROTHER. I LOVE MY DOG MAX") == []
+
+
+def test_a_name_the_relation_noun_and_a_chain_of_possessives():
+    found = names_types_and_descriptions
+    assert found("Steve the cat knocked over a vase.") == [("Steve", "pet", "cat")]
+    assert found("I walked Rex the dog.") == [("Rex", "pet", "dog")]
+    # Instructions keep naming nobody.
+    assert found("Feed the cat. Email the landlord about the heating.") == []
+    assert found("My wife's sister Clara visited.") == [
+        ("Clara", "person", "the user's wife's sister")
+    ]
