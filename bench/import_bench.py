@@ -160,7 +160,10 @@ this benchmark's own busy processes), 200 MB export, 61,688 pairs:
   Then without ONNX Runtime's SkipLayerNormalization fusion (~52 us per token): embed 10 MB
   48.1 pairs/s, 36.87 ms CPU per pair (main 32.18, workers 0.95, PostgreSQL 3.74), peak 334
   MB; no-embed 1,076.4 pairs/s at 1.70 ms (main 0.36, workers 0.78, PostgreSQL 0.56), peak
-  242 MB; entity backfill 951.7 chunks/s.
+  242 MB; entity backfill 951.7 chunks/s. Final code of session 13 (the entity rules too),
+  load 0.8-1.5: no-embed 1,146.2 pairs/s at 1.61 ms (main 0.32, workers 0.73, PostgreSQL
+  0.55), peak 240 MB, entity backfill 1,003.7 chunks/s; embed 51.7 pairs/s, 34.51 ms CPU per
+  pair (main 30.13, workers 0.87, PostgreSQL 3.51), peak 335 MB.
 """
 
 from __future__ import annotations
