@@ -61,6 +61,10 @@ Idle (load 0.8, 300 exchanges, final main of round 2 session 3): after an assist
 16.0 / p95 19.3 ms (48.4 with the embedding in the request), its vectors written p50 37.7 / p95
 44.0 ms after; after a user message p50 9.7 / p95 12.0 ms; CPU per reply with its vectors p50
 45.6 ms; close task of a 50-turn session p50 63.8 / p95 72.8 ms.
+Session 13 (idle, load ~0.5, the int8 graph with every feed-forward output projection int8 and
+no SkipLayerNormalization fusion): after an assistant reply p50 13.0 / p95 18.0 ms (embedding
+header + prompt alone p50 7.9 / p95 8.9 ms, was ~10); after a user message p50 8.2 / p95
+11.8 ms; close task p50 45.9 / p95 54.3 ms.
 """
 
 from __future__ import annotations
