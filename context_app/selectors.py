@@ -55,6 +55,7 @@ from ingestion_app.selectors import scope as search_scope
 from ingestion_app.selectors import search_candidates
 from ingestion_app.selectors.entities import (
     QueryEntity,
+    entities_mentioned_in_buckets,
     entities_of_items,
     entity_leg,
 )
@@ -413,10 +414,19 @@ def memory_search(
     )
 
 
-def search_entities(*, user, result: SearchResult, app_id: str, limit: int = 8) -> list:
+def search_entities(
+    *, user, result: SearchResult, app_id: str, limit: int = 8, buckets: list[str] | None = None
+) -> list:
     """The entities worth showing beside a result: those the query names, then those its
-    items name (most mentioned first), each once."""
-    chosen = {entity.id: entity for entity in result.entities[:limit]}
+    items name (most mentioned first), each once. With ``buckets``, an entity the query names
+    is shown only when one of its mentions is in those buckets (the items already are)."""
+    named = result.entities[:limit]
+    if buckets and named:
+        in_buckets = entities_mentioned_in_buckets(
+            user_id=user.pk, entity_ids=[entity.id for entity in named], buckets=buckets
+        )
+        named = [entity for entity in named if entity.id in in_buckets]
+    chosen = {entity.id: entity for entity in named}
     if len(chosen) < limit:
         for entity in entities_of_items(
             user_id=user.pk, item_ids=[hit.id for hit in result.items], limit=limit

@@ -235,7 +235,8 @@ class MemorySearchApi(APIView):
             "mode adds a third leg, the items that mention an entity (person, pet, place...) the "
             "query names or an alias of one ('my sister'). `buckets` keeps items of those "
             "knowledge buckets. `include_entities` appends `type: entity` items (the entities "
-            "the query names, then those the results name; description and mention count); "
+            "the query names, then those the results name; description and mention count; "
+            "with `buckets`, only entities mentioned in those buckets); "
             "`include_cross_refs` adds each memory's links to other items and entities."
         ),
         request=MemorySearchInput,
@@ -290,7 +291,12 @@ class MemorySearchApi(APIView):
             for item in body["items"]:
                 item["cross_references"] = links.get(item["id"], [])
         if data["include_entities"]:
-            entities = search_entities(user=request.user, result=result, app_id=data["app_id"])
+            entities = search_entities(
+                user=request.user,
+                result=result,
+                app_id=data["app_id"],
+                buckets=list(data.get("buckets") or []),
+            )
             body["items"] = [*body["items"], *SearchEntityOutput(entities, many=True).data]
         return Response(body)
 

@@ -177,6 +177,19 @@ def entities_of_items(*, user_id: int, item_ids: list[int], limit: int = 10) -> 
     return [QueryEntity(*row) for row in rows]
 
 
+def entities_mentioned_in_buckets(
+    *, user_id: int, entity_ids: list[int], buckets: list[str]
+) -> set[int]:
+    """Those of the given entities with a mention in an item of one of ``buckets``."""
+    return set(
+        EntityMention.objects.filter(
+            entity__user_id=user_id, entity_id__in=entity_ids, memory__bucket__in=buckets
+        )
+        .values_list("entity_id", flat=True)
+        .distinct()
+    )
+
+
 def entities_for_context(
     *, user_id: int, app_id: str, query: str, item_ids: list[int], limit: int
 ) -> list[QueryEntity]:

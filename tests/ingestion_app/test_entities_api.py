@@ -133,3 +133,18 @@ def test_search_by_bucket_and_stats(api, ines_story):
     # The stats count what the browser lists (facts here; message items repeat their pair).
     assert stats["bucket_distribution"] == {"PERSONAL_LIFE": 1, "CREATOR": 1}
     assert sum(stats["bucket_distribution"].values()) == stats["total"]
+
+
+def test_entities_in_a_bucketed_search_are_those_mentioned_in_the_buckets(api, user, ines_story):
+    chat(user, "Project Atlas ships the new API server next sprint.")
+    body = {"query": "Atlas and Ines", "include_entities": True}
+    everywhere = {
+        i["name"]
+        for i in api.post(SEARCH, body, format="json").json()["items"]
+        if i["type"] == "entity"
+    }
+    assert {"Atlas", "Ines"} <= everywhere
+
+    personal = api.post(SEARCH, {**body, "buckets": ["PERSONAL_LIFE"]}, format="json").json()
+    names = {item["name"] for item in personal["items"] if item["type"] == "entity"}
+    assert "Ines" in names and "Atlas" not in names
