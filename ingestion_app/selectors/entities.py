@@ -183,7 +183,7 @@ def entities_mentioned_in_buckets(
     """Those of the given entities with a mention in an item of one of ``buckets``."""
     return set(
         EntityMention.objects.filter(
-            entity__user_id=user_id, entity_id__in=entity_ids, memory__bucket__in=buckets
+            user_id=user_id, entity_id__in=entity_ids, memory__bucket__in=buckets
         )
         .values_list("entity_id", flat=True)
         .distinct()

@@ -405,11 +405,7 @@ def _name_after_relation(tokens: list[_Token], index: int, starts: set[int]) -> 
     inside a sentence right after a possessive and a relation noun."""
     if index in starts or tokens[index].lower not in names.NAME_WORDS_AFTER_RELATION:
         return False
-    before = _previous_words(tokens, index, 3)
-    if len(before) < 2 or before[0] not in names.RELATION_TYPES:
-        return False
-    owner = before[2] if before[1] in _ADJECTIVES and len(before) > 2 else before[1]
-    return owner in _POSSESSIVES or owner.endswith("'s")
+    return _relation_before(tokens, _Span(index, index)) is not None
 
 
 def _known(lower: str) -> bool:
@@ -724,9 +720,8 @@ def _shape_type(words: list[str], surface: str) -> str:
 def _context_type(tokens: list[_Token], span: _Span) -> str:
     after = tokens[span.last + 1].lower if span.last + 1 < len(tokens) else ""
     # "took Max to the vet": a pet.
-    following = [token.lower for token in tokens[span.last + 1 : span.last + 4]]
-    if following[:1] in (["to"], ["at"], ["from"]) and any(
-        word in names.PET_PLACES for word in following[1:3]
+    if after in {"to", "at", "from"} and any(
+        token.lower in names.PET_PLACES for token in tokens[span.last + 2 : span.last + 4]
     ):
         return "pet"
     if after in names.PROJECT_NOUNS:
