@@ -23,6 +23,7 @@ from memory_site.text.fact_updates import (
     statements_parse,
 )
 from memory_site.text.facts import extract_facts
+from memory_site.text.entity_names import NATIONALITIES
 from memory_site.text.sentences import is_chatter
 from memory_site.tokens import count_tokens
 
@@ -55,7 +56,8 @@ _NOT_NAMES = frozenset(
     """i i'm i've i'd what when where who whom whose why how which did do does is are was were
     can could would should will have has had am be the a an my our your any some tell remind
     please ok okay hi hey thanks monday tuesday wednesday thursday friday saturday sunday
-    january february march april may june july august september october november december""".split()
+    january february march april may june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec mr mrs ms dr prof st""".split()
 )
 # Score factor of a short message item that only asks: the statement that answers it (its
 # neighbour, lifted by the neighbour smoothing) ranks above it.
@@ -168,16 +170,25 @@ def relevance_assign(
         candidate.relevance = relevance_of(candidate)
 
 
+_TITLE_BEFORE = re.compile(r"(?<!\w)(?:Dr|Mr|Mrs|Ms|Prof|St)\.$")
+
+
 def query_names(query: str) -> list[str]:
     """Capitalised words of the query that are not its first word, a question word, a
-    weekday or a month: the names it asks about."""
+    weekday, a month, a title or a nationality: the names it asks about ("Dr. Patel": Patel).
+    "What European countries has Maria been to?" asks about Spain and England, which never
+    say "European"."""
     names = []
     for match in _NAME.finditer(query):
         word = match.group(1)
         before = query[: match.start()].rstrip()
-        if not before or before[-1] in ".!?:\n\"'(":
+        after_title = _TITLE_BEFORE.search(before)
+        if not before or (before[-1] in ".!?:\n\"'(" and not after_title):
             continue
-        if word.lower() in _NOT_NAMES or word.lower() in [n.lower() for n in names]:
+        lowered = word.lower()
+        if lowered in _NOT_NAMES or lowered in NATIONALITIES or lowered in [
+            n.lower() for n in names
+        ]:
             continue
         names.append(word)
     return names[:5]

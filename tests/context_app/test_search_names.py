@@ -116,3 +116,28 @@ def test_a_question_about_a_kind_of_thing_finds_a_memory_of_that_kind(api):
         "User: I signed up for a pottery class on Thursdays."
     ]
     assert all("activit" not in item["content"] for item in found)  # never shown
+
+
+def test_a_nationality_in_the_question_is_not_a_name_never_mentioned(user, fake_embedder):
+    """ "European" describes what is asked about (Spain, England); the memories never say it,
+    and the question must still find them."""
+    for index in range(12):
+        remember(user, f"note {index}: groceries, laundry and the gym on weekdays")
+    spain = remember(user, "Maria took a solo trip to Spain last year")
+
+    found = memory_search(user=user, query="What European countries has Maria been to?")
+
+    assert search_quality.query_names("What European countries has Maria been to?") == ["Maria"]
+    assert spain.id in [hit.id for hit in found.items]
+
+
+@pytest.mark.parametrize(
+    ("query", "names"),
+    [
+        ("What did Dr. Patel say about my knee?", ["Patel"]),
+        ("What did Tom give me on Aug 15th?", ["Tom"]),
+        ("Which Italian restaurants did Tom like?", ["Tom"]),
+    ],
+)
+def test_titles_month_abbreviations_and_nationalities_are_not_names(query, names):
+    assert search_quality.query_names(query) == names
