@@ -135,6 +135,8 @@ class _Span:
     relation: str = ""
     owner: str = ""
     from_context: bool = False
+    # The relation a title in front of the name gave ("Aunt Rosa": aunt); the title is cut.
+    title_relation: str = ""
 
 
 def normalize_entity_name(name: str) -> str:
@@ -283,8 +285,22 @@ def is_sentence_opener(word: str) -> bool:
         lower in names.NOT_NAMES
         or lower in _COMMON_WORDS
         or lower in names.SENTENCE_OPENERS
+        or _opening_verb(lower)
         or (len(lower) >= 7 and _OPENING_ADVERB_RE.match(lower) is not None)
         or _common_noun(lower)
+    )
+
+
+def _opening_verb(lower: str) -> bool:
+    """ "Called Sarah", "Texted Jen", "Met Rachel": a chat sentence that leaves out its "I"."""
+    if lower in names.OPENING_VERBS:
+        return True
+    return (
+        len(lower) >= 6
+        and lower.endswith("ed")
+        and lower.isalpha()
+        and lower not in names.NAMES_ENDING_ED
+        and not _known(lower)
     )
 
 
@@ -335,12 +351,23 @@ def _trim(span: _Span, tokens: list[_Token], starts: set[int]) -> _Span | None:
         first <= last
         and first in starts
         and _common(tokens, first)
-        and not (first < last and tokens[first].lower in names.PLACE_NAME_PREFIXES)
+        and not (
+            first < last
+            and (
+                tokens[first].lower in names.PLACE_NAME_PREFIXES
+                or tokens[first].lower in names.RELATION_TITLES
+            )
+        )
     ):
         first += 1
         # "Cooking for Marco": the connector left in front of the name goes too.
         while first <= last and tokens[first].lower in _CONNECTORS:
             first += 1
+    # "Aunt Rosa", "Grandma Ruth": the title is the relation, the name what follows it.
+    title_relation = ""
+    if first < last and tokens[first].lower in names.RELATION_TITLES:
+        title_relation = names.RELATION_TITLES[tokens[first].lower]
+        first += 1
     while (
         first <= last
         and tokens[first].lower.rstrip(".") in names.NOT_NAMES
@@ -355,6 +382,9 @@ def _trim(span: _Span, tokens: list[_Token], starts: set[int]) -> _Span | None:
     if first > last:
         return None
     if first == last and tokens[first].lower.rstrip(".") in names.TITLES:
+        return None
+    # A company's legal form alone ("Acme Holdings, Inc."): part of the name before it.
+    if first == last and tokens[first].lower in names.LEGAL_SUFFIXES:
         return None
     # "Victorian London", "Italian Alps" -> the place without its adjective.
     if (
@@ -378,7 +408,7 @@ def _trim(span: _Span, tokens: list[_Token], starts: set[int]) -> _Span | None:
     word = tokens[first].text
     if first == last and word.isupper() and len(word) > 1 and not _known(word.lower()):
         return None
-    return _Span(first, last)
+    return _Span(first, last, title_relation=title_relation)
 
 
 _PRESENT_VERBS = frozenset({"is", "was", "has", "had", "loves", "likes", "hates"})
@@ -573,6 +603,9 @@ def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] 
                 return names.RELATION_TYPES[noun], noun, owner
             if noun in _PERSON_NAMING_NOUNS:
                 return "person", "", ""
+            # "a little hotel called Hotel Koe", "a cafe called Blue Bottle".
+            if names.SUFFIX_TYPES.get(noun) in {"place", "organization"}:
+                return names.SUFFIX_TYPES[noun], "", ""
         return "person", "", ""
     if position >= len(before):
         return None
@@ -614,6 +647,8 @@ def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] 
         owner = before[owner_position + 1]
     if owner in _POSSESSIVES or owner.endswith("'s") or owner in {"a", "an", "two", "three"}:
         return names.RELATION_TYPES[noun], noun, owner
+    if owner == "the" and names.RELATION_TYPES[noun] == "pet":
+        return "pet", noun, owner  # "the parrot Kiwi", as "Kiwi the parrot"
     return None
 
 
@@ -730,6 +765,12 @@ def _context_type(tokens: list[_Token], span: _Span) -> str:
         return "event"
     if after in names.PLACE_NOUNS:
         return "place"
+    if (
+        after == ","
+        and span.last + 2 < len(tokens)
+        and tokens[span.last + 2].lower in names.LEGAL_SUFFIXES
+    ):
+        return "organization"
     before = _previous_words(tokens, span.first, 5)
     if not before:
         return ""
@@ -755,6 +796,12 @@ def _context_type(tokens: list[_Token], span: _Span) -> str:
         return ""  # "at Kate's party": Kate is the owner
     if nearest == "to" and any(word in names.TO_PERSON_WORDS for word in before[1:4]):
         return ""  # "talked to Paul", "gave the book to Maria": a person
+    if nearest == "from" and any(word in names.FROM_PERSON_WORDS for word in before[1:4]):
+        return ""  # "a text from Mike": a person
+    if nearest == "into" and len(before) > 1 and before[1] in names.INTO_PERSON_WORDS:
+        return ""  # "ran into Oliver Grant": a person
+    if nearest == "for" and len(before) > 1 and before[1] in {"ticket", "tickets", "seats"}:
+        return "event"  # "tickets for Hamilton"
     if nearest in names.PLACE_CUES or "at" in {nearest, verb} or verb in names.PLACE_CUES:
         if nearest == "at" or nearest in names.PLACE_CUES or verb in {"visit", "visited"}:
             return "place"
@@ -773,6 +820,8 @@ def _type_span(tokens: list[_Token], text: str, span: _Span, starts: set[int]) -
     normalized = normalize_entity_name(surface)
     words = normalized.split() or [""]
     relation = _relation_before(tokens, span) or _relation_after(tokens, span, starts)
+    if not relation and span.title_relation:
+        relation = ("person", span.title_relation, "my")
     if relation:
         span.relation, span.owner = relation[1], relation[2]
         span.from_context = True

@@ -97,7 +97,7 @@ WORK_CUES = _split(
     engineer developer designer nurse teacher volunteer volunteering volunteers study studying
     studied student professor researcher lecturer promoted promotion boss colleague colleagues
     coworker coworkers
-    co-worker co-workers
+    co-worker co-workers start started starting
     """
 )
 # Words before "with" that make the next name an organization ("volunteering with X").
@@ -190,9 +190,34 @@ TO_PERSON_WORDS = _split(
     explaining reply replied lend lent show showed shown text texted texting email emailed
     emailing mention mentioned apologize apologized apologise apologised belongs belonged
     according due close next similar compared related report reports reported reporting
-    letter message note gift present card
+    letter message note gift present card congrats congratulations kudos props shoutout
     """
 )
+# Words shortly before "from" that make the next name a person: "a text from Mike", "heard
+# from Ana" (after other words "from" stays a place cue: "back from Lisbon").
+FROM_PERSON_WORDS = _split(
+    """
+    text texts call calls email emails message messages letter letters note gift card present
+    news heard hear hearing update reply call voicemail dm invite invitation
+    """
+)
+# Verbs before "into" whose object is a person: "ran into Oliver".
+INTO_PERSON_WORDS = _split("ran run running runs bumped bump bumping")
+# Titles that are a relation too: "Aunt Rosa" is the user's aunt, named Rosa.
+RELATION_TITLES = {
+    "aunt": "aunt",
+    "auntie": "aunt",
+    "aunty": "aunt",
+    "uncle": "uncle",
+    "grandma": "grandma",
+    "granny": "grandma",
+    "nana": "grandma",
+    "grandpa": "grandpa",
+    "granddad": "grandpa",
+    "cousin": "cousin",
+}
+# Legal forms written after a comma ("Acme Holdings, Inc."): the name before is a company.
+LEGAL_SUFFIXES = _split("inc inc. llc ltd ltd. corp corp. plc gmbh co co. incorporated")
 # Given names that are also common words (NOT_NAMES): a name only right after a relation
 # ("my son Will", "my aunt May", "my grandmother June").
 NAME_WORDS_AFTER_RELATION = _split("will may june april august")
@@ -334,8 +359,22 @@ SENTENCE_OPENERS = _split(
     funny weird crazy meh damn dang ugh goodnight hugs xoxo plus tbh imo imho ngl idk speaking
     overall congrats cheers awesome oops aw aww awww woah whoa yay yikes ooh ohh ahh phew
     super anytime talk bummer gosh geez jeez hooray woohoo
+    eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty
+    forty fifty sixty seventy eighty ninety hundred thousand million
     """
 )
+# Verbs a chat sentence opens with, its "I" left out ("Called Sarah about the lease", "Met
+# Rachel for lunch"): not part of the name after them. Past forms ending in -ed are caught by
+# their ending (is_sentence_opener); these are the others and the short ones.
+OPENING_VERBS = _split(
+    """
+    met saw took told gave got went ran had made sent left found heard caught bought brought
+    drove rode flew wrote read spoke knew thought felt paid lent kept sold won lost hit ate
+    called asked hugged helped loved missed
+    """
+)
+# Given names ending in -ed, which the past-tense rule must not drop ("Alfred called").
+NAMES_ENDING_ED = _split("alfred manfred winifred wilfred mildred mohammed muhammed siegfried")
 # Common nouns a chat sentence opens with ("Swimming helps", "Dogs are loyal", "Chess club starts"):
 # hobbies, sports, arts, family and daily life, feelings, animals, events. A lone capitalized
 # opener found here (or its singular: "Dogs", "Parties") is not a name. Words that are also

@@ -308,3 +308,56 @@ def test_a_name_the_relation_noun_and_a_chain_of_possessives():
     assert found("My wife's sister Clara visited.") == [
         ("Clara", "person", "the user's wife's sister")
     ]
+
+
+def test_a_verb_opening_a_chat_sentence_is_not_part_of_the_name():
+    assert names_and_types("Called Sarah about the lease.") == [("Sarah", "person")]
+    assert names_and_types("Texted Jen afterwards.") == [("Jen", "person")]
+    assert names_and_types("Met up with Rachel for lunch.") == [("Rachel", "person")]
+    assert names_and_types("Saw Hannah Lee at yoga.") == [("Hannah Lee", "person")]
+    assert names_and_types("Ninety is a milestone!") == []
+    # A given name ending in -ed stays a name.
+    assert names_and_types("Alfred called yesterday.") == [("Alfred", "person")]
+
+
+def test_a_person_after_congrats_a_text_from_or_ran_into_is_not_a_place():
+    assert names_and_types("Congrats to Jen, she got promoted.") == [("Jen", "person")]
+    assert names_and_types("Got a text from Mike: he's moving to Denver!") == [
+        ("Mike", "person"),
+        ("Denver", "place"),
+    ]
+    assert names_and_types("Then I ran into Oliver Grant downtown.") == [
+        ("Oliver Grant", "person")
+    ]
+    assert names_and_types("I flew back from Lisbon.") == [("Lisbon", "place")]
+
+
+def test_a_family_title_is_the_relation_and_the_name_follows_it():
+    assert names_types_and_descriptions("Aunt Rosa is coming too.") == [
+        ("Rosa", "person", "the user's aunt")
+    ]
+    assert names_types_and_descriptions("Visited Grandpa Walt in Phoenix.") == [
+        ("Walt", "person", "the user's grandpa"),
+        ("Phoenix", "place", ""),
+    ]
+    assert names_types_and_descriptions("We saw Uncle Joe there.") == [
+        ("Joe", "person", "the user's uncle")
+    ]
+    assert names_and_types("Grandma is coming.") == []
+
+
+def test_venues_companies_shows_and_pets_named_by_what_they_are():
+    assert names_and_types("We stayed at a little hotel called Hotel Koe.") == [
+        ("Hotel Koe", "place")
+    ]
+    assert names_and_types("Working from a cafe called Blue Bottle today.") == [
+        ("Blue Bottle", "place")
+    ]
+    assert names_and_types("A final round at Acme Holdings, Inc. next week.") == [
+        ("Acme Holdings", "organization")
+    ]
+    assert names_and_types("I started at Globex last month.") == [("Globex", "organization")]
+    assert names_and_types("Bought tickets for Hamilton.") == [("Hamilton", "event")]
+    assert names_types_and_descriptions("The parrot Kiwi would not stop squawking.") == [
+        ("Kiwi", "pet", "parrot")
+    ]
