@@ -285,13 +285,13 @@ def is_sentence_opener(word: str) -> bool:
         lower in names.NOT_NAMES
         or lower in _COMMON_WORDS
         or lower in names.SENTENCE_OPENERS
-        or _opening_verb(lower)
+        or is_opening_verb(lower)
         or (len(lower) >= 7 and _OPENING_ADVERB_RE.match(lower) is not None)
         or _common_noun(lower)
     )
 
 
-def _opening_verb(lower: str) -> bool:
+def is_opening_verb(lower: str) -> bool:
     """ "Called Sarah", "Texted Jen", "Met Rachel": a chat sentence that leaves out its "I"."""
     if lower in names.OPENING_VERBS:
         return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from memory_site.text.entities import is_opening_verb
 from memory_site.text.sentences import (
     _FILLER_SENTENCE_RE,
     _is_question,
@@ -126,6 +127,9 @@ def _clause_to_fact(clause: str, user_name: str) -> str | None:
     if not 2 <= len(words) <= 50:
         return None
     body = _LEADING_ADVERB_RE.sub(r"\2 \1", clause.rstrip(" .!…:,;-"))
+    first = words[0]
+    if first[:1].isupper() and is_opening_verb(first.lower()):
+        body = f"I {first.lower()}{body[len(first):]}"  # "Had a call with my boss": "I" left out
     name_match = _NAME_INTRO_RE.match(body)
     if (
         name_match

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from memory_site.text.entities import is_sentence_opener, opens_instruction
+from memory_site.text.entities import is_opening_verb, is_sentence_opener, opens_instruction
 from memory_site.text.entity_names import NAME_CONNECTORS, PLACE_NAME_PREFIXES
 from memory_site.text.facts import (
     _FIRST_PERSON_RE,
@@ -80,8 +80,13 @@ def _lower_opening(body: str) -> bool:
 
 def _reported(sentence: str) -> str:
     """ "The Bürgeramt website is confusing" -> "The user noted that the Bürgeramt website is
-    confusing" (a leading function word or opener is lower-cased, a name is left as written)."""
+    confusing" (a leading function word or opener is lower-cased, a name is left as written);
+    "Called Sarah about the lease" -> "The user called Sarah about the lease"."""
     body = sentence.rstrip(" .!…")
+    first = body.split(" ", 1)[0]
+    if is_opening_verb(first.lower()):
+        # "Called Sarah about the lease": the user's own "I" left out.
+        return f"The user {first.lower()}{body[len(first):]}."
     if _lower_opening(body):
         body = body[:1].lower() + body[1:]
     return f"The user noted that {body}."

@@ -92,3 +92,14 @@ def test_a_short_label_before_a_statement_is_not_part_of_the_fact():
         "The user is allergic to penicillin.",
         "The user's dentist is Dr. Ruiz.",
     ]
+
+
+def test_a_statement_that_leaves_out_its_i_gets_the_user_as_subject():
+    facts = extract_facts(
+        [("user", "Had a long call with my boss about the reorg. Alfred called my sister.")]
+    )
+
+    assert facts == [
+        "The user had a long call with the user's boss about the reorg.",
+        "Alfred called the user's sister.",
+    ]

@@ -143,3 +143,12 @@ def test_a_bare_name_answering_a_question_is_no_summary_line():
 
     assert "Ines and Marco want a small ceremony" in summary
     assert "noted that Quinta da Aveleda" not in summary
+
+
+def test_a_chat_line_without_its_i_is_retold_with_the_user_as_subject():
+    digest = summarize(
+        [("user", "Called Sarah about the lease today. The weather was grey."), ("assistant", "Ok.")]
+    )
+
+    assert "- The user called Sarah about the lease today." in digest.splitlines()
+    assert "noted that called" not in digest and "noted that Called" not in digest
