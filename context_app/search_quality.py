@@ -16,6 +16,7 @@ import re
 from datetime import datetime
 
 from ingestion_app.selectors.search_candidates import Candidate, SearchHit
+from memory_site.text.entity_names import NATIONALITIES
 from memory_site.text.fact_updates import (
     RELATION_TERMS,
     question_relation,
@@ -23,7 +24,6 @@ from memory_site.text.fact_updates import (
     statements_parse,
 )
 from memory_site.text.facts import extract_facts
-from memory_site.text.entity_names import NATIONALITIES
 from memory_site.text.sentences import is_chatter
 from memory_site.tokens import count_tokens
 
@@ -186,9 +186,11 @@ def query_names(query: str) -> list[str]:
         if not before or (before[-1] in ".!?:\n\"'(" and not after_title):
             continue
         lowered = word.lower()
-        if lowered in _NOT_NAMES or lowered in NATIONALITIES or lowered in [
-            n.lower() for n in names
-        ]:
+        if (
+            lowered in _NOT_NAMES
+            or lowered in NATIONALITIES
+            or lowered in [n.lower() for n in names]
+        ):
             continue
         names.append(word)
     return names[:5]

@@ -86,7 +86,7 @@ def _reported(sentence: str) -> str:
     first = body.split(" ", 1)[0]
     if is_opening_verb(first.lower()):
         # "Called Sarah about the lease": the user's own "I" left out.
-        return f"The user {first.lower()}{body[len(first):]}."
+        return f"The user {first.lower()}{body[len(first) :]}."
     if _lower_opening(body):
         body = body[:1].lower() + body[1:]
     return f"The user noted that {body}."

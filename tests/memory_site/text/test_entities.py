@@ -326,9 +326,7 @@ def test_a_person_after_congrats_a_text_from_or_ran_into_is_not_a_place():
         ("Mike", "person"),
         ("Denver", "place"),
     ]
-    assert names_and_types("Then I ran into Oliver Grant downtown.") == [
-        ("Oliver Grant", "person")
-    ]
+    assert names_and_types("Then I ran into Oliver Grant downtown.") == [("Oliver Grant", "person")]
     assert names_and_types("I flew back from Lisbon.") == [("Lisbon", "place")]
 
 

@@ -147,7 +147,10 @@ def test_a_bare_name_answering_a_question_is_no_summary_line():
 
 def test_a_chat_line_without_its_i_is_retold_with_the_user_as_subject():
     digest = summarize(
-        [("user", "Called Sarah about the lease today. The weather was grey."), ("assistant", "Ok.")]
+        [
+            ("user", "Called Sarah about the lease today. The weather was grey."),
+            ("assistant", "Ok."),
+        ]
     )
 
     assert "- The user called Sarah about the lease today." in digest.splitlines()
