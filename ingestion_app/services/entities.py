@@ -284,6 +284,15 @@ def _untitled(key: str) -> str:
     return ""
 
 
+def _first_name(key: str) -> str:
+    """The given name a full name starts with, past a title: "dr amy chen" -> "amy"."""
+    return (_untitled(key) or key).split()[0]
+
+
+# Titles as normalized names start with them ("dr amy chen"), for the SQL below.
+_NAME_TITLES = sorted({title.rstrip(".") for title in TITLES})
+
+
 # Legal forms a company is also called without: "Acme Corp" is the user's "Acme".
 _LEGAL_FORMS = frozenset({"inc", "corp", "corporation", "llc", "ltd", "plc", "gmbh", "co"})
 # The word a project is also called without: "Project Atlas" is the team's "Atlas".
@@ -321,7 +330,10 @@ FROM entities e
 WHERE e.user_id = %(user)s AND e.app_id = %(app)s
   AND (e.normalized_name = ANY(%(names)s::text[])
        OR e.aliases && %(aliases)s::varchar[]
-       OR (e.type = 'person' AND split_part(e.normalized_name, ' ', 1) = ANY(%(firsts)s::text[])))
+       OR (e.type = 'person' AND (split_part(e.normalized_name, ' ', 1) = ANY(%(firsts)s::text[])
+           OR (split_part(e.normalized_name, ' ', 1) = ANY(%(titles)s::text[])
+               AND split_part(e.normalized_name, ' ', 3) <> ''
+               AND split_part(e.normalized_name, ' ', 2) = ANY(%(firsts)s::text[])))))
 """
 
 
@@ -331,7 +343,7 @@ def _candidates(
     """Entities of the scope named by ``keys`` (names the rules found) or ``known_keys``
     (lower-case names that may be known), each with ``previous_memory_id``."""
     first_words = {key for key in keys if " " not in key}
-    full_first = {key.split()[0] for key in keys if " " in key}
+    full_first = {_first_name(key) for key in keys if " " in key}
     return list(
         Entity.objects.raw(
             _CANDIDATES,
@@ -344,6 +356,7 @@ def _candidates(
                 ),
                 "aliases": sorted(keys | known_keys),
                 "firsts": sorted(first_words),
+                "titles": _NAME_TITLES,
             },
         )
     )
@@ -367,8 +380,9 @@ def _resolve_scope(
     by_alias = {alias: entity for entity in existing for alias in entity.aliases}
     people_by_first: dict[str, list[Entity]] = defaultdict(list)
     for entity in existing:
-        if entity.type == "person" and " " in entity.normalized_name:
-            people_by_first[entity.normalized_name.split()[0]].append(entity)
+        name = entity.normalized_name
+        if entity.type == "person" and " " in (_untitled(name) or name):
+            people_by_first[_first_name(name)].append(entity)
 
     _fold_first_names(found, known={*by_name, *by_alias})
     resolved: dict[str, tuple[Entity, bool]] = {}
@@ -382,7 +396,7 @@ def _resolve_scope(
                 entity = candidates[0]
                 entry.aliases.add(key)
         if entity is None and entry.type == "person" and " " in key:
-            shorter = by_name.get(key.split()[0])
+            shorter = by_name.get(_first_name(key))
             if shorter is not None and shorter.type == "person":
                 entity = shorter
                 entry.aliases.add(key)
@@ -424,8 +438,8 @@ def _fold_first_names(found: dict[str, _Found], *, known: set[str]) -> None:
     people = [key for key, entry in found.items() if entry.type == "person" and key not in known]
     full_names: dict[str, list[str]] = defaultdict(list)
     for key in people:
-        if " " in key:
-            full_names[key.split()[0]].append(key)
+        if " " in (_untitled(key) or key):
+            full_names[_first_name(key)].append(key)
     for first, fulls in full_names.items():
         if len(fulls) != 1 or first not in people:
             continue
@@ -531,7 +545,10 @@ def _is_speaker(entity: Entity) -> bool:
 def _full_name_of(first_key: str, name: str) -> bool:
     """Whether `name` is a longer name starting with the lone first name `first_key` ("Tom
     Becker" of "tom"): the name a person found first by first name is shown under."""
-    return " " not in first_key and normalize_entity_name(name).startswith(f"{first_key} ")
+    normalized = normalize_entity_name(name)
+    return " " not in first_key and (_untitled(normalized) or normalized).startswith(
+        f"{first_key} "
+    )
 
 
 def _says_no_more(new: str, current: str) -> bool:

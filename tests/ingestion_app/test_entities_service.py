@@ -170,3 +170,16 @@ def test_a_speaker_addressed_after_a_relation_stays_a_person(user):
     jon = entity(user, "jon")
     assert (jon.type, jon.description) == ("person", "")
     assert not [alias for alias in jon.aliases if "business" in alias]
+
+
+def test_a_first_name_resolves_to_a_full_name_with_a_title(user):
+    """ "Dr. Amy Chen" then "Amy": one person, in one batch or across batches."""
+    together = item(user, "My old manager, Dr. Amy Chen, wrote me a reference. Amy is the best.")
+    entities_extract(items=[together])
+    later = item(user, "Lunch with Amy on Friday.")
+    entities_extract(items=[later])
+
+    people = Entity.objects.filter(user=user, type="person")
+    assert [person.name for person in people] == ["Dr. Amy Chen"]
+    assert "amy" in people[0].aliases
+    assert set(people[0].mentions.values_list("memory_id", flat=True)) == {together.id, later.id}
