@@ -163,6 +163,12 @@ def _collect(items: Sequence[MemoryItem]) -> dict[tuple[int, str], dict[str, _Fo
                 entry.speaker = True
                 entry.mentions.append((item, None))
         for extracted in _extract_cached(text, speaker if owns else ""):
+            if extracted.alias_of in found and extracted.normalized not in found:
+                # "Kat, short for Katherine": a mention of Kat, who is also called Katherine.
+                main = found[extracted.alias_of]
+                main.aliases.add(extracted.normalized)
+                main.mentions.append((item, _shifted(extracted, offset)))
+                continue
             entry = found.get(extracted.normalized)
             if entry is None:
                 entry = found[extracted.normalized] = _Found(

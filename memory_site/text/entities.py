@@ -114,6 +114,9 @@ class ExtractedEntity:
     # The type came from the text (a relation, a word list, a cue such as "work at"), not from
     # the default for a short capitalised name ("Globex is hiring": a person, uncued).
     cued: bool = False
+    # Another name of the person named just before ("Kat, short for Katherine", "Elizabeth
+    # (everyone calls her Liz)"): that one's normalized name.
+    alias_of: str = ""
 
 
 @dataclass(slots=True)
@@ -967,4 +970,37 @@ def extract_entities(text: str, *, speaker: str = "") -> list[ExtractedEntity]:
                 cued=span.from_context,
             )
         )
-    return _whose(found)
+    return _nicknames(_whose(found), text)
+
+
+# What stands between a person's name and another name of theirs: "Kat, short for Katherine",
+# "Elizabeth (everyone calls her Liz)", "Robert, who goes by Bob", "Jon aka Jonny".
+_NICKNAME_CUES = (
+    ("short", "for"),
+    ("aka",),
+    ("a", "k", "a"),
+    ("goes", "by"),
+    ("calls", "her"),
+    ("calls", "him"),
+    ("call", "her"),
+    ("call", "him"),
+    ("known", "as"),
+    ("nicknamed",),
+)
+_GAP_WORD_RE = re.compile(r"[^\W\d_]+")
+
+
+def _nicknames(found: list[ExtractedEntity], text: str) -> list[ExtractedEntity]:
+    """Marks a person's other name said right after theirs (``alias_of``), so both are one."""
+    marked = list(found)
+    for index in range(1, len(marked)):
+        before, after = marked[index - 1], marked[index]
+        if before.type != "person" or after.type != "person" or before.alias_of:
+            continue
+        gap = text[before.end : after.start]
+        if any(mark in gap for mark in ".!?\n"):
+            continue
+        words = tuple(_GAP_WORD_RE.findall(gap.lower()))
+        if len(words) <= 6 and any(words[-len(cue) :] == cue for cue in _NICKNAME_CUES):
+            marked[index] = replace(after, alias_of=before.normalized)
+    return marked

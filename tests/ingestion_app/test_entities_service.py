@@ -183,3 +183,15 @@ def test_a_first_name_resolves_to_a_full_name_with_a_title(user):
     assert [person.name for person in people] == ["Dr. Amy Chen"]
     assert "amy" in people[0].aliases
     assert set(people[0].mentions.values_list("memory_id", flat=True)) == {together.id, later.id}
+
+
+def test_a_nickname_said_with_the_name_is_an_alias_of_the_same_person(user):
+    first = item(user, "Elizabeth from work (everyone calls her Liz) is leaving in May.")
+    entities_extract(items=[first])
+    later = item(user, "Liz sent me her new address.")
+    entities_extract(items=[later])
+
+    people = Entity.objects.filter(user=user, type="person")
+    assert [person.normalized_name for person in people] == ["elizabeth"]
+    assert "liz" in people[0].aliases
+    assert set(people[0].mentions.values_list("memory_id", flat=True)) == {first.id, later.id}

@@ -359,3 +359,14 @@ def test_venues_companies_shows_and_pets_named_by_what_they_are():
     assert names_types_and_descriptions("The parrot Kiwi would not stop squawking.") == [
         ("Kiwi", "pet", "parrot")
     ]
+
+
+def test_a_nickname_said_right_after_a_name_points_back_to_it():
+    found = extract_entities("My best friend is Kat, short for Katherine. Tom called Anna.")
+
+    assert [(e.name, e.alias_of) for e in found] == [
+        ("Kat", ""),
+        ("Katherine", "kat"),
+        ("Tom", ""),
+        ("Anna", ""),
+    ]
