@@ -306,12 +306,15 @@ _PROJECT_WORDS = frozenset({"project"})
 
 
 def _short_name(key: str, entity_type: str | None = None) -> str:
-    """What an organization is also called without its legal form ("acme corp" -> "acme") and
-    a project without the word "project" ("project atlas", "atlas project" -> "atlas"); ""
-    when the name has neither (or the type given is another)."""
+    """What an organization is also called without its legal form ("acme corp" -> "acme"), a
+    project without the word "project" ("project atlas", "atlas project" -> "atlas") and a
+    product without its model number ("iphone 15" -> "iphone"); "" when the name has none of
+    them (or the type given is another)."""
     words = key.split()
     if len(words) < 2:
         return ""
+    if entity_type in (None, "product") and words[-1].isdigit():
+        return " ".join(words[:-1])
     if entity_type in (None, "organization") and words[-1].rstrip(".") in _LEGAL_FORMS:
         return " ".join(words[:-1])
     if entity_type in (None, "project"):

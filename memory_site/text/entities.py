@@ -233,6 +233,27 @@ def _adjacent(tokens: list[_Token], text: str, left: int, right: int) -> bool:
     return gap.strip(" ") == "" and "\n" not in gap
 
 
+def _with_model_number(tokens: list[_Token], text: str, span: _Span) -> None:
+    """ "iPhone 15", "Pixel 8": a product's model number is part of its name."""
+    following = span.last + 1
+    if (
+        following < len(tokens)
+        and tokens[following].text.isdigit()
+        and len(tokens[following].text) <= 4
+        and _adjacent(tokens, text, span.last, following)
+        and not (
+            following + 1 < len(tokens) and tokens[following + 1].lower in _COUNTED_NOUNS
+        )  # "a MacBook 2 weeks ago", "read Dune 3 times"
+    ):
+        span.last = following
+
+
+_COUNTED_NOUNS = frozenset(
+    """time times day days week weeks month months year years hour hours minute minutes mins
+    page pages chapter chapters episode episodes people more of percent % x""".split()
+)
+
+
 def _candidate_spans(tokens: list[_Token], text: str, starts: set[int]) -> list[_Span]:
     spans: list[_Span] = []
     index = 0
@@ -945,6 +966,8 @@ def extract_entities(text: str, *, speaker: str = "") -> list[ExtractedEntity]:
         kind = nationality or _type_span(tokens, text, span, starts)
         if nationality:
             span.from_context = True
+        if kind == "product":
+            _with_model_number(tokens, text, span)
         kept.append(span)
         kinds.append(kind)
     _inherit_conjunct_types(tokens, kept, kinds)

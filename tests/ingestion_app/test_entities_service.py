@@ -195,3 +195,13 @@ def test_a_nickname_said_with_the_name_is_an_alias_of_the_same_person(user):
     assert [person.normalized_name for person in people] == ["elizabeth"]
     assert "liz" in people[0].aliases
     assert set(people[0].mentions.values_list("memory_id", flat=True)) == {first.id, later.id}
+
+
+def test_a_product_said_with_and_without_its_model_number_is_one_entity(user):
+    entities_extract(items=[item(user, "I finally ordered an iPhone 15 yesterday.")])
+    entities_extract(items=[item(user, "The iPhone arrived with a cracked screen.")])
+
+    products = Entity.objects.filter(user=user, type="product")
+    assert [product.name for product in products] == ["iPhone 15"]
+    assert "iphone" in products[0].aliases
+    assert products[0].mention_count == 2

@@ -370,3 +370,8 @@ def test_a_nickname_said_right_after_a_name_points_back_to_it():
         ("Tom", ""),
         ("Anna", ""),
     ]
+
+
+def test_a_products_model_number_is_part_of_its_name_a_count_is_not():
+    assert names_and_types("I ordered an iPhone 15 yesterday.") == [("iPhone 15", "product")]
+    assert names_and_types("Bought a MacBook 2 weeks ago.") == [("MacBook", "product")]
