@@ -374,7 +374,10 @@ OPENING_VERBS = _split(
     """
 )
 # Given names ending in -ed, which the past-tense rule must not drop ("Alfred called").
-NAMES_ENDING_ED = _split("alfred manfred winifred wilfred mildred mohammed muhammed siegfried")
+NAMES_ENDING_ED = _split(
+    """alfred manfred winifred wilfred mildred mohammed muhammed mohamed muhamed mehmed
+    siegfried winfried wilfried"""
+)
 # Common nouns a chat sentence opens with ("Swimming helps", "Dogs are loyal", "Chess club starts"):
 # hobbies, sports, arts, family and daily life, feelings, animals, events. A lone capitalized
 # opener found here (or its singular: "Dogs", "Parties") is not a name. Words that are also
