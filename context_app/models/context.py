@@ -86,7 +86,10 @@ class ContextSettings(models.Model):
     memory_min_similarity = models.FloatField(
         default=0.35,
         validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
-        help_text="Cosine similarity a stored memory needs to the current turn to be included.",
+        help_text=(
+            "Cosine similarity a stored memory needs to the current turn to be included when "
+            "it shares no word with it (a memory found by its words needs none)."
+        ),
     )
     memory_recency_half_life_days = models.FloatField(
         default=30.0,

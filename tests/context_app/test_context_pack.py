@@ -389,11 +389,25 @@ def test_relevant_memories_are_quoted_ranked_and_logged(user, other_user, embedd
     assert f'"{related.content}"' in memories_segment.text
     assert "Pixel" not in pack.text and "another user" not in pack.text
     assert own_chunk.id not in carried and handbook.id not in carried
-    assert all(item["similarity"] >= 0.3 for item in pack.memories)
     log = InjectionLog.objects.get(id=pack.injection_log_id)
     assert [item["id"] for item in log.memories] == carried
     assert log.segments == [s.summary() for s in pack.segments]
     assert log.pack_text == pack.text and log.turn_number == 3
+
+
+def test_a_memory_sharing_the_turns_words_is_packed_below_the_similarity_bar(user, embeddings):
+    """ "Where do I live?" and "I live in Austin" are far apart in meaning (cosine 0.31 with
+    all-MiniLM-L6-v2) but share a word: the pack finds them as search does. A memory that
+    shares no word still needs the similarity."""
+    tune(memory_min_similarity=0.95)
+    home = memory(user, "The user lives in Austin with their partner Sam.")
+    memory(user, "the user's cat is named Pixel")
+    session, _ = session_at_turn(user, 2)
+
+    pack = prepare(session, turn(session, "Where do I live now?"))
+
+    assert [item["id"] for item in pack.memories] == [home.id]
+    assert "Austin" in pack.text and "Pixel" not in pack.text
 
 
 def test_stored_text_is_data_not_instructions(user, embeddings):

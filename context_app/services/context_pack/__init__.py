@@ -25,7 +25,6 @@ from __future__ import annotations
 from context_app.services.context_pack.build import (
     ContextBudgetExceeded,
     QueryEmbedding,
-    memory_rank,
     query_embedding_start,
 )
 from context_app.services.context_pack.prepare import context_pack_record, prepare_context
@@ -66,7 +65,6 @@ __all__ = [
     "context_opted_out",
     "fit_segments",
     "max_pack_tokens",
-    "memory_rank",
     "pack_hash",
     "prepare_context",
     "query_embedding_start",

@@ -8,15 +8,12 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import math
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from datetime import datetime
 
 from django.db import connection, transaction
-from django.utils import timezone
 
 from context_app.models import ContextSettings, InjectionLog
 from context_app.selectors import SOURCES, SearchFilters, format_for_prompt, memory_search
@@ -208,38 +205,42 @@ def _relevant_memory_lines(
     top_k = context_settings.memory_top_k
     if top_k <= 0:
         return [], waited_ms
-    # Semantic candidates (the segment is "most similar to this turn"), then our own order:
-    # similarity weighted by recency, so between two equally close memories the newer wins.
+    # The search API's hybrid ranking (keyword, vector and entity legs, trust rules, newer over
+    # older), with the recency weight: "Where do I live?" shares the word "live" with "I live in
+    # Austin" but only cosine 0.31 with it (all-MiniLM-L6-v2), under the 0.35 a memory found by
+    # its meaning alone needs. A memory the keyword leg found needs no similarity; the relevance
+    # floor still drops a weak match.
+    half_life = context_settings.memory_recency_half_life_days
     result = memory_search(
         user=session.user,
         query=query,
         app_id=session.app_id,
         top_k=top_k * CANDIDATES_PER_SLOT + EXTRA_HITS,
         max_tokens=None,
-        min_similarity=context_settings.memory_min_similarity,
+        min_similarity=None,
         sources=MEMORY_SOURCES,
-        mode="semantic",
+        mode="hybrid",
         # This session's own turns are already in the conversation; excluding them in the
         # query keeps a long session's message items from crowding out other memories.
         filters=SearchFilters(exclude_chat_session_id=str(session.id)),
         query_embedding=embedding,
+        recency_half_life_days=half_life or None,
     )
     own_session = str(session.id)
-    now = timezone.now()
-    half_life = context_settings.memory_recency_half_life_days
-    ranked: list[tuple[float, object]] = []
-    for hit in result.items:
-        if hit.chat_session_id == own_session or hit.similarity is None:
-            continue
-        ranked.append((memory_rank(hit.similarity, hit.occurred_at, now, half_life), hit))
-    ranked.sort(key=lambda pair: (-pair[0], -pair[1].id))
+    threshold = context_settings.memory_min_similarity
     lines: list[tuple[str, dict]] = []
-    for rank, hit in ranked[:top_k]:
+    for hit in result.items:
+        if len(lines) >= top_k:
+            break
+        if hit.chat_session_id == own_session:
+            continue
+        if hit.keyword_rank is None and (hit.similarity is None or hit.similarity < threshold):
+            continue
         meta = {
             "id": hit.id,
             "source": hit.source,
-            "score": round(rank, 5),
-            "similarity": round(hit.similarity, 4),
+            "score": round(hit.score, 5),
+            "similarity": None if hit.similarity is None else round(hit.similarity, 4),
         }
         lines.append((format_for_prompt([hit]), meta))
     return lines, waited_ms
@@ -272,17 +273,6 @@ def _memories_match(
 
 def _memory_ids(lines: list[tuple[str, dict]] | None) -> list[int] | None:
     return None if lines is None else [meta["id"] for _, meta in lines]
-
-
-def memory_rank(
-    similarity: float, occurred_at: datetime | None, now: datetime, half_life_days: float
-) -> float:
-    """Similarity times a recency weight in [0.5, 1]: 1 for today, 0.75 one half-life ago,
-    tending to 0.5 (old memories are discounted, never erased). half_life_days 0: no weight."""
-    if not half_life_days or occurred_at is None:
-        return similarity
-    age_days = max(0.0, (now - occurred_at).total_seconds() / 86400)
-    return similarity * (0.5 + 0.5 * math.pow(0.5, age_days / half_life_days))
 
 
 def _build(
