@@ -257,7 +257,9 @@ def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
             ),
             Text,
         ],
-        limit: Annotated[int, Field(ge=1, le=50, description="How many results at most.")] = 10,
+        limit: Annotated[
+            int, Field(strict=True, ge=1, le=50, description="How many results at most.")
+        ] = 10,
         mode: Annotated[
             SearchMode, Field(description="hybrid (default), semantic or keyword.")
         ] = "hybrid",
@@ -364,8 +366,8 @@ def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
             Field(max_length=500, description="Optional text the memory must contain."),
             Text,
         ] = None,
-        limit: Annotated[int, Field(ge=1, le=100)] = 20,
-        offset: Annotated[int, Field(ge=0, le=100_000)] = 0,
+        limit: Annotated[int, Field(strict=True, ge=1, le=100)] = 20,
+        offset: Annotated[int, Field(strict=True, ge=0, le=100_000)] = 0,
     ) -> dict:
         """List the user's stored memories, newest first (or best text match first with
         `query`), with ids for update_memory and delete_memory."""
@@ -389,7 +391,9 @@ def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
     async def update_memory(
         ctx: Context,
         memory_id: Annotated[
-            int, Field(ge=1, description="The id from search_memory or list_memories.")
+            int,
+            # strict: JSON true is not the id 1 (a boolean would delete the first memory).
+            Field(strict=True, ge=1, description="The id from search_memory or list_memories."),
         ],
         text: Annotated[
             str,
@@ -415,7 +419,9 @@ def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
     async def delete_memory(
         ctx: Context,
         memory_id: Annotated[
-            int, Field(ge=1, description="The id from search_memory or list_memories.")
+            int,
+            # strict: JSON true is not the id 1 (a boolean would delete the first memory).
+            Field(strict=True, ge=1, description="The id from search_memory or list_memories."),
         ],
     ) -> dict:
         """Delete a stored memory for good (when it is wrong or the user asks to forget it)."""
@@ -445,8 +451,8 @@ def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
     @server.tool(annotations=read_only)
     async def list_sessions(
         ctx: Context,
-        limit: Annotated[int, Field(ge=1, le=100)] = 20,
-        offset: Annotated[int, Field(ge=0, le=100_000)] = 0,
+        limit: Annotated[int, Field(strict=True, ge=1, le=100)] = 20,
+        offset: Annotated[int, Field(strict=True, ge=0, le=100_000)] = 0,
         status: Annotated[
             Literal["open", "closing", "closed"] | None,
             Field(description="Only sessions in this state."),

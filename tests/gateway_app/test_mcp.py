@@ -79,6 +79,9 @@ async def exercise_every_tool(client: Client) -> dict:
     seen["context"] = structured(await call(client, "get_context", query="visiting my sister Anna"))
     seen["sessions"] = structured(await call(client, "list_sessions"))
     seen["invalid"] = await call(client, "search_memory", query="")
+    # JSON true is not an id: it must not delete (or edit) the memory whose id is 1.
+    seen["boolean_id"] = await call(client, "delete_memory", memory_id=True)
+    seen["boolean_limit"] = await call(client, "list_memories", limit=True)
     seen["deleted"] = structured(await call(client, "delete_memory", memory_id=memory_id))
     seen["gone"] = await call(client, "delete_memory", memory_id=memory_id)
     return seen
@@ -102,6 +105,8 @@ def assert_every_tool_worked(seen: dict) -> None:
     assert seen["context"]["chars"] <= seen["context"]["cap_chars"]
     assert seen["sessions"]["sessions"][0]["title"] == "Trip planning"
     assert seen["invalid"].is_error and "query" in seen["invalid"].content[0].text
+    assert seen["boolean_id"].is_error and "memory_id" in seen["boolean_id"].content[0].text
+    assert seen["boolean_limit"].is_error and "limit" in seen["boolean_limit"].content[0].text
     assert seen["deleted"] == {"status": "deleted", "memory_id": seen["added"]["memory_id"]}
     assert seen["gone"].is_error and "not found" in seen["gone"].content[0].text
 
