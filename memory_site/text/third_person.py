@@ -20,8 +20,8 @@ _IRREGULAR_PAST = frozenset(
 _ADVERBS = frozenset(
     """also really usually often never always still just currently recently now actually even
     only mostly sometimes rarely seldom finally already kinda sorta totally generally mainly
-    primarily definitely probably personally honestly then once somehow""".split()
-)
+    primarily definitely probably personally honestly then once somehow no longer""".split()
+)  # "no longer": "I no longer work" -> "The user no longer works"
 _VERB_HINTS = frozenset(
     """am is are was were be been being has have had do does did will would can could shall
     should may might must live lives lived moved moves work works worked love loves loved like

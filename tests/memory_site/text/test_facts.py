@@ -40,6 +40,7 @@ def test_facts_are_self_contained_third_person_statements():
         ("Please remember that my birthday is May 5.", ["The user's birthday is May 5."]),
         ("Hi, I'm Sam!", ["The user's name is Sam."]),
         ("When I was ten, I lived in Spain.", ["When the user was ten, the user lived in Spain."]),
+        ("I no longer work at Globex.", ["The user no longer works at Globex."]),
     ],
 )
 def test_first_person_statements_become_atomic_facts(statement, expected):
