@@ -90,7 +90,9 @@ def _clip(text: str, limit: int) -> str:
 
 _FILLER_OPENER_RE = re.compile(
     r"^(?:(?:sure|certainly|of course|absolutely|great question|good question|okay|ok|alright|"
-    r"well|so|yes|yeah|no|oh|hi|hello|hey|thanks|thank you|got it|right|actually|basically|"
+    r"great|perfect|awesome|cool|nice|wonderful|"
+    r"well|so|yes|yeah|no|oh|hi|hello|hey|thanks (?:so much|a lot|a bunch|again)|"
+    r"thank you (?:so much|very much|again)|thanks|thank you|got it|right|actually|basically|"
     r"honestly|anyway|also|and|but|btw|by the way|fyi|hmm|um|uh)\b[\s,!.:;-]*)+",
     re.IGNORECASE,
 )
@@ -99,9 +101,13 @@ _FILLER_SENTENCE_RE = re.compile(
     r"awesome|perfect|sure|yes|no|yep|nope|lol|haha\w*|got it|sounds good|makes sense|"
     r"good (?:morning|afternoon|evening|night)|bye|goodbye|you're welcome|no problem|"
     r"i see|i agree|i understand|let me know(?: if .*)?|hope (?:this|that) helps.*|"
+    r"(?:that|this|it)(?:'s| is| was) (?:really |very |so |super |extremely )?"
+    r"(?:helpful|useful|perfect|clear|great|exactly what i needed)|"
+    r"(?:i )?(?:really )?appreciate (?:it|that|this|the help)|much appreciated|"
     r"(?:(?:i.m|so) )?glad to hear (?:it|that)|"
     r"(?:is there )?anything else.*|feel free .*|happy to help.*|glad (?:i could|to) help.*|"
-    r"here(?:'s| is| are) (?:a|an|some|the|what|how)\b[^.]{0,60}:)[\s!.?:]*$",
+    r"here(?:'s| is| are) (?:a|an|some|the|what|how)\b[^.]{0,60}:)"
+    r"(?:[\s,]+(?:thank you|thanks)(?: so much| very much| a lot| again)?)?[\s!.?:]*$",
     re.IGNORECASE,
 )
 

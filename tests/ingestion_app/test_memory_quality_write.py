@@ -90,11 +90,21 @@ def test_short_turns_stay_whole(user, fake_embedder):
     [
         "Hi!",
         "thanks, got it",
+        "Thanks so much, that's really helpful!",
+        "Great, thanks a lot!",
         "What am I allergic to?",
         f"{NO_MODEL_NOTICE}\n\nContext it would have used:\n[Relevant memories]\n- peanuts",
         'Sure. [Relevant memories]\n(3 Nov 2026) "User: I am allergic to peanuts."',
     ],
-    ids=["greeting", "acknowledgement", "content-free question", "offline reply", "pack echo"],
+    ids=[
+        "greeting",
+        "acknowledgement",
+        "thanks for the help",
+        "thanks a lot",
+        "content-free question",
+        "offline reply",
+        "pack echo",
+    ],
 )
 def test_messages_without_information_are_not_memories(user, fake_embedder, text):
     session = open_session(user)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memory_site.text.indexable import memory_text_indexable
 from memory_site.text.sentences import is_chatter
 
 
@@ -39,3 +40,11 @@ def test_reactions_are_chatter(sentence):
 )
 def test_sentences_that_tell_something_are_not_chatter(sentence):
     assert not is_chatter(sentence)
+
+
+def test_thanks_for_the_help_says_nothing_but_thanks_with_news_does():
+    assert not memory_text_indexable("Thanks so much, that's really helpful!")
+    assert not memory_text_indexable("I appreciate it, thanks.")
+    assert memory_text_indexable("Thanks so much, I moved to Denver.")
+    assert memory_text_indexable("Great, I moved to Denver.")
+    assert memory_text_indexable("That is really helpful advice about my visa.")
