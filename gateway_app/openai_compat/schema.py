@@ -91,7 +91,9 @@ def add_openai_paths(result, generator, request, public):
                 "the context pack prepended as one system message; tools, tool_choice, tool "
                 "messages and response_format pass through unchanged. The conversation is "
                 "logged into one Mnemo session: matched by `X-Mnemo-Session-Id`, else by "
-                "(system prompt, first user message); only messages not stored yet are "
+                "(system prompt, first user message; after an opening that says nothing, "
+                'such as "Hi", the user messages up to the first that does); only messages '
+                "not stored yet are "
                 "appended. Response headers: `X-Mnemo-Session-Id`, `X-Mnemo-Context` (pack "
                 "status) and `X-Mnemo-Context-Hash`. " + _AUTH_NOTE
             ),

@@ -3,9 +3,15 @@ is new, store the reply once.
 
 A chat app resends the whole conversation on every turn. The conversation is identified by
 an explicit session id (X-Mnemo-Session-Id) or else by a stable key of (user, system prompt,
-first user message); its `GatewayConversation` row is locked (SELECT ... FOR UPDATE, created
+opening user messages); its `GatewayConversation` row is locked (SELECT ... FOR UPDATE, created
 under a unique constraint) for the few milliseconds of the append, so two concurrent calls of
 one conversation never open two sessions or store a message twice.
+
+The opening is the first user message, or, when that one says nothing ("Hi", "Hello?"), the
+user messages up to the first that does: two chats that both start with "Hello" and then ask
+about cats and about rockets are two sessions. The first call of such a chat (only "Hello" so
+far) is keyed by "Hello" alone; the call that brings the first real question takes that
+session over (`_opening_session_adopt`), so the chat is not split.
 
 Only user and assistant text is logged (tool calls and tool results are passed to the model,
 not stored as memory). A conversation compares the hashes of its incoming messages with the
@@ -25,6 +31,7 @@ from django.utils import timezone
 
 from gateway_app.models import GatewayConversation
 from memory_site.errors import Conflict
+from memory_site.text.sentences import is_content_free
 from sessions_app.models import ChatSession, Message
 from sessions_app.selectors import session_get_for_user, session_messages, session_open_locked
 from sessions_app.services.messages import MAX_MESSAGE_CHARS, message_append, messages_create
@@ -70,18 +77,35 @@ def logged_messages(messages: list[dict]) -> list[tuple[str, str]]:
 
 
 def conversation_key(*, messages: list[dict], session_id: uuid.UUID | None = None) -> str:
-    """The conversation's stable key: its explicit session, else (system prompt, first user
-    message). The user is the other half of the unique key."""
+    """The conversation's stable key: its explicit session, else (system prompt, opening user
+    messages; see the module docstring). The user is the other half of the unique key."""
+    return conversation_keys(messages=messages, session_id=session_id)[0]
+
+
+def conversation_keys(
+    *, messages: list[dict], session_id: uuid.UUID | None = None
+) -> tuple[str, str]:
+    """(the key, the key of the first user message alone): the two differ when the chat opened
+    with messages that say nothing and has since said something."""
     if session_id is not None:
-        basis = ["session", str(session_id)]
-    else:
-        system = next((m for m in messages if m.get("role") in SYSTEM_ROLES), None)
-        first_user = next((m for m in messages if m.get("role") == Message.Role.USER), None)
-        basis = [
-            "chat",
-            " ".join(message_text(system).split()) if system else "",
-            " ".join(message_text(first_user).split()) if first_user else "",
-        ]
+        key = _key(["session", str(session_id)])
+        return key, key
+    system = next((m for m in messages if m.get("role") in SYSTEM_ROLES), None)
+    users = [
+        " ".join(message_text(m).split()) for m in messages if m.get("role") == Message.Role.USER
+    ]
+    opening = users[:1]
+    if users and is_content_free(users[0]):
+        for position, text in enumerate(users[1:], start=2):
+            if not is_content_free(text):
+                opening = users[:position]
+                break
+    basis = ["chat", " ".join(message_text(system).split()) if system else ""]
+    first_only = _key([*basis, users[0] if users else ""])
+    return (_key([*basis, *opening]) if len(opening) > 1 else first_only), first_only
+
+
+def _key(basis: list[str]) -> str:
     return hashlib.sha256(json.dumps(basis).encode()).hexdigest()
 
 
@@ -195,6 +219,32 @@ def _conversation_update(conversation: GatewayConversation, *, last_activity_at)
         )
 
 
+def _opening_session_adopt(
+    *, user, key: str, incoming_hashes: list[str]
+) -> tuple[ChatSession | None, list[str]]:
+    """The open session of the conversation keyed by the chat's first message alone ("Hello"),
+    with its hashes, when everything it stored opens this call's messages: this chat's own
+    first calls. That conversation lets go of it, so another chat opening with the same
+    words starts a session of its own. (None, []) otherwise."""
+    row = (
+        GatewayConversation.objects.select_for_update()
+        .filter(user=user, key=key, session__isnull=False)
+        .first()
+    )
+    if row is None:
+        return None, []
+    stored = list(row.message_hashes or [])
+    if not stored or _common_prefix(stored, incoming_hashes) != len(stored):
+        return None, []
+    session = session_open_locked(user=user, session_id=row.session_id)
+    if session is None:
+        return None, []
+    row.session_id = None
+    row.message_hashes = []
+    row.save(update_fields=["session", "message_hashes", "updated_at"])
+    return session, stored
+
+
 def _stored_hashes(session: ChatSession) -> list[str]:
     return [
         message_hash(message.role, message.content)
@@ -226,7 +276,7 @@ def conversation_turn_log(
     """
     incoming = logged_messages(messages)
     incoming_hashes = [message_hash(role, text) for role, text in incoming]
-    key = conversation_key(messages=messages, session_id=session_id)
+    key, first_message_key = conversation_keys(messages=messages, session_id=session_id)
     with transaction.atomic():
         explicit = None
         if session_id is not None:
@@ -234,6 +284,10 @@ def conversation_turn_log(
             session_require_open(explicit)
         conversation, created, continued = _locked_conversation(user=user, key=key)
         stored = list(conversation.message_hashes or [])
+        if created and key != first_message_key:
+            continued, stored = _opening_session_adopt(
+                user=user, key=first_message_key, incoming_hashes=incoming_hashes
+            )
         if explicit is not None:
             explicit.user = user  # the caller's own session: spares a read of its user
             if created:

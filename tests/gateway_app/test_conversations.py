@@ -122,3 +122,37 @@ def test_the_same_conversation_from_two_users_is_two_sessions(user, other_user):
     assert theirs.session.id != mine.session.id
     assert theirs.session.user_id == other_user.id
     assert stored(theirs.session) == [("user", "What did I plan for Friday?")]
+
+
+def test_two_chats_that_open_with_the_same_greeting_are_two_sessions(user):
+    cats = [{"role": "user", "content": "Hello"}]
+    opened = turn(user, cats, reply="Hi! How can I help?")
+    cats.append({"role": "user", "content": "Tell me about Siamese cats please"})
+    about_cats = turn(user, cats, reply="Siamese cats are vocal.")
+    cats.append({"role": "user", "content": "Do they shed?"})
+    later = turn(user, cats, reply="A little.")
+
+    rockets = [
+        {"role": "user", "content": "Hello"},
+        {"role": "assistant", "content": "Hi! How can I help?"},
+        {"role": "user", "content": "Tell me about Saturn V rockets please"},
+    ]
+    about_rockets = turn(user, rockets, reply="Saturn V flew to the Moon.")
+
+    # One chat stays one session from its greeting on; the other chat is a session of its own.
+    assert opened.session.id == about_cats.session.id == later.session.id
+    assert about_rockets.session.id != about_cats.session.id
+    assert [text for _, text in stored(about_cats.session)] == [
+        "Hello",
+        "Hi! How can I help?",
+        "Tell me about Siamese cats please",
+        "Siamese cats are vocal.",
+        "Do they shed?",
+        "A little.",
+    ]
+    assert [text for _, text in stored(about_rockets.session)] == [
+        "Hello",
+        "Hi! How can I help?",
+        "Tell me about Saturn V rockets please",
+        "Saturn V flew to the Moon.",
+    ]
