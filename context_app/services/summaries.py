@@ -34,6 +34,7 @@ from memory_site.providers import get_embedder, model_or_offline
 from memory_site.providers.base import LLM, ProviderError
 from memory_site.redaction import redact
 from memory_site.task_paths import SESSION_CLOSE_TASK
+from memory_site.text.indexable import is_app_task
 from memory_site.text.keywords import keywords
 from memory_site.text.keywords import title as local_title
 from memory_site.text.summaries import fold_summaries, summarize
@@ -105,14 +106,21 @@ class SessionDigest:
 
 
 def turns_of(messages: Sequence[Message]) -> list[tuple[str, str]]:
-    """(role, sanitized text) of the user and assistant messages, in order."""
-    return [
-        (message.role, message.content_sanitized)
-        for message in messages
-        if message.role in (Message.Role.USER, Message.Role.ASSISTANT)
-        and message.content_sanitized.strip()
-        and not message.is_no_model_reply
-    ]
+    """(role, sanitized text) of the user and assistant messages, in order; a chat app's task
+    prompt and the reply to it (a title, tags: `is_app_task`) are not the conversation."""
+    turns = []
+    in_task = False
+    for message in messages:
+        if message.role == Message.Role.USER:
+            in_task = is_app_task(message.content_sanitized)
+        if (
+            message.role in (Message.Role.USER, Message.Role.ASSISTANT)
+            and message.content_sanitized.strip()
+            and not message.is_no_model_reply
+            and not in_task
+        ):
+            turns.append((message.role, message.content_sanitized))
+    return turns
 
 
 def _transcript(turns: list[tuple[str, str]], *, max_tokens: int) -> str:

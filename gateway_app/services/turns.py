@@ -31,6 +31,7 @@ from gateway_app.services.conversations import (
 )
 from memory_site.redaction import redact
 from memory_site.task_paths import GATEWAY_BACKLOG_INDEX_TASK
+from memory_site.text.indexable import is_app_task
 from memory_site.tokens import count_tokens
 from sessions_app.models import Message
 from sessions_app.services.messages import message_run_hooks
@@ -58,6 +59,8 @@ class ProxyTurn:
     pack: ContextPack | None = None
     prompt_tokens: int = 0
     hooks_pending: list[Message] = field(default_factory=list)
+    # False for a chat app's task prompt (`is_app_task`): logged, never indexed.
+    indexed: bool = True
 
     @property
     def session_id(self) -> str:
@@ -121,11 +124,14 @@ def proxy_turn_start(
     messages = body["messages"]
     upstream_messages = [_redacted(message) for message in messages]
     query_embedding = None
+    last_user = next(
+        (m for m in reversed(upstream_messages) if m.get("role") == Message.Role.USER), None
+    )
+    query = message_text(last_user) if last_user else ""
+    # A chat app's own title/tags/follow-up request quotes the chat back: no pack, no memory.
+    indexed = not is_app_task(query)
+    memory = memory and indexed
     if memory:
-        last_user = next(
-            (m for m in reversed(upstream_messages) if m.get("role") == Message.Role.USER), None
-        )
-        query = message_text(last_user) if last_user else ""
         # The embedder works on the query while the database stores the turn.
         query_embedding = query_embedding_start(query)
     try:
@@ -163,7 +169,8 @@ def proxy_turn_start(
         caller_wants_usage=caller_wants_usage,
         pack=pack,
         prompt_tokens=conversation_tokens + (pack.tokens if pack and pack.text else 0),
-        hooks_pending=list(logged.appended),
+        hooks_pending=list(logged.appended) if indexed else [],
+        indexed=indexed,
     )
 
 
@@ -234,7 +241,7 @@ def proxy_turn_finish(
         tokens_out=tokens_out or count_tokens(text),
         metadata=metadata,
     )
-    if reply is not None:
+    if reply is not None and turn.indexed:
         turn.hooks_pending.append(reply)
     settings_row = ContextSettings.current()
     if settings_row.verbose_logging:

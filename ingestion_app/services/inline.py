@@ -45,7 +45,11 @@ from memory_site.providers import get_embedder, model_or_offline
 from memory_site.providers.base import LLM, ProviderError, prompt_tokens
 from memory_site.redaction import redact
 from memory_site.task_paths import BACKFILL_TASK
-from memory_site.text.indexable import memory_text_indexable, memory_text_is_boilerplate
+from memory_site.text.indexable import (
+    is_app_task,
+    memory_text_indexable,
+    memory_text_is_boilerplate,
+)
 from memory_site.tokens import count_tokens
 from sessions_app.models import ChatSession, Message
 from sessions_app.services.usage import usage_record, usage_record_json
@@ -168,6 +172,8 @@ def exchange_indexable(exchange: Exchange) -> bool:
     reply = exchange.assistant_message
     if reply.is_no_model_reply or memory_text_is_boilerplate(reply.content_sanitized):
         return False
+    if is_app_task(exchange.user_message.content_sanitized):
+        return False  # a chat app's title or tags request, answered
     return memory_text_indexable(exchange.user_message.content_sanitized) or (
         memory_text_indexable(reply.content_sanitized)
     )

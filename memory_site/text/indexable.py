@@ -16,6 +16,17 @@ NO_MODEL_NOTICE = (
 PACK_ECHO_MARKERS = ("[Relevant memories]", "[Long-term history]", "Context it would have used:")
 
 
+# A chat app's own background task sent as a user turn (Open WebUI's title, tag and follow-up
+# prompts: "### Task:\nGenerate a concise, 3-5 word title ... <chat_history>..."): it quotes the
+# conversation back and tells nothing new.
+APP_TASK_PREFIX = "### Task:"
+
+
+def is_app_task(text: str) -> bool:
+    """Whether a user turn is a chat app's background task prompt (see APP_TASK_PREFIX)."""
+    return text.lstrip().startswith(APP_TASK_PREFIX)
+
+
 def memory_text_indexable(text: str) -> bool:
     """Whether a message's text is stored as a memory."""
     if not text or not text.strip() or memory_text_is_boilerplate(text):
@@ -24,5 +35,10 @@ def memory_text_indexable(text: str) -> bool:
 
 
 def memory_text_is_boilerplate(text: str) -> bool:
-    """The offline "no model configured" reply, or a reply echoing a context pack."""
-    return text.lstrip().startswith(NO_MODEL_NOTICE) or any(m in text for m in PACK_ECHO_MARKERS)
+    """The offline "no model configured" reply, a reply echoing a context pack, or a chat
+    app's task prompt."""
+    return (
+        text.lstrip().startswith(NO_MODEL_NOTICE)
+        or any(m in text for m in PACK_ECHO_MARKERS)
+        or is_app_task(text)
+    )

@@ -8,9 +8,10 @@ import pytest
 from django.utils import timezone
 
 from context_app.models import UserChatSummary
+from context_app.services.summaries import turns_of
 from context_app.tasks import session_close_task
 from ingestion_app.models import MemoryItem
-from sessions_app.models import ChatSession, SessionSummary, SessionTag
+from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag
 from sessions_app.tasks import close_stale_sessions_task
 from tests.factories import add_message, open_session
 
@@ -161,3 +162,20 @@ def test_messages_that_are_only_greetings_give_no_summary(user, django_capture_o
     assert session.title == ""
     assert not SessionSummary.objects.filter(session=session).exists()
     assert not SessionTag.objects.filter(session=session).exists()
+
+
+def test_a_chat_apps_task_prompt_and_its_answer_are_not_part_of_the_summary(user):
+    session = open_session(user)
+    add_message(session, "user", "My sister Anna lives in Lisbon.", run_hooks=False)
+    add_message(session, "assistant", "Lovely city.", run_hooks=False)
+    add_message(session, "user", "### Task:\nSuggest 3 tags.\n<chat_history>...", run_hooks=False)
+    add_message(session, "assistant", '{"tags": ["family"]}', run_hooks=False)
+    add_message(session, "user", "She works at a bakery.", run_hooks=False)
+
+    turns = turns_of(list(Message.objects.filter(session=session).order_by("id")))
+
+    assert turns == [
+        ("user", "My sister Anna lives in Lisbon."),
+        ("assistant", "Lovely city."),
+        ("user", "She works at a bakery."),
+    ]

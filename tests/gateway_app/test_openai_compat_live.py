@@ -408,3 +408,30 @@ def test_a_turn_is_answered_before_its_messages_are_embedded(live_url, user, ups
         deferred_embeddings.get_embedder = original
     assert pending_embeddings_wait(30)
     assert not items.filter(embedding=None).exists()
+
+
+def test_a_chat_apps_title_request_gets_no_pack_and_is_not_remembered(live_url, user, upstream):
+    """Open WebUI asks its model for a chat title with a "### Task:" prompt that quotes the
+    chat: the call is answered and logged, but given no pack, stored as no memory and left out
+    of the session's summary."""
+    client = client_for(live_url, user)
+    upstream.reply_text = "Noted."
+    chat_like_an_app(client, ["My sister Anna lives in Lisbon."])
+    assert pending_embeddings_wait(30)
+    items_before = set(MemoryItem.objects.filter(user=user).values_list("id", flat=True))
+    upstream.reply_text = '{"title": "Sister in Lisbon"}'
+    upstream.requests.clear()
+
+    task = (
+        "### Task:\nGenerate a concise, 3-5 word title for the chat.\n<chat_history>\n"
+        "USER: My sister Anna lives in Lisbon.\nASSISTANT: Noted.\n</chat_history>"
+    )
+    completion = client.chat.completions.create(
+        model="fake-model", messages=[{"role": "user", "content": task}]
+    )
+
+    assert completion.choices[0].message.content == '{"title": "Sister in Lisbon"}'
+    sent = chat_bodies(upstream)[-1]
+    assert sent["messages"] == [{"role": "user", "content": task}]  # no pack prepended
+    assert pending_embeddings_wait(30)
+    assert set(MemoryItem.objects.filter(user=user).values_list("id", flat=True)) == items_before
