@@ -110,8 +110,12 @@ def chat_request_check(raw: bytes) -> dict:
             param=unstorable,
         )
     model = body.get("model", "")
-    if not isinstance(model, str) or len(model) > 256:
+    if not isinstance(model, str):
         raise OpenAIError(400, "`model` must be a string.", code="invalid_type", param="model")
+    if len(model) > 256:
+        raise OpenAIError(
+            400, "`model` must be at most 256 characters.", code="invalid_value", param="model"
+        )
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise OpenAIError(

@@ -33,6 +33,7 @@ def test_input_errors_name_the_parameter_in_openai_shape(user, settings):
         ({"model": "m"}, "messages"),
         ({"model": "m", "messages": []}, "messages"),
         ({"model": 5, "messages": [{"role": "user", "content": "hi"}]}, "model"),
+        ({"model": "m" * 5000, "messages": [{"role": "user", "content": "hi"}]}, "model"),
         ({"model": "m", "messages": ["hi"]}, "messages[0]"),
         ({"model": "m", "messages": [{"role": "user", "content": 3}]}, "messages[0].content"),
         (
@@ -47,6 +48,8 @@ def test_input_errors_name_the_parameter_in_openai_shape(user, settings):
         assert set(error) == OPENAI_ERROR_KEYS
         assert error["type"] == "invalid_request_error"
         assert error["param"] == param
+        if isinstance(body, dict) and len(str(body.get("model"))) > 256:
+            assert "at most 256 characters" in error["message"]
     assert not ChatSession.objects.exists()
 
 
