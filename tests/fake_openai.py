@@ -56,6 +56,11 @@ class FakeOpenAIServer:
         self.stream_gate: threading.Event | None = None
         self.stream_gate_after_words = 1
         self.stream_gate_released: bool | None = None
+        # A streamed reply that breaks off after this many words (no finish_reason, no [DONE]).
+        self.stream_cut_after_words = 0
+        # A streamed call answered with this body as application/json (an upstream that
+        # ignores `stream: true`, or a broken one).
+        self.stream_answer_body: bytes | None = None
         self._lock = threading.Lock()
         server = self
 
@@ -181,6 +186,13 @@ class FakeOpenAIServer:
                 )
 
             def _stream(self, body):
+                if server.stream_answer_body is not None:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(server.stream_answer_body)))
+                    self.end_headers()
+                    self.wfile.write(server.stream_answer_body)
+                    return
                 message = self._message_for(body)
                 content = message.get("content") or ""
                 response_id = f"chatcmpl-{uuid.uuid4().hex[:12]}"
@@ -205,6 +217,9 @@ class FakeOpenAIServer:
                         }
                         self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                         self.wfile.flush()
+                        if i + 1 == server.stream_cut_after_words:
+                            self.close_connection = True
+                            return
                         if server.stream_delay_seconds:
                             time.sleep(server.stream_delay_seconds)
                         gate = server.stream_gate

@@ -224,6 +224,10 @@ async def _chat_completions(request: HttpRequest, hold: EmbeddingsHold) -> HttpR
                 error = await upstream_error(upstream)
                 await upstream.aclose()
                 raise error
+            if stream and not upstream.headers.get("content-type", "").startswith(
+                "text/event-stream"
+            ):
+                upstream = await _whole_reply_as_stream(upstream)
         except BaseException:
             # The user's turn stays stored (a retry does not store it twice) and indexed.
             await _settle(hooks)
@@ -280,6 +284,58 @@ async def _complete(turn: ProxyTurn, upstream, hooks: asyncio.Future) -> HttpRes
     return JsonResponse(payload, status=200, json_dumps_params={"ensure_ascii": False})
 
 
+class _WholeReplyStream:
+    """A whole JSON reply to a streamed call, read as the stream it should have been: one
+    chunk with the message, then [DONE] (an upstream that ignores `stream: true`)."""
+
+    def __init__(self, payload: dict):
+        choice = (payload.get("choices") or [{}])[0]
+        message = choice.get("message") or {} if isinstance(choice, dict) else {}
+        chunk = {
+            "id": payload.get("id", ""),
+            "object": "chat.completion.chunk",
+            "created": payload.get("created", int(time.time())),
+            "model": payload.get("model", ""),
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {k: v for k, v in message.items() if k in ("role", "content")},
+                    "finish_reason": choice.get("finish_reason") or "stop",
+                }
+            ],
+        }
+        self.lines = [f"data: {json.dumps(chunk)}", ""]
+        if isinstance(payload.get("usage"), dict):
+            usage = {**chunk, "choices": [], "usage": payload["usage"]}
+            self.lines += [f"data: {json.dumps(usage)}", ""]
+        self.lines += ["data: [DONE]", ""]
+
+    async def aiter_lines(self):
+        for line in self.lines:
+            yield line
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def _whole_reply_as_stream(upstream) -> _WholeReplyStream:
+    """A streamed call the upstream answered with one JSON body: that body as a stream, or a
+    502 when it is not a chat completion."""
+    body = await upstream.aread()
+    await upstream.aclose()
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict) or not isinstance(payload.get("choices"), list):
+        raise OpenAIError(
+            502,
+            "The upstream model server answered a streamed call with invalid JSON, not a stream.",
+            code="upstream_error",
+        )
+    return _WholeReplyStream(payload)
+
+
 class _StreamState:
     def __init__(self):
         self.parts: list[str] = []
@@ -321,7 +377,7 @@ async def _relay(turn: ProxyTurn, upstream, hooks: asyncio.Future, hold: Embeddi
     state = _StreamState()
     recording = False
 
-    async def store(finish: str) -> None:
+    async def store(finish: str, *, incomplete: bool = False) -> None:
         state.stored = True
         await _settle(hooks)
         await sync_to_async(proxy_turn_finish)(
@@ -332,6 +388,7 @@ async def _relay(turn: ProxyTurn, upstream, hooks: asyncio.Future, hold: Embeddi
             tokens_out=state.tokens_out,
             finish_reason=finish,
             response_id=state.response_id,
+            incomplete=incomplete,
         )
 
     try:
@@ -354,8 +411,17 @@ async def _relay(turn: ProxyTurn, upstream, hooks: asyncio.Future, hold: Embeddi
                 recording = True
                 hold.release()
                 hooks = asyncio.ensure_future(sync_to_async(proxy_turn_record)(turn))
-        if not state.stored:  # an upstream that ends without [DONE]
+        if not state.stored and state.finish_reason:  # ended without [DONE], but finished
             await asyncio.shield(store(state.finish_reason))
+            yield b"data: [DONE]\n\n"
+        elif not state.stored:  # cut off: no finish_reason, no [DONE]
+            await asyncio.shield(store("incomplete", incomplete=True))
+            body = openai_error_body(
+                502,
+                "The upstream stream ended before the reply was complete.",
+                code="upstream_error",
+            )
+            yield f"data: {json.dumps(body)}\n\n".encode()
     except Exception as exc:  # noqa: BLE001 - after the first byte an error is a stream frame
         logger.warning("gateway: upstream stream failed for session %s: %s", turn.session_id, exc)
         body = openai_error_body(502, f"The upstream stream failed: {exc}", code="upstream_error")
@@ -364,7 +430,7 @@ async def _relay(turn: ProxyTurn, upstream, hooks: asyncio.Future, hold: Embeddi
         hold.release()
         await upstream.aclose()
         if not state.stored:
-            await asyncio.shield(store("disconnected"))
+            await asyncio.shield(store("disconnected", incomplete=True))
         await asyncio.shield(sync_to_async(proxy_turn_hooks)(turn))
 
 

@@ -340,8 +340,10 @@ def conversation_reply_store(
     tokens_in: int,
     tokens_out: int,
     metadata: dict | None = None,
+    incomplete: bool = False,
 ) -> Message | None:
-    """Store the model's reply (and its usage row) once per turn.
+    """Store the model's reply (and its usage row) once per turn (`incomplete`: a reply cut
+    off before its end).
 
     The reply is appended only if the conversation is still where this call left it: a
     concurrent call of the same conversation that stored its own reply (or moved on) first
@@ -372,6 +374,7 @@ def conversation_reply_store(
                         role=Message.Role.ASSISTANT,
                         content=content,
                         model=model,
+                        incomplete=incomplete,
                         metadata={"source": "openai_compat", **(metadata or {})},
                         run_hooks=False,
                     )

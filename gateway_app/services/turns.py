@@ -221,10 +221,12 @@ def proxy_turn_finish(
     tokens_out: int = 0,
     finish_reason: str = "",
     response_id: str = "",
+    incomplete: bool = False,
 ) -> Message | None:
     """Store the reply and its usage (see `conversation_reply_store`); returns the stored
     message, whose hooks are queued in `hooks_pending`. The pack is recorded first (if still
-    pending), so the reply names its InjectionLog row."""
+    pending), so the reply names its InjectionLog row. An `incomplete` reply (the stream broke
+    off) is stored, marked so, and not indexed: a half answer is not a memory."""
     proxy_turn_record(turn)
     metadata = {"finish": finish_reason or "stop"}
     if response_id:
@@ -240,8 +242,9 @@ def proxy_turn_finish(
         tokens_in=tokens_in or turn.prompt_tokens,
         tokens_out=tokens_out or count_tokens(text),
         metadata=metadata,
+        incomplete=incomplete,
     )
-    if reply is not None and turn.indexed:
+    if reply is not None and turn.indexed and not incomplete:
         turn.hooks_pending.append(reply)
     settings_row = ContextSettings.current()
     if settings_row.verbose_logging:

@@ -435,3 +435,57 @@ def test_a_chat_apps_title_request_gets_no_pack_and_is_not_remembered(live_url, 
     assert sent["messages"] == [{"role": "user", "content": task}]  # no pack prepended
     assert pending_embeddings_wait(30)
     assert set(MemoryItem.objects.filter(user=user).values_list("id", flat=True)) == items_before
+
+
+def test_a_stream_the_upstream_breaks_off_or_answers_whole_reaches_the_client_right(
+    live_url, user, upstream
+):
+    client = client_for(live_url, user)
+    question = [{"role": "user", "content": "Tell me about the night train to Lisbon."}]
+
+    # Cut off after two words (no finish_reason, no [DONE]): an error frame, not a success.
+    upstream.reply_text = "The train leaves Madrid at nine."
+    upstream.stream_cut_after_words = 2
+    received = []
+    with pytest.raises(openai.APIError) as caught:
+        for chunk in client.chat.completions.create(
+            model="fake-model", messages=question, stream=True
+        ):
+            received.extend(c.delta.content or "" for c in chunk.choices)
+    assert "ended before the reply was complete" in str(caught.value)
+    assert "".join(received) == "The train"
+    reply = Message.objects.filter(user=user, role="assistant").get()
+    assert reply.content == "The train" and reply.incomplete
+    assert pending_embeddings_wait(30)
+    assert not MemoryItem.objects.filter(user=user, content__contains="The train").exists()
+
+    # A whole JSON body to a streamed call: read as one chunk; an invalid body is a 502.
+    upstream.stream_cut_after_words = 0
+    upstream.stream_answer_body = json.dumps(
+        {
+            "id": "chatcmpl-whole",
+            "object": "chat.completion",
+            "model": "fake-model",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "Nine."},
+                    "finish_reason": "stop",
+                }
+            ],
+        }
+    ).encode()
+    again = [*question, {"role": "user", "content": "When does it leave?"}]
+    chunks = list(client.chat.completions.create(model="fake-model", messages=again, stream=True))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Nine."
+
+    upstream.stream_answer_body = b"not json at all"
+    with pytest.raises(openai.APIStatusError) as caught:
+        list(
+            client.chat.completions.create(
+                model="fake-model",
+                messages=[*again, {"role": "user", "content": "Ok?"}],
+                stream=True,
+            )
+        )
+    assert caught.value.status_code == 502
