@@ -245,6 +245,13 @@ def _opening_session_adopt(
     return session, stored
 
 
+def _last_reply_hash(session: ChatSession) -> str:
+    last = session_messages(session=session).filter(role__in=LOGGED_ROLES).last()
+    if last is None or last.role != Message.Role.ASSISTANT:
+        return ""
+    return message_hash(last.role, last.content)
+
+
 def _stored_hashes(session: ChatSession) -> list[str]:
     return [
         message_hash(message.role, message.content)
@@ -309,6 +316,12 @@ def conversation_turn_log(
         previous_reply_hash = ""
         if not new_session and common == len(incoming_hashes) and len(stored) == common + 1:
             previous_reply_hash = stored[common]
+        elif not new_session and incoming_hashes and common == len(stored) == len(incoming_hashes):
+            # Nothing new, and no reply recorded after it: a concurrent copy of this call may
+            # have recorded the conversation up to the question again, after the first copy's
+            # reply was stored. The session's last message tells (the same reply twice would
+            # otherwise be stored as a regeneration).
+            previous_reply_hash = _last_reply_hash(session)
         # The session is locked (explicit or continued) or new in this transaction: the new
         # messages go in as one insert.
         appended = messages_create(

@@ -156,3 +156,26 @@ def test_two_chats_that_open_with_the_same_greeting_are_two_sessions(user):
         "Tell me about Saturn V rockets please",
         "Saturn V flew to the Moon.",
     ]
+
+
+def test_copies_of_a_call_answered_around_the_first_reply_store_it_once(user):
+    """An SDK's retries or an app's resends of one question: some logged before the first
+    answer was stored, some after it. However they interleave, the reply is stored once."""
+    question = [{"role": "user", "content": "Plan a weekend in Porto."}]
+
+    def reply(logged, text="Day one: Ribeira."):
+        return conversation_reply_store(
+            user=user, turn=logged, text=text, model="m", tokens_in=1, tokens_out=1
+        )
+
+    first = conversation_turn_log(user=user, messages=question)
+    assert reply(first) is not None
+    after_first = conversation_turn_log(user=user, messages=question)
+    after_second = conversation_turn_log(user=user, messages=question)
+    reply(after_second)
+    reply(after_first)
+
+    assert stored(first.session) == [
+        ("user", "Plan a weekend in Porto."),
+        ("assistant", "Day one: Ribeira."),
+    ]
