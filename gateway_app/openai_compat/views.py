@@ -201,6 +201,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
 
 
 async def _chat_completions(request: HttpRequest, hold: EmbeddingsHold) -> HttpResponse:
+    turn = None
     try:
         if request.method != "POST":
             raise OpenAIError(405, "Use POST.", code="method_not_allowed")
@@ -242,7 +243,9 @@ async def _chat_completions(request: HttpRequest, hold: EmbeddingsHold) -> HttpR
             return _with_headers(response, turn)
         return _with_headers(await _complete(turn, upstream, hooks), turn)
     except OpenAIError as exc:
-        return openai_error_response(exc)
+        response = openai_error_response(exc)
+        # The turn was logged before the upstream failed: the client may close or reuse it.
+        return _with_headers(response, turn) if turn is not None else response
 
 
 def _done() -> asyncio.Future:

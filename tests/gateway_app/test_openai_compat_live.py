@@ -377,6 +377,9 @@ def test_errors_have_openai_shape(live_url, user, upstream):
             extra_headers={"X-Mnemo-Memory": "off"},  # no embedding call before the upstream
         )
     assert "injected failure" in caught.value.body["message"]
+    # The turn was logged before the upstream refused it: its session comes back to close.
+    logged = ChatSession.objects.get(user=user, title="hi")
+    assert caught.value.response.headers["X-Mnemo-Session-Id"] == str(logged.id)
 
     assert [m.id for m in client.models.list()] == upstream.models
 
