@@ -603,6 +603,38 @@ def _relation_by_pronoun(
     return None
 
 
+def _favourite_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] | None:
+    """(type, "favourite <noun>", owner) for "My favourite band is Radiohead" and "my favourite
+    movie, Inception,": a preference, typed by the noun (not "the user's band")."""
+    before = _previous_words(tokens, span.first, 5)
+    if before and before[0] in {"is", "was", ","}:
+        before = before[1:]
+    words = before[:3]
+    if len(words) == 3 and words[1] in names.FAVOURITE_WORDS and words[2] in {"my", "our"}:
+        return _favourite(words[0], words[2])
+    return None
+
+
+def _favourite_after(tokens: list[_Token], span: _Span) -> tuple[str, str, str] | None:
+    """The same for "Radiohead is my favourite band" and "Arcade Fire, my favourite band"."""
+    after = [token.lower for token in tokens[span.last + 1 : span.last + 6]]
+    if len(after) >= 4 and after[0] in {"is", "was", ","} and after[1] in {"my", "our"}:
+        rest = after[2:]
+        if rest[0] == "all-time":
+            rest = rest[1:]
+        if len(rest) >= 2 and rest[0] in names.FAVOURITE_WORDS:
+            return _favourite(rest[1], after[1])
+    return None
+
+
+def _favourite(noun: str, owner: str) -> tuple[str, str, str] | None:
+    noun = _singular(noun) if _singular(noun) in names.FAVOURITE_TYPES else noun
+    if not noun.isalpha():
+        return None
+    kind = names.FAVOURITE_TYPES.get(noun) or names.RELATION_TYPES.get(noun, "concept")
+    return ("product" if kind == "project" else kind), f"favourite {noun}", owner
+
+
 def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] | None:
     """(type, relation noun, owner) for "my sister Ines", "our startup, Brightleaf",
     "a kitten named Pepper", "my mom's friend Linda"."""
@@ -843,7 +875,12 @@ def _type_span(tokens: list[_Token], text: str, span: _Span, starts: set[int]) -
     surface = _span_text(tokens, text, span)
     normalized = normalize_entity_name(surface)
     words = normalized.split() or [""]
-    relation = _relation_before(tokens, span) or _relation_after(tokens, span, starts)
+    relation = (
+        _favourite_before(tokens, span)
+        or _relation_before(tokens, span)
+        or _favourite_after(tokens, span)
+        or _relation_after(tokens, span, starts)
+    )
     if not relation and span.title_relation:
         relation = ("person", span.title_relation, "my")
     if relation:

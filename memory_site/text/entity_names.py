@@ -216,6 +216,29 @@ RELATION_TITLES = {
     "granddad": "grandpa",
     "cousin": "cousin",
 }
+# What "my favourite <noun>" names, by noun: "My favourite movie is Inception" is a product,
+# not the user's own project; "Radiohead is my favourite band" is not the user's band.
+FAVOURITE_WORDS = _split("favorite favourite fave fav favourites favorites")
+FAVOURITE_TYPES: dict[str, str] = {}
+for _noun in _split(
+    """
+    movie film show series song album book novel game podcast app record track musical
+    play painting brand car phone
+    """
+):
+    FAVOURITE_TYPES[_noun] = "product"
+for _noun in _split("city country place restaurant cafe café bar park beach spot town island"):
+    FAVOURITE_TYPES[_noun] = "place"
+for _noun in _split("band team club company label"):
+    FAVOURITE_TYPES[_noun] = "organization"
+for _noun in _split("artist singer author writer actor actress player director musician"):
+    FAVOURITE_TYPES[_noun] = "person"
+for _noun in _split("holiday festival event"):
+    FAVOURITE_TYPES[_noun] = "event"
+for _noun in _split(
+    "food dish meal snack drink dessert cuisine language sport hobby subject genre colour color"
+):
+    FAVOURITE_TYPES[_noun] = "concept"
 # Legal forms written after a comma ("Acme Holdings, Inc."): the name before is a company.
 LEGAL_SUFFIXES = _split("inc inc. llc ltd ltd. corp corp. plc gmbh co co. incorporated")
 # Given names that are also common words (NOT_NAMES): a name only right after a relation

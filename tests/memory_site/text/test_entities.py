@@ -144,7 +144,7 @@ def test_a_relation_after_the_name_skips_adjectives_and_reads_is_my():
     assert found("Tom Becker is my oldest friend.") == [("Tom Becker", "the user's friend")]
     assert found("Raj, my old roommate, moved.") == [("Raj", "the user's roommate")]
     assert found("Biscuit is our new puppy.") == [("Biscuit", "the user's puppy")]
-    assert found("Lisbon is my favorite city.") == [("Lisbon", "")]
+    assert found("Lisbon is my favorite city.") == [("Lisbon", "the user's favourite city")]
     assert found("Anna is my sister's friend.") == [("Anna", "")]
 
 
@@ -295,7 +295,9 @@ def test_a_relation_before_is_names_the_person_and_all_capitals_name_nobody():
     found = names_types_and_descriptions
     assert found("My sister is Ines.") == [("Ines", "person", "the user's sister")]
     assert found("My best friend is Tom Becker.") == [("Tom Becker", "person", "the user's friend")]
-    assert found("My favorite city is Lisbon.") == [("Lisbon", "place", "")]
+    assert found("My favorite city is Lisbon.") == [
+        ("Lisbon", "place", "the user's favourite city")
+    ]
     assert found("JOHN IS MY BROTHER. I LOVE MY DOG MAX") == []
 
 
@@ -375,3 +377,23 @@ def test_a_nickname_said_right_after_a_name_points_back_to_it():
 def test_a_products_model_number_is_part_of_its_name_a_count_is_not():
     assert names_and_types("I ordered an iPhone 15 yesterday.") == [("iPhone 15", "product")]
     assert names_and_types("Bought a MacBook 2 weeks ago.") == [("MacBook", "product")]
+
+
+def test_a_favourite_is_a_preference_typed_by_its_noun_not_the_users_own():
+    found = names_types_and_descriptions
+    assert found("My favourite band is Radiohead.") == [
+        ("Radiohead", "organization", "the user's favourite band")
+    ]
+    assert found("Dune is my all-time favourite book.") == [
+        ("Dune", "product", "the user's favourite book")
+    ]
+    assert found("My favorite movie is Inception.") == [
+        ("Inception", "product", "the user's favourite movie")
+    ]
+    assert found("Brisket is my favourite food.") == [
+        ("Brisket", "concept", "the user's favourite food")
+    ]
+    # A relation said before the name stays the relation.
+    assert found("My sister Ines is my favourite person.") == [
+        ("Ines", "person", "the user's sister")
+    ]
