@@ -69,6 +69,9 @@ QUESTION_WEIGHT = 0.6
 # above 0.8 on LoCoMo dev and equal on LongMemEval dev).
 SUPERSEDE_WINDOW = 8
 SUPERSEDE_SIMILARITY = 0.9
+# How much later a stated new value must be said to replace the old one (`updates`); items
+# only alike must be a day apart.
+UPDATE_MIN_GAP_SECONDS = 60
 # Counting and list questions ("how many…", "which of my…"): the best item of each chat first.
 AGGREGATE_WINDOW = 20
 AGGREGATE_QUERY = re.compile(
@@ -439,9 +442,11 @@ def supersede_order(
         if a not in by_id or b not in by_id:
             continue
         first, second = by_id[a], by_id[b]
-        # A change needs a later date: two things said the same day are not one replacing
-        # the other.
-        if abs(first.occurred_epoch - second.occurred_epoch) < 86400:
+        # A change needs a later date: two alike things said the same day are not one
+        # replacing the other. A stated new value ("I moved from Austin to Denver") replaces
+        # the old one as soon as it is said later.
+        gap = abs(first.occurred_epoch - second.occurred_epoch)
+        if gap < (UPDATE_MIN_GAP_SECONDS if (a, b) in updates else 86400):
             continue
         if first.exchange_key and first.exchange_key == second.exchange_key:
             continue

@@ -278,3 +278,27 @@ def test_chat_turn_comes_back_without_the_reactions_around_what_it_tells(api, us
 )
 def test_chatter_trim_keeps_what_tells_something(content):
     assert search_quality.chatter_trim(content) == (content, None)
+
+
+def test_a_move_said_minutes_later_replaces_the_old_home(api, user, fake_embedder):
+    """A stated new value replaces the old one as soon as it is said later; only items that
+    are merely alike need a day between them."""
+    everyday_memories(user)
+    older = remember(
+        user,
+        "User: I live in Austin with my partner Sam.",
+        source="chunk",
+        occurred_at=datetime(2026, 3, 1, 10, 0, tzinfo=UTC),
+    )
+    newer = remember(
+        user,
+        "User: I moved from Austin to Denver last week.",
+        source="chunk",
+        occurred_at=datetime(2026, 3, 1, 10, 20, tzinfo=UTC),
+    )
+
+    body = api.post(SEARCH, {"query": "Where do I live?"}, format="json").json()
+
+    ids = [item["id"] for item in body["items"]]
+    assert ids[:2] == [newer.id, older.id]
+    assert body["items"][1]["superseded"]["by"] == newer.id
