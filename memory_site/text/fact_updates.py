@@ -102,7 +102,12 @@ _RELATION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         ("job", r"^(?:(?:is|has been|was) )?(?:works?|worked|working|employed) as\b"),
         ("name", r"^(?:is called|is named|goes by)\b"),
-        ("age", r"^(?:is|turned|turns) (?:\d+|[a-z]+-?[a-z]*) years? old\b|^turned \d+\b"),
+        (
+            "age",
+            # "is 35" alone: "Actually I'm 35" after "I'm 34 years old".
+            r"^(?:is|turned|turns) (?:\d+|[a-z]+-?[a-z]*) years? old\b|^turned \d+\b|"
+            r"^is \d{1,3}$",
+        ),
         ("origin", r"^(?:is|comes|came|was) (?:originally )?from\b|^was born in\b"),
         (
             "marital",

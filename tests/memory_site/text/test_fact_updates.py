@@ -31,6 +31,7 @@ def test_fact_subject_names_who_the_fact_is_about():
         ("The user likes coffee.", "The user doesn't like coffee anymore."),
         ("The user has two kids.", "The user has three kids."),
         ("The user is 34 years old.", "The user is 35 years old."),
+        ("The user is 34 years old.", "The user is 35."),
         ("The user is vegetarian.", "The user is vegan."),
     ],
 )
