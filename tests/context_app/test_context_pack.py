@@ -716,3 +716,18 @@ def test_known_entities_name_who_the_turn_and_its_memories_are_about(user, other
     assert "getting married in Lisbon" in pack.text
     assert any("Lisbon" in line for line in lines)  # named by the memory the pack carries
     assert "Porto" not in pack.text and "colleague" not in pack.text  # never another user's
+
+
+def test_a_session_summary_the_rollup_already_holds_is_not_repeated(user, embeddings):
+    digest = "- The user lives in Austin with Sam.\n- The user works at Globex as an engineer."
+    rollups(user, recent=digest)
+    repeated = memory(user, digest, source="summary")
+    other = memory(user, "- The user works at Globex and bikes to the office every day.")
+    tune(memory_min_similarity=0.0)
+    session, _ = session_at_turn(user, 2)
+
+    pack = prepare(session, turn(session, "Where does the user work, at Globex?"))
+
+    carried = [item["id"] for item in pack.memories]
+    assert other.id in carried and repeated.id not in carried
+    assert pack.text.count("works at Globex as an engineer") == 1

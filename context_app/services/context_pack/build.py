@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -369,6 +370,14 @@ def _build(
             )
         )
     if memory_lines:
+        # A session summary the rollups or the topic already say is not repeated below them.
+        shown = " ".join(" ".join(source.text.split()) for source in sources)
+        memory_lines = [
+            (line, meta)
+            for line, meta in memory_lines
+            if meta["source"] != MemoryItem.Source.SUMMARY or not _said_already(line, shown)
+        ] or memory_lines
+    if memory_lines:
         sources.append(
             SegmentSource(
                 "Relevant memories",
@@ -399,6 +408,23 @@ def _build(
     )
     deadline.check("assembly")
     return segments, memories, text, topic, topic_reason, embedding_ms, memory_lines
+
+
+# Share of a summary's lines found in the other segments above which it is not shown again.
+REPEATED_SUMMARY_SHARE = 0.6
+
+
+def _said_already(line: str, shown: str) -> bool:
+    """Whether most of a memory line's bullet points ("- The user lives in Austin.") are in
+    `shown` (the other segments' text, whitespace collapsed)."""
+    start, end = line.find('"'), line.rfind('"')
+    body = line[start + 1 : end] if 0 <= start < end else line
+    points = [point.strip(' ."') for point in re.split(r"(?:^|\s)-\s", body)]
+    points = [point for point in points if len(point) >= 12]
+    if not points:
+        return False
+    found = sum(1 for point in points if point in shown)
+    return found / len(points) >= REPEATED_SUMMARY_SHARE
 
 
 def _record(
