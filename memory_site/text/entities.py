@@ -606,19 +606,28 @@ def _relation_by_pronoun(
 def _favourite_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] | None:
     """(type, "favourite <noun>", owner) for "My favourite band is Radiohead" and "my favourite
     movie, Inception,": a preference, typed by the noun (not "the user's band")."""
-    before = _previous_words(tokens, span.first, 5)
+    before = _previous_words(tokens, span.first, 6)
+    if before and before[0] == "the":  # "My favourite team is the Warriors"
+        before = before[1:]
     if before and before[0] in {"is", "was", ","}:
         before = before[1:]
     words = before[:3]
-    if len(words) == 3 and words[1] in names.FAVOURITE_WORDS and words[2] in {"my", "our"}:
+    if len(words) == 3 and words[1] in names.FAVOURITE_WORDS and _possessive(words[2]):
         return _favourite(words[0], words[2])
     return None
 
 
+def _possessive(word: str) -> bool:
+    """ "my", "our", or a name's: "user's" in a digest's "The user's favourite band is..."."""
+    return word in {"my", "our"} or word.endswith("'s")
+
+
 def _favourite_after(tokens: list[_Token], span: _Span) -> tuple[str, str, str] | None:
     """The same for "Radiohead is my favourite band" and "Arcade Fire, my favourite band"."""
-    after = [token.lower for token in tokens[span.last + 1 : span.last + 6]]
-    if len(after) >= 4 and after[0] in {"is", "was", ","} and after[1] in {"my", "our"}:
+    after = [token.lower for token in tokens[span.last + 1 : span.last + 7]]
+    if len(after) > 2 and after[1] == "the" and after[2].endswith("'s"):
+        after = [after[0], *after[2:]]  # "is the user's favourite band"
+    if len(after) >= 4 and after[0] in {"is", "was", ","} and _possessive(after[1]):
         rest = after[2:]
         if rest[0] == "all-time":
             rest = rest[1:]
@@ -662,6 +671,8 @@ def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] 
             # "a little hotel called Hotel Koe", "a cafe called Blue Bottle".
             if names.SUFFIX_TYPES.get(noun) in {"place", "organization"}:
                 return names.SUFFIX_TYPES[noun], "", ""
+            if noun in names.NAMED_PLACE_NOUNS:
+                return "place", "", ""
         return "person", "", ""
     if position >= len(before):
         return None

@@ -216,6 +216,10 @@ RELATION_TITLES = {
     "granddad": "grandpa",
     "cousin": "cousin",
 }
+# Nouns that make "a <noun> called X" a place: "a ramen place called Afuri".
+NAMED_PLACE_NOUNS = _split(
+    "place shop bookshop bookstore store spot venue gallery salon boutique market brewery winery"
+)
 # What "my favourite <noun>" names, by noun: "My favourite movie is Inception" is a product,
 # not the user's own project; "Radiohead is my favourite band" is not the user's band.
 FAVOURITE_WORDS = _split("favorite favourite fave fav favourites favorites")

@@ -353,6 +353,7 @@ def test_venues_companies_shows_and_pets_named_by_what_they_are():
     assert names_and_types("Working from a cafe called Blue Bottle today.") == [
         ("Blue Bottle", "place")
     ]
+    assert names_and_types("We found a great ramen place called Afuri.") == [("Afuri", "place")]
     assert names_and_types("A final round at Acme Holdings, Inc. next week.") == [
         ("Acme Holdings", "organization")
     ]
@@ -396,4 +397,19 @@ def test_a_favourite_is_a_preference_typed_by_its_noun_not_the_users_own():
     # A relation said before the name stays the relation.
     assert found("My sister Ines is my favourite person.") == [
         ("Ines", "person", "the user's sister")
+    ]
+
+
+def test_a_digest_retelling_a_favourite_keeps_it_a_favourite():
+    """The session digest says "The user's favourite band is Radiohead": the same description
+    as the user's own words, not "the user's band"."""
+    found = names_types_and_descriptions
+    assert found("The user's favourite band is Radiohead.") == [
+        ("Radiohead", "organization", "the user's favourite band")
+    ]
+    assert found("Radiohead is the user's favourite band.") == [
+        ("Radiohead", "organization", "the user's favourite band")
+    ]
+    assert found("My favourite team is the Warriors.") == [
+        ("Warriors", "organization", "the user's favourite team")
     ]
