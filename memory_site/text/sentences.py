@@ -90,8 +90,8 @@ def _clip(text: str, limit: int) -> str:
 
 _FILLER_OPENER_RE = re.compile(
     r"^(?:(?:sure|certainly|of course|absolutely|great question|good question|okay|ok|alright|"
-    r"great|perfect|awesome|cool|nice|wonderful|"
-    r"well|so|yes|yeah|no|oh|hi|hello|hey|thanks (?:so much|a lot|a bunch|again)|"
+    r"great|perfect|awesome|cool|nice|wonderful|lol|haha|"
+    r"well|so|yes|yeah|no|oh|hi|hello|hey|thanks (?:so much|a lot|a bunch|a ton|again)|"
     r"thank you (?:so much|very much|again)|thanks|thank you|got it|right|actually|basically|"
     r"honestly|anyway|also|and|but|btw|by the way|fyi|hmm|um|uh)\b[\s,!.:;-]*)+",
     re.IGNORECASE,
@@ -103,11 +103,13 @@ _FILLER_SENTENCE_RE = re.compile(
     r"i see|i agree|i understand|let me know(?: if .*)?|hope (?:this|that) helps.*|"
     r"(?:that|this|it)(?:'s| is| was) (?:really |very |so |super |extremely )?"
     r"(?:helpful|useful|perfect|clear|great|exactly what i needed)|"
+    r"(?:that|this|it) helps(?: a lot| a ton)?|"
     r"(?:i )?(?:really )?appreciate (?:it|that|this|the help)|much appreciated|"
     r"(?:(?:i.m|so) )?glad to hear (?:it|that)|"
     r"(?:is there )?anything else.*|feel free .*|happy to help.*|glad (?:i could|to) help.*|"
     r"here(?:'s| is| are) (?:a|an|some|the|what|how)\b[^.]{0,60}:)"
-    r"(?:[\s,]+(?:thank you|thanks)(?: so much| very much| a lot| again)?)?[\s!.?:]*$",
+    r"(?:[\s,]+(?:thank you|thanks)(?: so much| very much| a lot| a ton| again)?)?"
+    r"[^\w]*$",  # trailing punctuation or emoji: "Sounds good 👍"
     re.IGNORECASE,
 )
 
@@ -169,8 +171,9 @@ def is_content_free(text: str) -> bool:
 
 
 def _is_filler(sentence: str) -> bool:
-    """A greeting or acknowledgement, alone or with a name ("Hey Mel!", "Thanks, got it!")."""
-    if _FILLER_SENTENCE_RE.match(sentence):
+    """A greeting or acknowledgement, alone or with a name ("Hey Mel!", "Thanks, got it!"), or
+    no word at all ("😊", "!!")."""
+    if _FILLER_SENTENCE_RE.match(sentence) or not _WORD_RE.search(sentence):
         return True
     rest = _FILLER_OPENER_RE.sub("", sentence)
     if rest == sentence:
@@ -182,6 +185,7 @@ def _is_filler(sentence: str) -> bool:
     return bool(_GREETING_RE.match(sentence)) and len(rest.split()) <= 1
 
 
+_WORD_RE = re.compile(r"\w")
 _GREETING_RE = re.compile(r"^(?:hi|hello|hey|thanks|thank you|bye|goodbye)\b", re.IGNORECASE)
 
 

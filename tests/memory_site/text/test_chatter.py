@@ -45,6 +45,12 @@ def test_sentences_that_tell_something_are_not_chatter(sentence):
 def test_thanks_for_the_help_says_nothing_but_thanks_with_news_does():
     assert not memory_text_indexable("Thanks so much, that's really helpful!")
     assert not memory_text_indexable("I appreciate it, thanks.")
+    assert not memory_text_indexable("Awesome, that helps a lot.")
+    assert not memory_text_indexable("Got it, thanks a ton!")
+    assert not memory_text_indexable("Sounds good 👍")
+    assert not memory_text_indexable("Thanks! 😊")
+    assert not memory_text_indexable("lol ok")
+    assert memory_text_indexable("lol my cat knocked the tree over")
     assert memory_text_indexable("Thanks so much, I moved to Denver.")
     assert memory_text_indexable("Great, I moved to Denver.")
     assert memory_text_indexable("That is really helpful advice about my visa.")
