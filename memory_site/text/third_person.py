@@ -151,3 +151,9 @@ def _third_person(text: str, user_name: str = "The user") -> str:
         index += 1
     result = "".join(out).strip()
     return result[:1].upper() + result[1:]
+
+
+def third_person_text(text: str) -> str:
+    """ "I moved to Denver with my partner" -> "The user moved to Denver with the user's
+    partner": how digests and facts retell the user's own words."""
+    return _third_person(text)

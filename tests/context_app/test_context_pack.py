@@ -731,3 +731,16 @@ def test_a_session_summary_the_rollup_already_holds_is_not_repeated(user, embedd
     carried = [item["id"] for item in pack.memories]
     assert other.id in carried and repeated.id not in carried
     assert pack.text.count("works at Globex as an engineer") == 1
+
+
+def test_a_fact_or_message_the_rollup_already_retells_is_not_repeated(user, embeddings):
+    rollups(user, recent="- The user moved from Austin to Denver last month.")
+    moved = memory(user, "User: I moved from Austin to Denver last month.", source="chunk")
+    other = memory(user, "User: The moving truck to Denver cost 900 dollars.", source="chunk")
+    tune(memory_min_similarity=0.0)
+    session, _ = session_at_turn(user, 2)
+
+    pack = prepare(session, turn(session, "How was the move to Denver?"))
+
+    carried = [item["id"] for item in pack.memories]
+    assert other.id in carried and moved.id not in carried

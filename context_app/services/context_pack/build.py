@@ -39,6 +39,7 @@ from ingestion_app.services.deferred_embeddings import (
 )
 from memory_site.providers import get_embedder
 from memory_site.redaction import redact
+from memory_site.text.third_person import third_person_text
 from sessions_app.models import ChatSession, Message
 from sessions_app.selectors import sessions_ended_among
 
@@ -370,12 +371,10 @@ def _build(
             )
         )
     if memory_lines:
-        # A session summary the rollups or the topic already say is not repeated below them.
+        # What the rollups or the topic already say is not repeated below them.
         shown = " ".join(" ".join(source.text.split()) for source in sources)
         memory_lines = [
-            (line, meta)
-            for line, meta in memory_lines
-            if meta["source"] != MemoryItem.Source.SUMMARY or not _said_already(line, shown)
+            (line, meta) for line, meta in memory_lines if not _said_already(line, shown)
         ] or memory_lines
     if memory_lines:
         sources.append(
@@ -410,16 +409,20 @@ def _build(
     return segments, memories, text, topic, topic_reason, embedding_ms, memory_lines
 
 
-# Share of a summary's lines found in the other segments above which it is not shown again.
+# Share of a memory's points found in the other segments above which it is not shown again.
 REPEATED_SUMMARY_SHARE = 0.6
 
 
 def _said_already(line: str, shown: str) -> bool:
-    """Whether most of a memory line's bullet points ("- The user lives in Austin.") are in
-    `shown` (the other segments' text, whitespace collapsed)."""
+    """Whether most of a memory line's points are in `shown` (the other segments' text,
+    whitespace collapsed): a summary's bullets ("- The user lives in Austin."), a fact, or the
+    user's own message retold as the rollups retell it ("User: I moved to Denver" is "The
+    user moved to Denver")."""
     start, end = line.find('"'), line.rfind('"')
     body = line[start + 1 : end] if 0 <= start < end else line
-    points = [point.strip(' ."') for point in re.split(r"(?:^|\s)-\s", body)]
+    if body.startswith("User: "):
+        body = third_person_text(body[len("User: ") :])
+    points = [point.strip(' ."…') for point in re.split(r"(?:^|\s)-\s", body)]
     points = [point for point in points if len(point) >= 12]
     if not points:
         return False
