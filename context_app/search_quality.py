@@ -71,7 +71,7 @@ SUPERSEDE_WINDOW = 8
 SUPERSEDE_SIMILARITY = 0.9
 # How much later a stated new value must be said to replace the old one (`updates`); items
 # only alike must be a day apart.
-UPDATE_MIN_GAP_SECONDS = 60
+UPDATE_MIN_GAP_SECONDS = 1
 # Counting and list questions ("how many…", "which of my…"): the best item of each chat first.
 AGGREGATE_WINDOW = 20
 AGGREGATE_QUERY = re.compile(
@@ -637,8 +637,13 @@ def hits_budget(hits: list[SearchHit], *, max_tokens: int | None) -> tuple[list[
 def superseded_mark(
     hits: list[SearchHit], superseded: dict[int, int], occurred: dict[int, datetime]
 ) -> None:
+    """Marks each superseded hit with what replaces it; the replacing hit is at least as
+    relevant as what it replaces (it answers the same question, later)."""
+    by_id = {hit.id: hit for hit in hits}
     for hit in hits:
         newer = superseded.get(hit.id)
+        if newer in by_id:
+            by_id[newer].relevance = max(by_id[newer].relevance, hit.relevance)
         if newer is not None:
             hit.superseded = {
                 "by": newer,

@@ -280,7 +280,7 @@ def test_chatter_trim_keeps_what_tells_something(content):
     assert search_quality.chatter_trim(content) == (content, None)
 
 
-def test_a_move_said_minutes_later_replaces_the_old_home(api, user, fake_embedder):
+def test_a_move_said_moments_later_replaces_the_old_home(api, user, fake_embedder):
     """A stated new value replaces the old one as soon as it is said later; only items that
     are merely alike need a day between them."""
     everyday_memories(user)
@@ -294,7 +294,7 @@ def test_a_move_said_minutes_later_replaces_the_old_home(api, user, fake_embedde
         user,
         "User: I moved from Austin to Denver last week.",
         source="chunk",
-        occurred_at=datetime(2026, 3, 1, 10, 20, tzinfo=UTC),
+        occurred_at=datetime(2026, 3, 1, 10, 0, 30, tzinfo=UTC),  # half a minute later
     )
 
     body = api.post(SEARCH, {"query": "Where do I live?"}, format="json").json()
@@ -302,3 +302,5 @@ def test_a_move_said_minutes_later_replaces_the_old_home(api, user, fake_embedde
     ids = [item["id"] for item in body["items"]]
     assert ids[:2] == [newer.id, older.id]
     assert body["items"][1]["superseded"]["by"] == newer.id
+    # The newer value answers the question at least as well as the one it replaces.
+    assert body["items"][0]["relevance"] >= body["items"][1]["relevance"]
