@@ -78,6 +78,7 @@ def test_stats_browser_and_sessions_pages_count_the_same_memories(client, api, u
     assert chunks_page.context["page_obj"].paginator.count == stats["by_source"]["chunk"]
     html = browser.content.decode()
     assert re.search(r"You have <strong>10</strong> memories: .*6 chunks", html)
+    assert "1 summary<" in html and "summarys" not in html
     # The sessions pages: per chat on the list, and the list on each chat's page.
     assert session_counts == {
         str(memories["trip"].id): 5,
