@@ -42,6 +42,7 @@ LOGGED_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
 SYSTEM_ROLES = ("system", "developer")
 AGENT_ID = "openai-compat"
 TITLE_CHARS = 80
+APP_TASK_TITLE = "Chat app tasks (not remembered)"
 
 
 def message_text(message: dict) -> str:
@@ -270,9 +271,17 @@ def _common_prefix(stored: list[str], incoming: list[str]) -> int:
 
 
 def conversation_turn_log(
-    *, user, messages: list[dict], session_id: uuid.UUID | None = None, app_id: str = ""
+    *,
+    user,
+    messages: list[dict],
+    session_id: uuid.UUID | None = None,
+    app_id: str = "",
+    app_task: bool = False,
 ) -> LoggedTurn:
     """Store the messages of this call that the conversation has not stored yet.
+
+    `app_task`: a chat app's own background request (`is_app_task`); all of a user's go into
+    one session, "Chat app tasks", rather than one session per request.
 
     With `session_id` the conversation is that session (NotFound: not the caller's; Conflict:
     not open). Otherwise a conversation whose session closed continues in a new session; when
@@ -284,6 +293,8 @@ def conversation_turn_log(
     incoming = logged_messages(messages)
     incoming_hashes = [message_hash(role, text) for role, text in incoming]
     key, first_message_key = conversation_keys(messages=messages, session_id=session_id)
+    if app_task and session_id is None:
+        key = first_message_key = _key(["app-task"])
     with transaction.atomic():
         explicit = None
         if session_id is not None:
@@ -307,7 +318,7 @@ def conversation_turn_log(
             session = session_open(
                 user=user,
                 app_id=app_id,
-                title=" ".join(first_user.split())[:TITLE_CHARS],
+                title=APP_TASK_TITLE if app_task else " ".join(first_user.split())[:TITLE_CHARS],
                 agent_id=AGENT_ID,
                 metadata={"source": "openai_compat", "gateway_conversation_id": conversation.id},
             )

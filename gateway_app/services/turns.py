@@ -135,7 +135,9 @@ def proxy_turn_start(
         # The embedder works on the query while the database stores the turn.
         query_embedding = query_embedding_start(query)
     try:
-        logged = conversation_turn_log(user=user, messages=messages, session_id=session_id)
+        logged = conversation_turn_log(
+            user=user, messages=messages, session_id=session_id, app_task=not indexed
+        )
     except BaseException:
         if query_embedding is not None:
             query_embedding.cancel()

@@ -438,6 +438,13 @@ def test_a_chat_apps_title_request_gets_no_pack_and_is_not_remembered(live_url, 
     assert sent["messages"] == [{"role": "user", "content": task}]  # no pack prepended
     assert pending_embeddings_wait(30)
     assert set(MemoryItem.objects.filter(user=user).values_list("id", flat=True)) == items_before
+    # Every task request of the user goes to one session, not one per request.
+    client.chat.completions.create(
+        model="fake-model", messages=[{"role": "user", "content": "### Task:\nSuggest 3 tags."}]
+    )
+    tasks = ChatSession.objects.filter(user=user, title="Chat app tasks (not remembered)")
+    assert tasks.count() == 1
+    assert ChatSession.objects.filter(user=user).count() == 2  # the chat and the tasks
 
 
 def test_a_stream_the_upstream_breaks_off_or_answers_whole_reaches_the_client_right(
