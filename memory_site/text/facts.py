@@ -33,7 +33,10 @@ _MEMORY_PREFIX_RE = re.compile(
 # A short label before a first-person statement ("Quick update: I'm allergic to penicillin",
 # "Big news: we bought a house"): a heading, not part of the fact.
 _LEAD_IN_LABEL_RE = re.compile(
-    r"^(?:[^\W\d_]+\s+){0,2}[^\W\d_]+\s*:\s+(?=(?:i|i'm|i've|i'd|i'll|my|we|we're|our)\b)",
+    r"^(?:[^\W\d_]+\s+){0,2}[^\W\d_]+\s*:\s+(?=(?:i|i'm|i've|i'd|i'll|my|we|we're|our)\b)|"
+    # "Quick update: Marco and I moved to Seattle", "Big news - I got the job".
+    r"^(?:(?:a |an )?(?:quick|small|little|big|good|great|some|exciting|sad)\s+)?"
+    r"(?:update|news|heads[- ]up)\s*[:!-]\s+",
     re.IGNORECASE,
 )
 _NOT_A_FACT_RE = re.compile(
