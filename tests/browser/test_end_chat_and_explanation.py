@@ -69,6 +69,9 @@ def test_end_chat_then_results_explain_themselves(
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
     expect(page.get_by_role("heading", name="New chat")).to_be_visible()
+    # The chat script is deferred: until it has run, Enter in the box sends nothing (a busy
+    # machine running the suite once pressed it before).
+    page.wait_for_load_state("load")
     # No chat yet, nothing to end.
     expect(page.get_by_role("button", name="End chat")).to_be_hidden()
 

@@ -142,6 +142,7 @@ def test_chat_commit_find_delete_and_settings(
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
     expect(page.get_by_role("heading", name="New chat")).to_be_visible()
+    page.wait_for_load_state("load")  # the deferred chat script has run: Enter sends
     page.keyboard.press("Tab")  # the first stop skips the navigation
     assert page.evaluate("document.activeElement.className") == "skip-link"
     page.keyboard.press("Tab")
