@@ -16,7 +16,7 @@ import re
 from datetime import datetime
 
 from ingestion_app.selectors.search_candidates import Candidate, SearchHit
-from memory_site.text.entity_names import NATIONALITIES
+from memory_site.text.entity_names import ABBREVIATIONS, NATIONALITIES
 from memory_site.text.fact_updates import (
     RELATION_TERMS,
     question_relation,
@@ -57,8 +57,8 @@ _NOT_NAMES = frozenset(
     can could would should will have has had am be the a an my our your any some tell remind
     please ok okay hi hey thanks monday tuesday wednesday thursday friday saturday sunday
     january february march april may june july august september october november december
-    jan feb mar apr jun jul aug sep sept oct nov dec mr mrs ms dr prof st""".split()
-)
+    jan feb mar apr jun jul aug sep sept oct nov dec""".split()
+) | {abbreviation.lower() for abbreviation in ABBREVIATIONS}
 # Score factor of a short message item that only asks: the statement that answers it (its
 # neighbour, lifted by the neighbour smoothing) ranks above it.
 QUESTION_WEIGHT = 0.6
@@ -173,7 +173,7 @@ def relevance_assign(
         candidate.relevance = relevance_of(candidate)
 
 
-_TITLE_BEFORE = re.compile(r"(?<!\w)(?:Dr|Mr|Mrs|Ms|Prof|St)\.$")
+_TITLE_BEFORE = re.compile(rf"(?<!\w)(?:{'|'.join(ABBREVIATIONS)})\.$")
 
 
 def query_names(query: str) -> list[str]:

@@ -292,8 +292,9 @@ class _WholeReplyStream:
     chunk with the message, then [DONE] (an upstream that ignores `stream: true`)."""
 
     def __init__(self, payload: dict):
-        choice = (payload.get("choices") or [{}])[0]
-        message = choice.get("message") or {} if isinstance(choice, dict) else {}
+        choices = payload.get("choices") or [{}]
+        choice = choices[0] if isinstance(choices[0], dict) else {}
+        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
         chunk = {
             "id": payload.get("id", ""),
             "object": "chat.completion.chunk",

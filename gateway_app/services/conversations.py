@@ -292,9 +292,10 @@ def conversation_turn_log(
     """
     incoming = logged_messages(messages)
     incoming_hashes = [message_hash(role, text) for role, text in incoming]
-    key, first_message_key = conversation_keys(messages=messages, session_id=session_id)
     if app_task and session_id is None:
         key = first_message_key = _key(["app-task"])
+    else:
+        key, first_message_key = conversation_keys(messages=messages, session_id=session_id)
     with transaction.atomic():
         explicit = None
         if session_id is not None:

@@ -290,6 +290,11 @@ def _untitled(key: str) -> str:
     return ""
 
 
+def _is_full_name(key: str) -> bool:
+    """A given name and more, past a title: "amy chen", "dr amy chen"; not "dr patel"."""
+    return " " in (_untitled(key) or key)
+
+
 def _first_name(key: str) -> str:
     """The given name a full name starts with, past a title: "dr amy chen" -> "amy"."""
     return (_untitled(key) or key).split()[0]
@@ -390,7 +395,7 @@ def _resolve_scope(
     people_by_first: dict[str, list[Entity]] = defaultdict(list)
     for entity in existing:
         name = entity.normalized_name
-        if entity.type == "person" and " " in (_untitled(name) or name):
+        if entity.type == "person" and _is_full_name(name):
             people_by_first[_first_name(name)].append(entity)
 
     _fold_first_names(found, known={*by_name, *by_alias})
@@ -447,7 +452,7 @@ def _fold_first_names(found: dict[str, _Found], *, known: set[str]) -> None:
     people = [key for key, entry in found.items() if entry.type == "person" and key not in known]
     full_names: dict[str, list[str]] = defaultdict(list)
     for key in people:
-        if " " in (_untitled(key) or key):
+        if _is_full_name(key):
             full_names[_first_name(key)].append(key)
     for first, fulls in full_names.items():
         if len(fulls) != 1 or first not in people:

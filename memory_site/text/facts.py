@@ -130,7 +130,7 @@ def _clause_to_fact(clause: str, user_name: str) -> str | None:
     if not 2 <= len(words) <= 50:
         return None
     body = _LEADING_ADVERB_RE.sub(r"\2 \1", clause.rstrip(" .!…:,;-"))
-    first = words[0]
+    first = body.split(" ", 1)[0]
     if first[:1].isupper() and is_opening_verb(first.lower()):
         body = f"I {first.lower()}{body[len(first) :]}"  # "Had a call with my boss": "I" left out
     name_match = _NAME_INTRO_RE.match(body)

@@ -410,7 +410,7 @@ def _build(
 
 
 # Share of a memory's points found in the other segments above which it is not shown again.
-REPEATED_SUMMARY_SHARE = 0.6
+REPEATED_SHARE = 0.6
 
 
 def _said_already(line: str, shown: str) -> bool:
@@ -427,7 +427,7 @@ def _said_already(line: str, shown: str) -> bool:
     if not points:
         return False
     found = sum(1 for point in points if point in shown)
-    return found / len(points) >= REPEATED_SUMMARY_SHARE
+    return found / len(points) >= REPEATED_SHARE
 
 
 def _record(
