@@ -422,6 +422,7 @@ def run_import(path: Path, *, embed: bool) -> dict:
     from ingestion_app.models import Entity, MemoryItem
     from ingestion_app.services.imports.entity_backfill import import_file_entities_backfill
     from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
+    from ingestion_app.services.imports.passage_vectors import import_file_passage_vectors
 
     database = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     try:
@@ -459,6 +460,19 @@ def run_import(path: Path, *, embed: bool) -> dict:
         backfill_seconds = time.perf_counter() - backfill_started
         backfill_cpu = sum(_cpu_split()) + (server_cpu() or 0.0) - cpu_before
         entities = Entity.objects.filter(user=user).count()
+        # The passages' vectors, embedded after each file by a queued task (issue
+        # 19); timed on their own, as a worker would run them.
+        vectors = {"passages": 0, "seconds": 0.0, "cpu_seconds": 0.0}
+        if embed:
+            cpu_before = sum(_cpu_split()) + (server_cpu() or 0.0)
+            vectors_started = time.perf_counter()
+            vectors["passages"] = sum(
+                import_file_passage_vectors(import_file_id=file_id)
+                for file_id in job.files.filter(status="imported").values_list("id", flat=True)
+            )
+            vectors["seconds"] = time.perf_counter() - vectors_started
+            vectors["cpu_seconds"] = sum(_cpu_split()) + (server_cpu() or 0.0) - cpu_before
+        missing = MemoryItem.objects.filter(user=user, embedding__isnull=True).count()
     finally:
         connection.creation.destroy_test_db(database, verbosity=0)
     peak_kib = max(
@@ -491,6 +505,20 @@ def run_import(path: Path, *, embed: bool) -> dict:
             "seconds": round(backfill_seconds, 1),
             "chunks_per_second": round(backfilled / backfill_seconds, 1) if backfilled else 0,
             "cpu_ms_per_chunk": round(backfill_cpu * 1000 / backfilled, 2) if backfilled else 0,
+        },
+        # the passages' vectors after the import (embed mode): passages written, wall seconds,
+        # the import's pairs per second counted to the last vector, and the items without one
+        "passage_vectors": {
+            "passages": vectors["passages"],
+            "seconds": round(vectors["seconds"], 1),
+            "passages_per_second": round(vectors["passages"] / vectors["seconds"], 1)
+            if vectors["passages"]
+            else 0,
+            "cpu_ms_per_pair": round(vectors["cpu_seconds"] * 1000 / pairs, 2) if pairs else 0,
+            "pairs_per_second_to_last_vector": round(pairs / (seconds + vectors["seconds"]), 1)
+            if pairs
+            else 0,
+            "items_without_vector_after": missing,
         },
         # 1-minute load average when the import started and after the backfill
         "load_average": [round(load_before, 1), round(os.getloadavg()[0], 1)],
@@ -552,6 +580,15 @@ def main() -> None:
                 f"({backfill['chunks_per_second']} chunks/s, {backfill['cpu_ms_per_chunk']} "
                 f"CPU ms/chunk); load {result['load_average']}"
             )
+            vectors = result["passage_vectors"]
+            if result["mode"] == "embed":
+                print(
+                    f"          passage vectors after the import: {vectors['passages']} "
+                    f"passages, {vectors['seconds']} s ({vectors['passages_per_second']}/s, "
+                    f"{vectors['cpu_ms_per_pair']} CPU ms/pair); to the last vector "
+                    f"{vectors['pairs_per_second_to_last_vector']} pairs/s; items without a "
+                    f"vector after: {vectors['items_without_vector_after']}"
+                )
     finally:
         for path in (small, big):
             if path != args.keep:

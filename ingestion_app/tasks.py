@@ -15,6 +15,10 @@ from ingestion_app.services.imports.entity_backfill import (
     import_files_entities_resume,
 )
 from ingestion_app.services.imports.jobs import import_job_run, import_jobs_resume_abandoned
+from ingestion_app.services.imports.passage_vectors import (
+    import_file_passage_vectors,
+    import_files_passage_vectors_resume,
+)
 from ingestion_app.services.inline import chunk_header_backfill
 from sessions_app.services.sessions import sessions_close_resume_abandoned
 
@@ -34,13 +38,14 @@ def document_ingest_job_task(job_id: str) -> dict:
 
 
 def jobs_resume_abandoned_task() -> dict:
-    """Every minute: queue again the imports, ingests, session closes and import entity
-    backfills whose worker died."""
+    """Every minute: queue again the imports, ingests, session closes and the entity and
+    passage-vector backfills of imports whose worker died."""
     return {
         "imports": import_jobs_resume_abandoned(),
         "ingests": document_ingest_jobs_resume_abandoned(),
         "closes": sessions_close_resume_abandoned(),
         "import_entities": import_files_entities_resume(),
+        "import_passage_vectors": import_files_passage_vectors_resume(),
     }
 
 
@@ -91,4 +96,14 @@ def import_entities_backfill_task(import_file_id: int) -> int:
         return import_file_entities_backfill(import_file_id=int(import_file_id))
     except Exception:
         logger.exception("entity backfill of import file %s failed", import_file_id)
+        return 0
+
+
+def import_passage_vectors_task(import_file_id: int) -> int:
+    """Embed an imported file's passages (resumable, safe to deliver twice). Failures are
+    logged, not raised, as for the entity backfill; the resume schedule queues it again."""
+    try:
+        return import_file_passage_vectors(import_file_id=int(import_file_id))
+    except Exception:
+        logger.exception("passage vectors of import file %s failed", import_file_id)
         return 0

@@ -26,6 +26,8 @@ EMBED_MISSING_TASK = "ingestion_app.tasks.embed_missing_task"
 ENTITIES_RESOLVE_TASK = "ingestion_app.tasks.entities_resolve_task"
 ENTITIES_LLM_TASK = "ingestion_app.tasks.entities_llm_extract_task"
 IMPORT_ENTITIES_TASK = "ingestion_app.tasks.import_entities_backfill_task"
+# ingestion_app: the vectors of an imported file's passages (embedded after its import).
+IMPORT_PASSAGE_VECTORS_TASK = "ingestion_app.tasks.import_passage_vectors_task"
 # sessions_app: the periodic schedules (`manage.py upsert_schedules`).
 CLOSE_STALE_SESSIONS_TASK = "sessions_app.tasks.close_stale_sessions_task"
 RETENTION_TASK = "sessions_app.tasks.retention_task"
@@ -47,6 +49,7 @@ TASK_PATHS = (
     ENTITIES_RESOLVE_TASK,
     ENTITIES_LLM_TASK,
     IMPORT_ENTITIES_TASK,
+    IMPORT_PASSAGE_VECTORS_TASK,
     CLOSE_STALE_SESSIONS_TASK,
     RETENTION_TASK,
 )

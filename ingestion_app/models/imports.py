@@ -72,6 +72,8 @@ class ImportFile(models.Model):
         "chunks_written",
         # Chunks whose entities are extracted so far (a backfill after the import).
         "entities_extracted",
+        # Passages still waiting for their vectors (embedded after the import).
+        "passage_vectors_pending",
         "duplicates_skipped",
         "size_bytes",
         "content_hash",
@@ -112,6 +114,9 @@ class ImportFile(models.Model):
     # How many of ``chunk_ids`` (in order) the entity backfill has read: entities are extracted
     # after the file's transaction, in batches, and a backfill resumes from here.
     entities_extracted = models.PositiveIntegerField(default=0)
+    # The file's passages were stored without vectors, which a task after the import fills in
+    # (ingestion_app.services.imports.passage_vectors); False once every one has its vector.
+    passage_vectors_pending = models.BooleanField(default=False)
     error = models.TextField(blank=True, default="")
     processed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)

@@ -296,9 +296,15 @@ def embeddings_hold() -> EmbeddingsHold:
 
 
 def memory_items_embedding_fill(
-    jobs: Sequence[EmbeddingJob], *, embedder=None, before_each: Callable[[], None] | None = None
+    jobs: Sequence[EmbeddingJob],
+    *,
+    embedder=None,
+    before_each: Callable[[], None] | None = None,
+    every_core: bool = False,
 ) -> int:
-    """Embed the jobs' texts (`_embed_on_one_core`) and write the vectors in one UPDATE.
+    """Embed the jobs' texts (`_embed_on_one_core`; with `every_core`, one call the local
+    embedder spreads over its pool, as a bulk job that owns the machine wants) and write the
+    vectors in one UPDATE.
 
     The UPDATE is conditional: only rows that still exist, still have no vector and still
     carry the text and content hash they were queued with get one, so an item edited, deleted
@@ -307,9 +313,12 @@ def memory_items_embedding_fill(
     """
     if not jobs:
         return 0
-    vectors = _embed_on_one_core(
-        embedder or get_embedder(), [job.text for job in jobs], before_each=before_each
-    )
+    embedder = embedder or get_embedder()
+    texts = [job.text for job in jobs]
+    if every_core:
+        vectors = embedder.embed(texts)
+    else:
+        vectors = _embed_on_one_core(embedder, texts, before_each=before_each)
     field = MemoryItem._meta.get_field("embedding")
     table = connection.ops.quote_name(MemoryItem._meta.db_table)
     with connection.cursor() as cursor:

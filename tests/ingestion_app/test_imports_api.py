@@ -60,6 +60,7 @@ def test_upload_is_accepted_and_processed_by_the_task(
             "turn_pairs": 2,
             "chunks_written": 2,
             "entities_extracted": 2,  # the entity backfill ran after the file
+            "passage_vectors_pending": False,  # short replies: no passages to embed
             "duplicates_skipped": 0,
             "size_bytes": body["files"][0]["size_bytes"],
             "content_hash": body["files"][0]["content_hash"],

@@ -18,6 +18,7 @@ from ingestion_app.models import ImportFile, ImportJob
 from ingestion_app.services.imports.conversations import ImportProgress
 from ingestion_app.services.imports.entity_backfill import import_file_entities_backfill
 from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
+from ingestion_app.services.imports.passage_vectors import import_file_passage_vectors
 from ingestion_app.services.imports.verification import import_summary_lines
 from memory_site.errors import InvalidInput
 
@@ -76,15 +77,16 @@ class Command(BaseCommand):
         finally:
             progress.close()
         # The queued backfills then find these files done (the cursor is shared).
-        extracted = sum(
-            import_file_entities_backfill(import_file_id=import_file_id)
-            for import_file_id in job.files.filter(status=ImportFile.Status.IMPORTED).values_list(
-                "id", flat=True
-            )
+        imported = list(
+            job.files.filter(status=ImportFile.Status.IMPORTED).values_list("id", flat=True)
         )
+        extracted = sum(import_file_entities_backfill(import_file_id=i) for i in imported)
+        embedded = sum(import_file_passage_vectors(import_file_id=i) for i in imported)
         self.stdout.write(f"Import {job.id}: {job.status}")
         if extracted:
             self.stdout.write(f"Entities extracted from {extracted} chunks")
+        if embedded:
+            self.stdout.write(f"Passages embedded after the import: {embedded}")
         for line in import_summary_lines(job.summary):
             self.stdout.write(line)
         if job.status in (ImportJob.Status.FAILED, ImportJob.Status.PARTIAL):

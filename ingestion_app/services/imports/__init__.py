@@ -11,7 +11,9 @@ The reference's batch mode, Layers 1-6, as one service:
 3. Per file: a file whose content hash was already imported is skipped; otherwise its
    conversations are streamed, redacted, chunked, given headers (LLM when configured, batched
    with bounded concurrency; else the local summarizer), embedded from header + user prompt
-   in batches and bulk-inserted. The pair ledger (`ImportedConversation`) makes re-imports
+   in batches and bulk-inserted; the passages of long messages are inserted without vectors
+   (found by their words at once) and embedded by a task queued when the file commits
+   (``passage_vectors``). The pair ledger (`ImportedConversation`) makes re-imports
    and changed exports add only pairs not stored before.
 4. ``import_job_verify`` checks the written chunk ids are unique and all present, and that
    every stored chunk renders to Markdown whose frontmatter parses back to the same fields.
@@ -23,7 +25,8 @@ Modules, in the order a job runs through them: ``jobs`` (create, claim, run), ``
 (zip members), ``conversations`` (one file, the worker pool), ``writer`` (one round of
 conversations into chunks; headers come from ``ingestion_app.services.headers``; its rows
 are built, embedded and COPY-inserted by ``ingestion_app.services.memory_store``),
-``verification`` (verify, summary, Markdown export). The names below are the package's public
+``verification`` (verify, summary, Markdown export), then the tasks after each file:
+``entity_backfill`` and ``passage_vectors``. The names below are the package's public
 interface.
 """
 

@@ -32,6 +32,7 @@ from ingestion_app.parsers import (
 )
 from ingestion_app.services.imports.archives import UNRECOGNIZED, archive_depth, archive_expand
 from ingestion_app.services.imports.entity_backfill import import_entities_enqueue
+from ingestion_app.services.imports.passage_vectors import import_passage_vectors_enqueue
 from ingestion_app.services.imports.writer import ChunkWriter, ImportOutcome
 from memory_site.db_locks import advisory_transaction_lock
 from memory_site.providers import ProviderError
@@ -175,6 +176,11 @@ def import_file_process(
                     transaction.on_commit(
                         lambda: import_entities_enqueue(import_file_id=import_file.id)
                     )
+                import_file.passage_vectors_pending = outcome.passages_deferred > 0
+                if outcome.passages_deferred:
+                    transaction.on_commit(
+                        lambda: import_passage_vectors_enqueue(import_file_id=import_file.id)
+                    )
                 return _finish(import_file, progress)
 
         parallel = path.stat().st_size >= PARALLEL_MIN_BYTES
@@ -200,6 +206,7 @@ def import_file_process(
         import_file.conversations = import_file.turn_pairs = 0
         import_file.chunks_written = import_file.duplicates_skipped = 0
         import_file.chunk_ids = []
+        import_file.passage_vectors_pending = False
         return _finish(import_file, progress)
 
 

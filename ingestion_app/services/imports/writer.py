@@ -43,6 +43,8 @@ class ImportOutcome:
     turn_pairs: int = 0
     duplicates_skipped: int = 0
     chunk_ids: list[str] = field(default_factory=list)
+    # Passages stored without a vector, for the backfill after the file (passage_vectors).
+    passages_deferred: int = 0
     skipped: list[SkippedConversation] = field(default_factory=list)
 
 
@@ -201,11 +203,14 @@ class ChunkWriter:
                     platform=redacted.platform,
                     conversation_id=redacted.conversation_id,
                     job_id=str(self.job.id),
+                    import_file_id=self.import_file.id,
                     passages=chunk.passages,
                 )
             )
         if self.embedder is not None:
-            memory_items_embed(items, embedder=self.embedder)
+            # The chunks only: the passages get theirs after the file commits (passage_vectors).
+            memory_items_embed(chunk_items, embedder=self.embedder)
+            self.outcome.passages_deferred += len(items) - len(chunk_items)
         memory_items_copy(items)
         ImportedConversation.objects.bulk_create(
             rows,
@@ -310,6 +315,7 @@ def chunk_passage_items(
     platform: str = "",
     conversation_id: str = "",
     job_id: str = "",
+    import_file_id: int | None = None,
     passages: list[PassageText] | None = None,
 ) -> list[MemoryItem]:
     """The rows of the chunk's passages (`chunk_passage_texts`, the rule and why), beside the
@@ -367,6 +373,7 @@ def chunk_passage_items(
                     "source_platform": platform,
                     "conversation_key": chunk_item.metadata.get("conversation_key", ""),
                     "import_job_id": job_id,
+                    **({"import_file_id": import_file_id} if import_file_id is not None else {}),
                 },
                 chunk_id=f"{chunk_item.chunk_id}-{passage.role[0]}{pair.index}p{passage.index}",
                 token_count=0,  # counted when read, as the chunk's

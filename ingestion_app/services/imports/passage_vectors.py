@@ -1,0 +1,121 @@
+"""The vectors of an imported file's passages, embedded after its import in a background task.
+
+Why (issue 19): a pair of a real export embeds ~615 tokens with its passages (the chunk's header
+and prompt ~197, a long prompt as a passage of its own ~108, the reply's passages ~310), and on a
+2-core machine the local model does ~20,000 tokens a second, so an import that embeds everything
+in its transaction cannot pass ~55 pairs/s. The import now embeds each exchange's chunk (its
+header and prompt) and stores the passages with embedding NULL: the file commits with every
+exchange findable by meaning through its chunk and every passage findable by its words (the
+search vector is generated on insert). Once it commits, ``import_passage_vectors_enqueue``
+queues ``import_file_passage_vectors``, which embeds the passages in batches on every core (as
+the import did before: the same work on the same cores, after the commit instead of inside it)
+and writes each batch with the conditional UPDATE of the after-response embeddings
+(``memory_items_embedding_fill``: a passage deleted or re-embedded meanwhile keeps what it has).
+``ImportFile.passage_vectors_pending`` says a file still has passages to embed; the schedule that
+resumes dead jobs queues a backfill again when it has been pending too long.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django_q.tasks import async_task
+
+from ingestion_app.models import ImportFile, MemoryItem
+from ingestion_app.services.deferred_embeddings import EmbeddingJob, memory_items_embedding_fill
+from memory_site.providers import get_embedder
+from memory_site.task_paths import IMPORT_PASSAGE_VECTORS_TASK
+
+logger = logging.getLogger(__name__)
+
+# A backfill still pending this long after its file was imported is queued again.
+PASSAGE_VECTORS_STALE_AFTER = timedelta(minutes=10)
+
+
+def import_passage_vectors_enqueue(*, import_file_id: int) -> None:
+    """Queue the passage vectors of an imported file (callers do it on commit)."""
+    async_task(
+        IMPORT_PASSAGE_VECTORS_TASK,
+        import_file_id,
+        task_name=f"import-passage-vectors-{import_file_id}",
+    )
+
+
+def import_file_passage_vectors(*, import_file_id: int, batch_size: int | None = None) -> int:
+    """Embed the file's items still without a vector, oldest first; returns how many this run
+    wrote.
+
+    Each batch is one transaction that locks the file row (``SKIP LOCKED``: a second worker on
+    the same file leaves at once), so a worker killed mid-file loses at most its batch and a
+    rerun starts with what is still NULL. When nothing is left the file stops being pending.
+    """
+    import_file = (
+        ImportFile.objects.filter(
+            id=import_file_id, status=ImportFile.Status.IMPORTED, passage_vectors_pending=True
+        )
+        .only("id", "user_id")
+        .first()
+    )
+    if import_file is None:
+        return 0
+    size = max(1, int(batch_size or settings.EMBEDDING_BATCH_SIZE))
+    embedder = get_embedder()
+    done = 0
+    while True:
+        with transaction.atomic():
+            locked = (
+                ImportFile.objects.select_for_update(skip_locked=True)
+                .filter(id=import_file_id, passage_vectors_pending=True)
+                .values_list("id", flat=True)
+                .first()
+            )
+            if locked is None:
+                return done
+            batch = list(
+                MemoryItem.objects.filter(
+                    user_id=import_file.user_id,
+                    embedding__isnull=True,
+                    metadata__import_file_id=import_file_id,
+                )
+                .order_by("id")
+                .only("id", "user_id", "content", "embedding_text", "content_hash")[:size]
+            )
+            if not batch:
+                ImportFile.objects.filter(id=import_file_id).update(passage_vectors_pending=False)
+                return done
+            written = memory_items_embedding_fill(
+                [EmbeddingJob.of(item) for item in batch], embedder=embedder, every_core=True
+            )
+            if written == 0:
+                # Every row of the batch changed under us (edited with a new text, which its
+                # editor embeds): nothing here can make progress on them.
+                logger.warning(
+                    "import file %s: %d items changed before their vector; left to reembed",
+                    import_file_id,
+                    len(batch),
+                )
+                ImportFile.objects.filter(id=import_file_id).update(passage_vectors_pending=False)
+                return done
+            done += written
+
+
+def import_files_passage_vectors_resume() -> int:
+    """Queue again the passage vectors still pending PASSAGE_VECTORS_STALE_AFTER after their
+    file's import (the worker died, or none ran); returns how many were queued."""
+    stale = list(
+        ImportFile.objects.filter(
+            status=ImportFile.Status.IMPORTED,
+            passage_vectors_pending=True,
+            processed_at__lt=timezone.now() - PASSAGE_VECTORS_STALE_AFTER,
+        ).values_list("id", flat=True)
+    )
+    for import_file_id in stale:
+        logger.warning(
+            "passage vectors of import file %s are unfinished; queued again", import_file_id
+        )
+        import_passage_vectors_enqueue(import_file_id=import_file_id)
+    return len(stale)

@@ -1,0 +1,105 @@
+"""The passages of an import: stored without vectors when the file commits (findable by their
+words at once), embedded by a task queued after it, resumed when that task's worker died."""
+
+from __future__ import annotations
+
+import pytest
+
+from context_app.selectors import memory_search
+from ingestion_app.models import ImportFile, MemoryItem
+from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
+from ingestion_app.services.imports.passage_vectors import (
+    import_file_passage_vectors,
+    import_files_passage_vectors_resume,
+)
+from tests.ingestion_app.export_builders import chatgpt_linear, write_json
+
+pytestmark = pytest.mark.django_db
+
+FACT = "the pressure valve on the Acme X200 is factory set to 2.4 bar"
+# A reply long enough to be cut into passages, the fact in the middle of it.
+LONG_REPLY = " ".join(
+    [f"Step {n}: check the loop, bleed the radiators and note the gauge." for n in range(12)]
+    + [f"Remember that {FACT}; never adjust it yourself."]
+    + [f"Step {n}: refill slowly and write the readings down." for n in range(12, 24)]
+)
+EXCHANGES = [
+    ("Can you give me a checklist for my Acme X200 boiler?", LONG_REPLY),
+    ("Thanks. Anything about the condensate pipe?", "Keep it running downhill to the drain."),
+]
+
+
+def _passages(user):
+    return MemoryItem.objects.filter(user=user, metadata__granularity="passage")
+
+
+def _import(user, tmp_path, capture, *, embed=True):
+    path = write_json(tmp_path / "conversations.json", [chatgpt_linear("Boiler", EXCHANGES)])
+    job = import_job_create_from_paths(user=user, paths=[path])
+    with capture(execute=False) as callbacks:
+        import_job_run(job_id=job.id, embed=embed)
+    return ImportFile.objects.get(job=job), callbacks
+
+
+def test_the_file_commits_with_chunk_vectors_and_its_passages_are_embedded_after_it(
+    user, tmp_path, fake_embedder, django_capture_on_commit_callbacks, upload_dir
+):
+    import_file, callbacks = _import(user, tmp_path, django_capture_on_commit_callbacks)
+
+    assert import_file.status == "imported" and import_file.passage_vectors_pending
+    chunks = MemoryItem.objects.filter(user=user, chunk_id__in=import_file.chunk_ids)
+    assert chunks.count() == 2 and not chunks.filter(embedding__isnull=True).exists()
+    assert _passages(user).count() > 2
+    assert not _passages(user).filter(embedding__isnull=False).exists()
+    # Until its vector comes, the passage holding the fact is found by its words.
+    found = memory_search(user=user, query="Acme X200 pressure valve bar", max_tokens=None)
+    assert any(FACT in hit.content and len(hit.content) < 700 for hit in found.items)
+
+    for callback in callbacks:  # the file's queued tasks run, as a worker would
+        callback()
+
+    import_file.refresh_from_db()
+    assert not import_file.passage_vectors_pending
+    assert not MemoryItem.objects.filter(user=user, embedding__isnull=True).exists()
+    by_meaning = memory_search(
+        user=user, query="Acme X200 pressure valve bar", mode="semantic", max_tokens=None
+    )
+    assert any(FACT in hit.content and len(hit.content) < 700 for hit in by_meaning.items)
+    assert import_file_passage_vectors(import_file_id=import_file.id) == 0  # nothing twice
+
+
+def test_a_backfill_whose_worker_died_is_queued_again_and_resumes(
+    user, tmp_path, fake_embedder, django_capture_on_commit_callbacks, upload_dir
+):
+    import_file, _ = _import(user, tmp_path, django_capture_on_commit_callbacks)
+    # A worker stopped after its first batch: one passage has its vector, kept as it is.
+    first = _passages(user).order_by("id").first()
+    kept = MemoryItem.objects.get(chunk_id=import_file.chunk_ids[0]).embedding
+    MemoryItem.objects.filter(id=first.id).update(embedding=kept)
+    assert import_files_passage_vectors_resume() == 0  # just imported: its own task is on the way
+
+    ImportFile.objects.filter(id=import_file.id).update(processed_at="2020-01-01T00:00:00Z")
+    assert import_files_passage_vectors_resume() == 1  # the synchronous test broker runs it now
+
+    import_file.refresh_from_db()
+    assert not import_file.passage_vectors_pending
+    assert not _passages(user).filter(embedding__isnull=True).exists()
+    first.refresh_from_db()
+    assert list(first.embedding) == list(kept)  # the batch done before is not done again
+    assert import_files_passage_vectors_resume() == 0
+
+
+def test_an_import_without_embeddings_leaves_its_passages_to_reembed(
+    user, tmp_path, fake_embedder, django_capture_on_commit_callbacks, upload_dir
+):
+    import_file, callbacks = _import(
+        user, tmp_path, django_capture_on_commit_callbacks, embed=False
+    )
+
+    for callback in callbacks:
+        callback()
+
+    import_file.refresh_from_db()
+    assert not import_file.passage_vectors_pending
+    assert _passages(user).count() > 2
+    assert not MemoryItem.objects.filter(user=user, embedding__isnull=False).exists()
