@@ -559,13 +559,19 @@ def user_rollups_rebuild(*, user_id: int, app_id: str) -> dict[str, UserChatSumm
         rollups: dict[str, UserChatSummary] = {}
         for kind, (entries, max_chars) in buckets.items():
             folded = entries[:HISTORY_MAX_SESSIONS]
+            # The history leaves out what the recent sessions have since changed.
+            newer = (
+                [summary for summary, _ in recent[:HISTORY_MAX_SESSIONS]]
+                if kind == UserChatSummary.Kind.HISTORY
+                else []
+            )
             rollup, _ = UserChatSummary.objects.update_or_create(
                 user_id=user_id,
                 app_id=app_id,
                 kind=kind,
                 defaults={
                     "summary": fold_summaries(
-                        [summary for summary, _ in folded], max_chars=max_chars
+                        [summary for summary, _ in folded], max_chars=max_chars, newer=newer
                     ),
                     "session_count": len(entries),
                     "period_start": entries[-1][1] if entries else None,

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from memory_site.text.entities import is_opening_verb, is_sentence_opener, opens_instruction
 from memory_site.text.entity_names import NAME_CONNECTORS, PLACE_NAME_PREFIXES
+from memory_site.text.fact_updates import statement_updates, statements_parse
 from memory_site.text.facts import (
     _FIRST_PERSON_RE,
     _OTHER_PERSON_RE,
@@ -362,22 +363,53 @@ def _digest_items(summary: str) -> list[str]:
     return items
 
 
-def fold_summaries(summaries: list[str], *, max_chars: int) -> str:
+def _replaced_lines(per_summary: list[list[str]]) -> set[tuple[int, int]]:
+    """(digest, line) positions of the lines a newer digest (a lower index) replaces: same
+    subject and relation, another value (memory_site.text.fact_updates)."""
+    parsed_by_relation: dict[str, list[tuple[int, int, object]]] = {}
+    for summary_index, items in enumerate(per_summary):
+        for line_index, line in enumerate(items):
+            for fact in statements_parse([line[2:] if line.startswith("- ") else line]):
+                parsed_by_relation.setdefault(fact.relation, []).append(
+                    (summary_index, line_index, fact)
+                )
+    stale: set[tuple[int, int]] = set()
+    for facts in parsed_by_relation.values():
+        for older_summary, line_index, older in facts:
+            if any(
+                newer_summary < older_summary and statement_updates([older], [newer])
+                for newer_summary, _line, newer in facts
+            ):
+                stale.add((older_summary, line_index))
+    return stale
+
+
+def fold_summaries(summaries: list[str], *, max_chars: int, newer: Sequence[str] = ()) -> str:
     """Fold several digests (newest first) into one digest of at most ``max_chars``.
 
     Lines are taken round-robin (the first line of every digest, newest first, then every
     second line...) so older sessions stay represented while the newest win when space runs
-    out; near-duplicate lines keep only their newest copy. Output is grouped newest first and
-    cut at line boundaries; a single line longer than the budget is clipped.
+    out; near-duplicate lines keep only their newest copy, and a line a newer digest states a
+    new value of ("The user lives in Austin." after "The user moved to Denver.") is left out.
+    ``newer``: digests newer than all of these, not folded here (the recent rollup's, when
+    folding the history) but whose new values leave older lines out just the same. Output is
+    grouped newest first and cut at line boundaries; a single line longer than the budget is
+    clipped.
     """
     if max_chars <= 0 or not summaries:
         return ""
     per_summary = [_digest_items(summary) for summary in summaries if isinstance(summary, str)]
+    ahead = [_digest_items(summary) for summary in newer if isinstance(summary, str)]
+    stale = {
+        (summary_index - len(ahead), line_index)
+        for summary_index, line_index in _replaced_lines([*ahead, *per_summary])
+    }
     seen_keys: list[set[str]] = []
     candidates: list[tuple[int, int, str]] = []  # (round, summary index, line)
     for summary_index, items in enumerate(per_summary):
         for line_index, line in enumerate(items):
-            candidates.append((line_index, summary_index, line))
+            if (summary_index, line_index) not in stale:
+                candidates.append((line_index, summary_index, line))
     candidates.sort(key=lambda item: (item[0], item[1]))
     chosen: list[tuple[int, int, str]] = []
     used = 0

@@ -97,3 +97,38 @@ def test_rebuild_is_idempotent(user):
 
     assert UserChatSummary.objects.filter(user=user).count() == 2
     assert {r.kind: r.summary for r in UserChatSummary.objects.filter(user=user)} == before
+
+
+AUSTIN = [
+    ("user", "I live in Austin and I work at Globex as a data analyst. I like hiking."),
+    ("assistant", "There are great trails for that near you."),
+]
+DENVER = [
+    ("user", "Big news: I moved to Denver last week, and I now work at Initech."),
+    ("assistant", "Congratulations on the move!"),
+]
+
+
+def test_a_rollup_leaves_out_what_a_later_session_changed(user, settings):
+    settings.LLM_PROVIDER = "local"
+    closed_session(user, AUSTIN, at=datetime(2024, 3, 1, 9, tzinfo=UTC))
+    closed_session(user, DENVER, at=datetime(2024, 3, 20, 9, tzinfo=UTC))
+
+    recent = user_rollups(user=user, app_id="default")["recent"].summary
+
+    assert "Denver" in recent and "Initech" in recent
+    assert "Austin" not in recent and "Globex" not in recent
+    assert "hiking" in recent  # not changed by the later session: kept
+
+
+def test_the_history_leaves_out_what_a_recent_session_changed(user, settings):
+    settings.LLM_PROVIDER = "local"
+    closed_session(user, AUSTIN, at=datetime(2023, 1, 5, 9, tzinfo=UTC))
+    closed_session(user, DENVER, at=datetime(2023, 6, 1, 9, tzinfo=UTC))
+
+    rollups = user_rollups(user=user, app_id="default")
+
+    assert rollups["history"].session_count == 1
+    assert "Austin" not in rollups["history"].summary
+    assert "hiking" in rollups["history"].summary
+    assert "Denver" in rollups["recent"].summary

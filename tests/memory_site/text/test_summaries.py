@@ -155,3 +155,18 @@ def test_a_chat_line_without_its_i_is_retold_with_the_user_as_subject():
 
     assert "- The user called Sarah about the lease today." in digest.splitlines()
     assert "noted that called" not in digest and "noted that Called" not in digest
+
+
+def test_fold_summaries_leaves_out_a_value_a_newer_digest_changed():
+    newer = "- The user moved to Denver last week.\n- The user likes climbing."
+    older = "- The user lives in Austin.\n- The user likes hiking.\n- The user is 34 years old."
+
+    folded = fold_summaries([newer, older], max_chars=500)
+
+    assert "Austin" not in folded and "Denver" in folded
+    assert "hiking" in folded and "climbing" in folded  # more than one thing liked
+    assert "34 years old" in folded
+    # The same digests the other way round: the newer one is the Austin one.
+    assert "Denver" not in fold_summaries([older, newer], max_chars=500)
+    # A newer digest not folded here (the recent rollup's) changes the history all the same.
+    assert "Austin" not in fold_summaries([older], max_chars=500, newer=[newer])
