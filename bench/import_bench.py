@@ -9,7 +9,8 @@ throwaway database, each mode in its own process so peak memory is measured per 
 - ``no-embed``: parse + chunk + store, embeddings left empty (backfilled later by
   ``manage.py reembed --only-missing``);
 - ``embed``: the same with the local all-MiniLM-L6-v2 embedder, on a smaller export
-  (``--embed-mb``, default 10 MB) because CPU embedding dominates and scales linearly.
+  (``--embed-mb``, default 10 MB) because CPU embedding dominates and scales linearly; the
+  chunks are embedded in the import, the passages by the task after it (timed on its own).
 
 Prints turn pairs per second and peak RSS (the whole Python process: Django, parser, model).
 Run: ``.venv/bin/python bench/import_bench.py [--size-mb 200] [--embed-mb 10] [--keep FILE]``.
@@ -164,6 +165,15 @@ this benchmark's own busy processes), 200 MB export, 61,688 pairs:
   load 0.8-1.5: no-embed 1,146.2 pairs/s at 1.61 ms (main 0.32, workers 0.73, PostgreSQL
   0.55), peak 240 MB, entity backfill 1,003.7 chunks/s; embed 51.7 pairs/s, 34.51 ms CPU per
   pair (main 30.13, workers 0.87, PostgreSQL 3.51), peak 335 MB.
+- Session 15, same machine, load 0.9-1.6: an import embeds each exchange's chunk (header +
+  prompt, ~197 tokens) and stores its passages without vectors; a task queued when the file
+  commits embeds them (services/imports/passage_vectors.py), timed here after the import as a
+  worker would run it. no-embed 1,107.3 pairs/s at 1.65 ms CPU per pair (main 0.34, workers
+  0.76, PostgreSQL 0.55), peak 243 MB, entity backfill 940 chunks/s; embed 10 MB: 131.3 pairs/s
+  (138.6 and 131.7 in two earlier runs) at 13.68 ms CPU per pair (main 11.49, workers 0.98,
+  PostgreSQL 1.22), peak 312 MB; then the 10,132 passages' vectors in 44.9 s (225.7 passages/s,
+  23.35 ms CPU per pair: the UPDATE writes each row again), so the last vector is in at 45.3
+  pairs/s counted from the import's start (51.6 when everything was embedded inside the import).
 """
 
 from __future__ import annotations
