@@ -16,8 +16,8 @@ from ingestion_app.services.imports.entity_backfill import (
 )
 from ingestion_app.services.imports.jobs import import_job_run, import_jobs_resume_abandoned
 from ingestion_app.services.imports.passage_vectors import (
-    import_file_passage_vectors,
     import_files_passage_vectors_resume,
+    import_passage_vectors_continue,
 )
 from ingestion_app.services.inline import chunk_header_backfill
 from sessions_app.services.sessions import sessions_close_resume_abandoned
@@ -103,7 +103,7 @@ def import_passage_vectors_task(import_file_id: int) -> int:
     """Embed an imported file's passages (resumable, safe to deliver twice). Failures are
     logged, not raised, as for the entity backfill; the resume schedule queues it again."""
     try:
-        return import_file_passage_vectors(import_file_id=int(import_file_id))
+        return import_passage_vectors_continue(import_file_id=int(import_file_id))
     except Exception:
         logger.exception("passage vectors of import file %s failed", import_file_id)
         return 0

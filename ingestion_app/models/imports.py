@@ -117,6 +117,9 @@ class ImportFile(models.Model):
     # The file's passages were stored without vectors, which a task after the import fills in
     # (ingestion_app.services.imports.passage_vectors); False once every one has its vector.
     passage_vectors_pending = models.BooleanField(default=False)
+    # When that task last wrote a batch: one that stops for PASSAGE_VECTORS_STALE_AFTER is
+    # queued again (its worker died), one still writing is left alone.
+    passage_vectors_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True, default="")
     processed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)

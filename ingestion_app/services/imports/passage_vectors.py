@@ -11,17 +11,21 @@ queues ``import_file_passage_vectors``, which embeds the passages in batches on 
 the import did before: the same work on the same cores, after the commit instead of inside it)
 and writes each batch with the conditional UPDATE of the after-response embeddings
 (``memory_items_embedding_fill``: a passage deleted or re-embedded meanwhile keeps what it has).
-``ImportFile.passage_vectors_pending`` says a file still has passages to embed; the schedule that
-resumes dead jobs queues a backfill again when it has been pending too long.
+``ImportFile.passage_vectors_pending`` says a file still has passages to embed. A task works for
+PASSAGE_VECTORS_TASK_SECONDS and queues the rest as a new one (a big file outlasts the task
+timeout); the schedule that resumes dead jobs queues a backfill again when no batch has been
+written for PASSAGE_VECTORS_STALE_AFTER (``passage_vectors_at``).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -34,6 +38,9 @@ logger = logging.getLogger(__name__)
 
 # A backfill still pending this long after its file was imported is queued again.
 PASSAGE_VECTORS_STALE_AFTER = timedelta(minutes=10)
+# One task's share of a big file, in seconds: then it queues the rest as a new task, well
+# inside the task timeout (a 200 MB export's ~200,000 passages take ~15 minutes on 2 cores).
+PASSAGE_VECTORS_TASK_SECONDS = 240.0
 
 
 def import_passage_vectors_enqueue(*, import_file_id: int) -> None:
@@ -45,14 +52,18 @@ def import_passage_vectors_enqueue(*, import_file_id: int) -> None:
     )
 
 
-def import_file_passage_vectors(*, import_file_id: int, batch_size: int | None = None) -> int:
+def import_file_passage_vectors(
+    *, import_file_id: int, batch_size: int | None = None, seconds: float | None = None
+) -> int:
     """Embed the file's items still without a vector, oldest first; returns how many this run
     wrote.
 
     Each batch is one transaction that locks the file row (``SKIP LOCKED``: a second worker on
     the same file leaves at once), so a worker killed mid-file loses at most its batch and a
     rerun starts with what is still NULL. When nothing is left the file stops being pending.
+    ``seconds``: stop after the batch that passes this long, the file still pending.
     """
+    started = time.monotonic()
     import_file = (
         ImportFile.objects.filter(
             id=import_file_id, status=ImportFile.Status.IMPORTED, passage_vectors_pending=True
@@ -101,17 +112,20 @@ def import_file_passage_vectors(*, import_file_id: int, batch_size: int | None =
                 ImportFile.objects.filter(id=import_file_id).update(passage_vectors_pending=False)
                 return done
             done += written
+            ImportFile.objects.filter(id=import_file_id).update(passage_vectors_at=timezone.now())
+        if seconds is not None and time.monotonic() - started >= seconds:
+            return done
 
 
 def import_files_passage_vectors_resume() -> int:
-    """Queue again the passage vectors still pending PASSAGE_VECTORS_STALE_AFTER after their
-    file's import (the worker died, or none ran); returns how many were queued."""
+    """Queue again the passage vectors that have made no progress for
+    PASSAGE_VECTORS_STALE_AFTER since their file's import or their last batch (the worker
+    died, or none ran); returns how many were queued."""
     stale = list(
-        ImportFile.objects.filter(
-            status=ImportFile.Status.IMPORTED,
-            passage_vectors_pending=True,
-            processed_at__lt=timezone.now() - PASSAGE_VECTORS_STALE_AFTER,
-        ).values_list("id", flat=True)
+        ImportFile.objects.filter(status=ImportFile.Status.IMPORTED, passage_vectors_pending=True)
+        .annotate(progress_at=Coalesce("passage_vectors_at", "processed_at"))
+        .filter(progress_at__lt=timezone.now() - PASSAGE_VECTORS_STALE_AFTER)
+        .values_list("id", flat=True)
     )
     for import_file_id in stale:
         logger.warning(
@@ -119,3 +133,17 @@ def import_files_passage_vectors_resume() -> int:
         )
         import_passage_vectors_enqueue(import_file_id=import_file_id)
     return len(stale)
+
+
+def import_passage_vectors_continue(*, import_file_id: int) -> int:
+    """The task's work: embed for PASSAGE_VECTORS_TASK_SECONDS, then queue the rest (if any)
+    as a new task; returns how many this run wrote."""
+    written = import_file_passage_vectors(
+        import_file_id=import_file_id, seconds=PASSAGE_VECTORS_TASK_SECONDS
+    )
+    if (
+        written
+        and ImportFile.objects.filter(id=import_file_id, passage_vectors_pending=True).exists()
+    ):
+        import_passage_vectors_enqueue(import_file_id=import_file_id)
+    return written

@@ -3,15 +3,20 @@ words at once), embedded by a task queued after it, resumed when that task's wor
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from context_app.selectors import memory_search
 from ingestion_app.models import ImportFile, MemoryItem
+from ingestion_app.services.imports import passage_vectors
 from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
 from ingestion_app.services.imports.passage_vectors import (
     import_file_passage_vectors,
     import_files_passage_vectors_resume,
 )
+from ingestion_app.tasks import import_passage_vectors_task
 from tests.ingestion_app.export_builders import chatgpt_linear, write_json
 
 pytestmark = pytest.mark.django_db
@@ -79,6 +84,14 @@ def test_a_backfill_whose_worker_died_is_queued_again_and_resumes(
     assert import_files_passage_vectors_resume() == 0  # just imported: its own task is on the way
 
     ImportFile.objects.filter(id=import_file.id).update(processed_at="2020-01-01T00:00:00Z")
+    # A batch written five minutes ago: its task is still at work, and is left alone.
+    ImportFile.objects.filter(id=import_file.id).update(
+        passage_vectors_at=timezone.now() - timedelta(minutes=5)
+    )
+    assert import_files_passage_vectors_resume() == 0
+    ImportFile.objects.filter(id=import_file.id).update(
+        passage_vectors_at=timezone.now() - timedelta(minutes=11)
+    )
     assert import_files_passage_vectors_resume() == 1  # the synchronous test broker runs it now
 
     import_file.refresh_from_db()
@@ -103,3 +116,25 @@ def test_an_import_without_embeddings_leaves_its_passages_to_reembed(
     assert not import_file.passage_vectors_pending
     assert _passages(user).count() > 2
     assert not MemoryItem.objects.filter(user=user, embedding__isnull=False).exists()
+
+
+def test_a_big_file_is_embedded_by_a_chain_of_tasks_each_within_its_time(
+    user,
+    tmp_path,
+    fake_embedder,
+    django_capture_on_commit_callbacks,
+    upload_dir,
+    settings,
+    monkeypatch,
+):
+    settings.EMBEDDING_BATCH_SIZE = 2
+    monkeypatch.setattr(passage_vectors, "PASSAGE_VECTORS_TASK_SECONDS", 0.0)
+    import_file, _ = _import(user, tmp_path, django_capture_on_commit_callbacks)
+    passages = _passages(user).count()
+
+    # One batch per task here; each queues the rest (run at once by the synchronous broker).
+    assert import_passage_vectors_task(import_file.id) == 2
+
+    import_file.refresh_from_db()
+    assert not import_file.passage_vectors_pending and import_file.passage_vectors_at
+    assert _passages(user).filter(embedding__isnull=False).count() == passages > 2
