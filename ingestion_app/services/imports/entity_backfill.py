@@ -20,6 +20,7 @@ from django_q.tasks import async_task
 
 from ingestion_app.models import ImportFile, MemoryItem
 from ingestion_app.services.entities import entities_extract
+from memory_site.db_locks import advisory_try_lock
 from memory_site.task_paths import IMPORT_ENTITIES_TASK
 
 logger = logging.getLogger(__name__)
@@ -42,8 +43,9 @@ def import_file_entities_backfill(
     """Extract the entities of the file's chunks from where the last run stopped; returns how
     many chunks this run read.
 
-    Each batch is one transaction that locks the file row (``SKIP LOCKED``: a second worker
-    on the same file leaves at once) and advances ``entities_extracted`` with the batch, so a
+    A run holds the advisory lock ``import-entities:<file id>`` (a second worker on the same
+    file leaves at once; the file's passage-vector task, which runs beside it, takes its own).
+    Each batch is one transaction that advances ``entities_extracted`` with the batch, so a
     worker killed mid-file loses at most its batch's work and a rerun starts after the last
     committed batch. Re-running a finished file reads nothing; the extraction itself is
     idempotent too (``entities_extract``), so even a repeated batch changes nothing.
@@ -57,27 +59,29 @@ def import_file_entities_backfill(
         return 0
     chunk_ids = import_file.chunk_ids
     done = 0
-    while True:
-        with transaction.atomic():
-            cursor = (
-                ImportFile.objects.select_for_update(skip_locked=True)
-                .filter(id=import_file_id)
-                .values_list("entities_extracted", flat=True)
-                .first()
-            )
-            if cursor is None or cursor >= len(chunk_ids):
-                return done
-            batch = chunk_ids[cursor : cursor + batch_size]
-            items = list(
-                MemoryItem.objects.filter(user_id=import_file.user_id, chunk_id__in=batch)
-                .defer("embedding", "raw_content", "embedding_text", "keyword_context")
-                .order_by("id")
-            )
-            entities_extract(items=items, use_llm=False)
-            ImportFile.objects.filter(id=import_file_id).update(
-                entities_extracted=cursor + len(batch)
-            )
-            done += len(batch)
+    with advisory_try_lock(f"import-entities:{import_file_id}") as acquired:
+        while acquired:
+            with transaction.atomic():
+                cursor = (
+                    ImportFile.objects.select_for_update()
+                    .filter(id=import_file_id)
+                    .values_list("entities_extracted", flat=True)
+                    .first()
+                )
+                if cursor is None or cursor >= len(chunk_ids):
+                    break
+                batch = chunk_ids[cursor : cursor + batch_size]
+                items = list(
+                    MemoryItem.objects.filter(user_id=import_file.user_id, chunk_id__in=batch)
+                    .defer("embedding", "raw_content", "embedding_text", "keyword_context")
+                    .order_by("id")
+                )
+                entities_extract(items=items, use_llm=False)
+                ImportFile.objects.filter(id=import_file_id).update(
+                    entities_extracted=cursor + len(batch)
+                )
+                done += len(batch)
+    return done
 
 
 def import_files_entities_resume() -> int:

@@ -24,13 +24,13 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django_q.tasks import async_task
 
 from ingestion_app.models import ImportFile, MemoryItem
 from ingestion_app.services.deferred_embeddings import EmbeddingJob, memory_items_embedding_fill
+from memory_site.db_locks import advisory_try_lock
 from memory_site.providers import get_embedder
 from memory_site.task_paths import IMPORT_PASSAGE_VECTORS_TASK
 
@@ -58,10 +58,12 @@ def import_file_passage_vectors(
     """Embed the file's items still without a vector, oldest first; returns how many this run
     wrote.
 
-    Each batch is one transaction that locks the file row (``SKIP LOCKED``: a second worker on
-    the same file leaves at once), so a worker killed mid-file loses at most its batch and a
-    rerun starts with what is still NULL. When nothing is left the file stops being pending.
-    ``seconds``: stop after the batch that passes this long, the file still pending.
+    A run holds the advisory lock ``import-passage-vectors:<file id>`` (a second worker on the
+    same file leaves at once; the file's entity backfill, which runs beside it, takes its own).
+    Each batch's vectors are written in one statement, so a worker killed mid-file loses at
+    most its batch and a rerun starts with what is still NULL. When nothing is left the file
+    stops being pending. ``seconds``: stop after the batch that passes this long, the file
+    still pending.
     """
     started = time.monotonic()
     import_file = (
@@ -76,16 +78,8 @@ def import_file_passage_vectors(
     size = max(1, int(batch_size or settings.EMBEDDING_BATCH_SIZE))
     embedder = get_embedder()
     done = 0
-    while True:
-        with transaction.atomic():
-            locked = (
-                ImportFile.objects.select_for_update(skip_locked=True)
-                .filter(id=import_file_id, passage_vectors_pending=True)
-                .values_list("id", flat=True)
-                .first()
-            )
-            if locked is None:
-                return done
+    with advisory_try_lock(f"import-passage-vectors:{import_file_id}") as acquired:
+        while acquired:
             batch = list(
                 MemoryItem.objects.filter(
                     user_id=import_file.user_id,
@@ -95,26 +89,31 @@ def import_file_passage_vectors(
                 .order_by("id")
                 .only("id", "user_id", "content", "embedding_text", "content_hash")[:size]
             )
-            if not batch:
-                ImportFile.objects.filter(id=import_file_id).update(passage_vectors_pending=False)
-                return done
-            written = memory_items_embedding_fill(
-                [EmbeddingJob.of(item) for item in batch], embedder=embedder, every_core=True
-            )
-            if written == 0:
-                # Every row of the batch changed under us (edited with a new text, which its
-                # editor embeds): nothing here can make progress on them.
-                logger.warning(
-                    "import file %s: %d items changed before their vector; left to reembed",
-                    import_file_id,
-                    len(batch),
+            written = (
+                memory_items_embedding_fill(
+                    [EmbeddingJob.of(item) for item in batch], embedder=embedder, every_core=True
                 )
-                ImportFile.objects.filter(id=import_file_id).update(passage_vectors_pending=False)
-                return done
+                if batch
+                else 0
+            )
+            if not written:
+                if batch:
+                    # Every row of the batch changed before its vector (edited: its editor
+                    # embeds it): nothing here can make progress on them.
+                    logger.warning(
+                        "import file %s: %d items changed before their vector; left to reembed",
+                        import_file_id,
+                        len(batch),
+                    )
+                ImportFile.objects.filter(id=import_file_id).update(
+                    passage_vectors_pending=False, passage_vectors_at=timezone.now()
+                )
+                break
             done += written
             ImportFile.objects.filter(id=import_file_id).update(passage_vectors_at=timezone.now())
-        if seconds is not None and time.monotonic() - started >= seconds:
-            return done
+            if seconds is not None and time.monotonic() - started >= seconds:
+                break
+    return done
 
 
 def import_files_passage_vectors_resume() -> int:

@@ -3,20 +3,25 @@ words at once), embedded by a task queued after it, resumed when that task's wor
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
+from django.db import connections
 from django.utils import timezone
+from django_q.conf import Conf
 
 from context_app.selectors import memory_search
 from ingestion_app.models import ImportFile, MemoryItem
 from ingestion_app.services.imports import passage_vectors
+from ingestion_app.services.imports.entity_backfill import import_file_entities_backfill
 from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
 from ingestion_app.services.imports.passage_vectors import (
     import_file_passage_vectors,
     import_files_passage_vectors_resume,
 )
 from ingestion_app.tasks import import_passage_vectors_task
+from memory_site.db_locks import advisory_lock_key
 from tests.ingestion_app.export_builders import chatgpt_linear, write_json
 
 pytestmark = pytest.mark.django_db
@@ -138,3 +143,73 @@ def test_a_big_file_is_embedded_by_a_chain_of_tasks_each_within_its_time(
     import_file.refresh_from_db()
     assert not import_file.passage_vectors_pending and import_file.passage_vectors_at
     assert _passages(user).filter(embedding__isnull=False).count() == passages > 2
+
+
+@pytest.fixture
+def other_worker():
+    """A second database connection, as another task worker holds one."""
+    connection = connections.create_connection("default")
+    yield connection
+    connection.close()
+
+
+def _hold(connection, name: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [advisory_lock_key(name)])
+
+
+def test_the_passage_vectors_and_the_entities_of_a_file_run_side_by_side(
+    user, tmp_path, fake_embedder, django_capture_on_commit_callbacks, upload_dir, other_worker
+):
+    import_file, _ = _import(user, tmp_path, django_capture_on_commit_callbacks)
+
+    # Another worker is extracting the file's entities: the passages are embedded all the same.
+    _hold(other_worker, f"import-entities:{import_file.id}")
+    assert import_file_passage_vectors(import_file_id=import_file.id) == _passages(user).count()
+    import_file.refresh_from_db()
+    assert not import_file.passage_vectors_pending
+
+    # And the other way round: the entity backfill runs while the passages are embedded.
+    other_worker.close()
+    _hold(other_worker, f"import-passage-vectors:{import_file.id}")
+    assert import_file_entities_backfill(import_file_id=import_file.id) == 2
+
+
+def test_a_second_task_on_the_same_file_leaves_at_once(
+    user, tmp_path, fake_embedder, django_capture_on_commit_callbacks, upload_dir, other_worker
+):
+    import_file, _ = _import(user, tmp_path, django_capture_on_commit_callbacks)
+    _hold(other_worker, f"import-passage-vectors:{import_file.id}")
+
+    assert import_file_passage_vectors(import_file_id=import_file.id) == 0
+    import_file.refresh_from_db()
+    assert import_file.passage_vectors_pending  # the first task is still at it
+    assert not _passages(user).filter(embedding__isnull=False).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_file_row_locked_by_the_entity_backfill_does_not_stop_the_passage_vectors(
+    user, tmp_path, fake_embedder, upload_dir, monkeypatch, other_worker
+):
+    # The tasks queued on commit wait in the broker (no worker here), as in a cluster.
+    monkeypatch.setattr(Conf, "SYNC", False)
+    path = write_json(tmp_path / "conversations.json", [chatgpt_linear("Boiler", EXCHANGES)])
+    job = import_job_create_from_paths(user=user, paths=[path])
+    import_job_run(job_id=job.id)
+    import_file = ImportFile.objects.get(job=job)
+    assert import_file.passage_vectors_pending
+
+    # The entity backfill's batch holds the file row for a moment (its cursor is there).
+    other_worker.set_autocommit(False)
+    with other_worker.cursor() as cursor:
+        cursor.execute("SELECT id FROM import_file WHERE id = %s FOR UPDATE", [import_file.id])
+    release = threading.Timer(0.5, other_worker.connection.commit)  # the psycopg connection
+    release.start()
+    try:
+        written = import_file_passage_vectors(import_file_id=import_file.id)
+    finally:
+        release.join()
+
+    assert written == _passages(user).count() > 2
+    import_file.refresh_from_db()
+    assert not import_file.passage_vectors_pending
