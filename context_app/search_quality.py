@@ -20,8 +20,8 @@ from memory_site.text.entity_names import ABBREVIATIONS, NATIONALITIES
 from memory_site.text.fact_updates import (
     RELATION_TERMS,
     question_relation,
-    statement_updates,
     statements_parse,
+    statements_replaced,
 )
 from memory_site.text.facts import extract_facts
 from memory_site.text.sentences import is_chatter
@@ -355,13 +355,19 @@ _USER_LINE = re.compile(r"^(?:\*\*)?User:(?:\*\*)?\s*", re.IGNORECASE)
 _OTHER_LINE = re.compile(r"^(?:\*\*)?[A-Z][\w .'-]{0,40}:(?:\*\*)?\s", re.MULTILINE)
 
 
-def user_statements(content: str, *, is_fact: bool = False) -> list:
+_DIGEST_USER_LINE = re.compile(r"^- (the user\b.*)$", re.IGNORECASE | re.MULTILINE)
+
+
+def user_statements(content: str, *, is_fact: bool = False, is_summary: bool = False) -> list:
     """The facts the user states in an item, parsed (``extract_facts`` of its "User:" part): a
     chat message or passage "User: ...", an imported exchange "**User:** ... **Assistant:**
-    ...", or a committed fact ("The user lives in Austin" or in the user's words). Other
-    speakers' lines and the assistant's are left out."""
+    ...", a committed fact ("The user lives in Austin" or in the user's words), or a session
+    summary's "- The user ..." lines. Other speakers' lines and the assistant's are left out."""
     if is_fact and content.lower().startswith("the user"):
         return statements_parse([content])
+    if is_summary:
+        lines = _DIGEST_USER_LINE.findall(content[: USER_STATEMENT_CHARS * 2])
+        return statements_parse(lines)
     text = content
     if not is_fact:
         match = _USER_LINE.match(content)
@@ -382,25 +388,32 @@ def window_updates(
     *,
     stated: dict[int, list],
     texts: dict[int, tuple[str, str]],
+    relation: str = "",
 ) -> set[tuple[int, int]]:
-    """Pairs (a < b) of the given items where one states a new value of something the other
-    states (memory_site.text.fact_updates): "I live in Austin" / "I just moved to Denver"
-    share few words and an embedding similarity far under SUPERSEDE_SIMILARITY. `stated`
-    caches each item's statements and `texts` its text (`texts_read`) across calls of one
-    search."""
+    """Pairs (a < b) of the given items where one gives a new value of what the other states
+    (memory_site.text.fact_updates): "I live in Austin" / "I just moved to Denver" share few
+    words and an embedding similarity far under SUPERSEDE_SIMILARITY. Every statement of the
+    older must be replaced, or with `relation` (what the question asks: `question_relation`)
+    every one of that relation: "I live in Austin and work at Globex" is not replaced by "I
+    moved to Denver" for "where do I work?", but is for "where do I live?". `stated` caches
+    each item's statements and `texts` its text (`texts_read`) across calls of one search."""
     if len(ids) < 2:
         return set()
     texts_read(cursor, ids, texts)
     for item_id in ids:
         if item_id not in stated and item_id in texts:
             content, source = texts[item_id]
-            stated[item_id] = user_statements(content, is_fact=source == "fact")
+            stated[item_id] = user_statements(
+                content, is_fact=source == "fact", is_summary=source == "summary"
+            )
     facts = {item_id: stated.get(item_id, []) for item_id in ids}
     stated_ids = sorted(item_id for item_id, found in facts.items() if found)
     pairs = set()
     for index, a in enumerate(stated_ids):
         for b in stated_ids[index + 1 :]:
-            if statement_updates(facts[a], facts[b]) or statement_updates(facts[b], facts[a]):
+            if statements_replaced(facts[a], facts[b], relation=relation) or statements_replaced(
+                facts[b], facts[a], relation=relation
+            ):
                 pairs.add((a, b))
     return pairs
 

@@ -373,11 +373,13 @@ def memory_search(
                 ),
             )
         stated: dict[int, list] = {}  # each item's parsed user statements, read once
+        relation = search_quality.question_relation(asked)
         updates = search_quality.window_updates(
             cursor,
             [c.id for c in ranked[: search_quality.SUPERSEDE_WINDOW]],
             stated=stated,
             texts=texts,
+            relation=relation,
         )
         search_quality.relation_relevance_apply(ranked, query, stated)
         # Keyword mode has no floor: every item it returns holds words of the query.
@@ -395,7 +397,9 @@ def memory_search(
             packed,
             search_quality.pairwise_similarity(cursor, window),
             as_of=now,
-            updates=search_quality.window_updates(cursor, window, stated=stated, texts=texts),
+            updates=search_quality.window_updates(
+                cursor, window, stated=stated, texts=texts, relation=relation
+            ),
         )
         hits = search_candidates.hits_load(cursor, packed)
     search_quality.hits_trim(hits, query)

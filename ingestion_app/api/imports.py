@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -39,6 +39,7 @@ class ImportJobOutput(serializers.ModelSerializer):
             "finished_at",
         ]
 
+    @extend_schema_field(ImportFileOutput(many=True))
     def get_files(self, job: ImportJob) -> list[dict]:
         # Archive containers are not files of their own; their members are listed instead,
         # unless the archive itself could not be opened.

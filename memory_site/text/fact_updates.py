@@ -116,6 +116,14 @@ _RELATION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("diet", r"^is (?:a )?(?:vegan|vegetarian|pescatarian|carnivore|keto)\b"),
     )
 )
+# The end of a job, said as such: the employer relation, negated ("quit the user's job at
+# Globex" replaces "works at Globex"; "is unemployed" replaces any employer).
+_EMPLOYMENT_ENDS = re.compile(
+    r"^quit (?:(?:the user's|my|his|her|their|a|the) )?(?:(?:job|position|role) )?(?:(?:at|with) )?|"
+    r"^(?:left|lost) (?:the user's|my|his|her|their|a|the) (?:job|position|role)(?: (?:at|with))?\b|"
+    r"^(?:was|got|has been|is) (?:fired|laid off)(?: (?:from|by))?\b|"
+    r"^(?:is|became) (?:now )?unemployed\b|^(?:is|became) out of work\b"
+)
 # Relations a person holds one value of at a time; a different value replaces the old one.
 _SINGLE_VALUED = frozenset(
     {"residence", "employer", "job", "name", "age", "origin", "marital", "diet", "attribute"}
@@ -182,7 +190,10 @@ def _parse_fact(fact: str, user_name: str) -> _ParsedFact:
         cleaned.append(word)
     phrase = " ".join(cleaned)
     relation, rest = "", phrase
-    for name, pattern in _RELATION_PATTERNS:
+    ended = _EMPLOYMENT_ENDS.match(phrase)
+    if ended:
+        relation, rest, negated = "employer", phrase[ended.end() :], True
+    for name, pattern in () if relation else _RELATION_PATTERNS:
         match = pattern.match(phrase)
         if match:
             # For age, diet and marital status the value is inside the matched words.
@@ -269,6 +280,9 @@ def _parsed_update(before: _ParsedFact, after: _ParsedFact) -> bool:
     )
     if before.negated != after.negated and same_value:
         return True
+    if after.negated and not after.value and not before.negated:
+        # "is unemployed" after "works at Globex": no value any more.
+        return before.relation in _SINGLE_VALUED
     if before.numbers != after.numbers and before.value == after.value and before.numbers:
         return True
     if before.relation in _SINGLE_VALUED and before.negated == after.negated:
@@ -322,15 +336,56 @@ def question_relation(question: str) -> str:
     return ""
 
 
+def _clauses(fact: str, user_name: str) -> list[str]:
+    """A fact of two clauses with one subject as two facts: "The user lives in Austin and
+    works at Globex" -> "the user lives in austin", "the user works at globex" (a new value of
+    one is not a new value of the other)."""
+    subject, predicate = _split_subject(fact, user_name)
+    clauses: list[list[str]] = [[]]
+    for index, word in enumerate(predicate):
+        following = [w for w in predicate[index + 1 : index + 3] if w not in _PREDICATE_ADVERBS]
+        if (
+            word == "and"
+            and clauses[-1]
+            and following
+            and following[0] in _SUBJECT_VERBS
+            and following[0] not in _MODALS
+        ):
+            clauses.append([])
+            continue
+        clauses[-1].append(word)
+    if len(clauses) == 1:
+        return [fact]
+    return [" ".join([*subject, *clause]) for clause in clauses if clause]
+
+
 def statements_parse(facts: list[str], *, user_name: str = "The user") -> list[_ParsedFact]:
-    """The facts parsed once for `statement_updates` (distinct facts only)."""
+    """The facts parsed once for `statement_updates` (distinct facts only; a fact of two
+    clauses is two)."""
     seen, parsed = set(), []
     for fact in facts:
         key = _fact_key(fact)
         if key and key not in seen:
             seen.add(key)
-            parsed.append(_parse_fact(fact, user_name))
+            parsed.extend(_parse_fact(clause, user_name) for clause in _clauses(fact, user_name))
     return parsed
+
+
+def statements_replaced(older: list, newer: list, *, relation: str = "") -> bool:
+    """Whether `newer` replaces what `older` states (both ``statements_parse`` results): each
+    of older's statements is updated by one of newer's (``is_update``), or, with `relation`
+    (what a question asks about: "residence"), each of its statements of that relation. One
+    statement updated among others ("lives in Austin and works at Globex", then "moved to
+    Denver") leaves the rest standing."""
+    considered = [fact for fact in older if not relation or fact.relation == relation]
+    return bool(considered) and all(
+        any(
+            before.relation == after.relation and _parsed_update(before, after)
+            for after in newer
+            if before != after
+        )
+        for before in considered
+    )
 
 
 def statement_updates(older: list, newer: list, *, user_name: str = "The user") -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from memory_site.text.entities import is_opening_verb, is_sentence_opener, opens_instruction
 from memory_site.text.entity_names import NAME_CONNECTORS, PLACE_NAME_PREFIXES
-from memory_site.text.fact_updates import statement_updates, statements_parse
+from memory_site.text.fact_updates import statements_parse, statements_replaced
 from memory_site.text.facts import (
     _FIRST_PERSON_RE,
     _OTHER_PERSON_RE,
@@ -364,23 +364,20 @@ def _digest_items(summary: str) -> list[str]:
 
 
 def _replaced_lines(per_summary: list[list[str]]) -> set[tuple[int, int]]:
-    """(digest, line) positions of the lines a newer digest (a lower index) replaces: same
-    subject and relation, another value (memory_site.text.fact_updates)."""
-    parsed_by_relation: dict[str, list[tuple[int, int, object]]] = {}
-    for summary_index, items in enumerate(per_summary):
-        for line_index, line in enumerate(items):
-            for fact in statements_parse([line[2:] if line.startswith("- ") else line]):
-                parsed_by_relation.setdefault(fact.relation, []).append(
-                    (summary_index, line_index, fact)
-                )
+    """(digest, line) positions of the lines newer digests (lower indexes) replace: each of the
+    line's statements given a new value (memory_site.text.fact_updates); a line of two facts
+    of which only one changed stays."""
+    stated = [
+        [statements_parse([line[2:] if line.startswith("- ") else line]) for line in items]
+        for items in per_summary
+    ]
     stale: set[tuple[int, int]] = set()
-    for facts in parsed_by_relation.values():
-        for older_summary, line_index, older in facts:
-            if any(
-                newer_summary < older_summary and statement_updates([older], [newer])
-                for newer_summary, _line, newer in facts
-            ):
-                stale.add((older_summary, line_index))
+    newer: list = []  # the statements of every digest before the current one
+    for summary_index, lines in enumerate(stated):
+        for line_index, statements in enumerate(lines):
+            if newer and statements and statements_replaced(statements, newer):
+                stale.add((summary_index, line_index))
+        newer.extend(statement for statements in lines for statement in statements)
     return stale
 
 

@@ -304,3 +304,50 @@ def test_a_move_said_moments_later_replaces_the_old_home(api, user, fake_embedde
     assert body["items"][1]["superseded"]["by"] == newer.id
     # The newer value answers the question at least as well as the one it replaces.
     assert body["items"][0]["relevance"] >= body["items"][1]["relevance"]
+
+
+def test_a_new_home_does_not_supersede_the_job_said_with_the_old_one(api, user, fake_embedder):
+    everyday_memories(user)
+    older = remember(
+        user,
+        "User: I live in Austin and work at Globex as a data analyst.",
+        source="chunk",
+        occurred_at=datetime(2026, 3, 1, 10, 0, tzinfo=UTC),
+    )
+    newer = remember(
+        user,
+        "User: I just moved to Denver last week.",
+        source="chunk",
+        occurred_at=datetime(2026, 5, 1, 10, 0, tzinfo=UTC),
+    )
+
+    home = api.post(SEARCH, {"query": "Where do I live?"}, format="json").json()["items"]
+    assert [item["id"] for item in home][:2] == [newer.id, older.id]
+    assert home[1]["superseded"]["by"] == newer.id
+
+    work = api.post(SEARCH, {"query": "Where do I work?"}, format="json").json()["items"]
+    globex = next(item for item in work if item["id"] == older.id)
+    assert globex["superseded"] is None
+
+
+def test_an_older_session_summary_is_superseded_by_a_newer_one(api, user, fake_embedder):
+    everyday_memories(user)
+    older = remember(
+        user,
+        "- The user works at Globex as a data analyst.\n- The user plays the cello.",
+        source="summary",
+        occurred_at=datetime(2026, 2, 1, tzinfo=UTC),
+    )
+    newer = remember(
+        user,
+        "- The user now works at Initech.\n- The user adopted a cat.",
+        source="summary",
+        occurred_at=datetime(2026, 6, 1, tzinfo=UTC),
+    )
+
+    work = api.post(SEARCH, {"query": "Where do I work?"}, format="json").json()["items"]
+
+    assert [item["id"] for item in work][:2] == [newer.id, older.id]
+    assert work[1]["superseded"]["by"] == newer.id
+    cello = api.post(SEARCH, {"query": "Do I play the cello?"}, format="json").json()["items"]
+    assert cello[0]["id"] == older.id and cello[0]["superseded"] is None

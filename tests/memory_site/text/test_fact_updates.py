@@ -33,6 +33,9 @@ def test_fact_subject_names_who_the_fact_is_about():
         ("The user is 34 years old.", "The user is 35 years old."),
         ("The user is 34 years old.", "The user is 35."),
         ("The user is vegetarian.", "The user is vegan."),
+        ("The user works at Globex.", "The user quit the user's job at Globex last week."),
+        ("The user works at Globex.", "The user was laid off from Globex."),
+        ("The user works at Globex.", "The user is unemployed now."),
     ],
 )
 def test_a_new_value_for_the_same_subject_and_relation_is_an_update(old, new):
@@ -49,6 +52,8 @@ def test_a_new_value_for_the_same_subject_and_relation_is_an_update(old, new):
         ("The user is a nurse.", "The user is vegetarian."),
         ("The user lives in Paris.", "The user lives in Paris."),
         ("The user lives in Paris.", "The user works at Airbus."),
+        ("The user works at Globex.", "The user quit smoking."),
+        ("The user lives in Austin.", "The user left the user's job at Globex."),
     ],
 )
 def test_additions_restatements_and_other_subjects_are_not_updates(old, new):

@@ -170,3 +170,25 @@ def test_fold_summaries_leaves_out_a_value_a_newer_digest_changed():
     assert "Denver" not in fold_summaries([older, newer], max_chars=500)
     # A newer digest not folded here (the recent rollup's) changes the history all the same.
     assert "Austin" not in fold_summaries([older], max_chars=500, newer=[newer])
+
+
+def test_fold_summaries_keeps_a_line_whose_other_fact_still_stands():
+    newer = "- The user just moved to Denver last week."
+    older = "- The user lives in Austin and works at Globex.\n- The user lives in Austin."
+
+    folded = fold_summaries([newer, older], max_chars=500)
+
+    assert "works at Globex" in folded  # the job was not changed
+    assert "- The user lives in Austin." not in folded.splitlines()
+
+
+def test_fold_summaries_leaves_out_a_job_the_user_has_since_quit():
+    newer = "- The user quit the user's job at Globex last week.\n- The user is unemployed now."
+    older = "- The user works at Globex.\n- The user is vegetarian."
+
+    folded = fold_summaries([newer, older], max_chars=500)
+
+    assert "works at Globex" not in folded and "vegetarian" in folded
+    assert "works at Globex" not in fold_summaries(
+        ["- The user is unemployed now.", older], max_chars=500
+    )
