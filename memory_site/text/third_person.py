@@ -31,6 +31,15 @@ _VERB_HINTS = frozenset(
 )
 
 
+# Verbs in their base form that, after "and", continue the sentence's own "I ...": "I live in
+# Austin and work at Globex" -> "... and works at Globex" (a word list: "I love my dog and cat"
+# must not become "cats").
+_SECOND_VERBS = frozenset(
+    """live work love like hate own play study teach enjoy speak run drive go use prefer need
+    want visit have do walk train write read cook coach volunteer travel paint""".split()
+)
+
+
 def _third_person_singular(verb: str) -> str:
     lowered = verb.lower()
     special = {
@@ -138,7 +147,10 @@ def _third_person(text: str, user_name: str = "The user") -> str:
                 ):
                     following = next_word_index(following + 1)
                 if following >= 0:
-                    pieces[following] = _third_person_singular(pieces[following])
+                    verb = pieces[following]
+                    pieces[following] = _third_person_singular(verb)
+                    if pieces[following] != verb:
+                        _second_verb_conjugate(pieces, following)
         elif lowered in {"my", "mine"}:
             out.append(_possessive(subject()))
         elif lowered == "me":
@@ -151,6 +163,27 @@ def _third_person(text: str, user_name: str = "The user") -> str:
         index += 1
     result = "".join(out).strip()
     return result[:1].upper() + result[1:]
+
+
+def _second_verb_conjugate(pieces: list[str], verb_at: int) -> None:
+    """The verb after the first "and" of the clause that `verb_at` (a conjugated present-tense
+    verb) opens, when it is a base form of _SECOND_VERBS: the same subject does it."""
+    for position in range(verb_at + 1, len(pieces)):
+        piece = pieces[position]
+        if piece.strip() and not piece[0].isalnum():
+            return  # a clause ends at punctuation
+        if piece.lower() != "and":
+            continue
+        following = [p for p in pieces[position + 1 : position + 6] if p.strip()]
+        # "... and work at Globex", not "I love my family and work." (a noun there).
+        if (
+            len(following) > 1
+            and following[0].lower() in _SECOND_VERBS
+            and following[1][0].isalnum()
+        ):
+            index = pieces.index(following[0], position + 1)
+            pieces[index] = _third_person_singular(pieces[index])
+        return
 
 
 def third_person_text(text: str) -> str:

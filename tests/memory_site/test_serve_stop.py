@@ -71,7 +71,7 @@ def test_ctrl_c_stops_everything_mid_import_and_the_job_can_resume(
 ):
     settings.MNEMO_JOB_LEASE_SECONDS = 3
     export = tmp_path / "conversations.json"
-    export.write_bytes(_big_export(9 * 1024 * 1024))
+    export.write_bytes(_big_export(30 * 1024 * 1024))  # still importing when stopped
     job = import_job_create_from_paths(user=user, paths=[export])
     monkeypatch.setattr(Conf, "SYNC", False)  # queue it for the cluster, not inline
     import_job_enqueue(job_id=job.id)

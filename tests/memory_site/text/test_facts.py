@@ -41,6 +41,8 @@ def test_facts_are_self_contained_third_person_statements():
         ("Hi, I'm Sam!", ["The user's name is Sam."]),
         ("When I was ten, I lived in Spain.", ["When the user was ten, the user lived in Spain."]),
         ("I no longer work at Globex.", ["The user no longer works at Globex."]),
+        ("I live in Austin and work at Globex.", ["The user lives in Austin and works at Globex."]),
+        ("I love my family and work.", ["The user loves the user's family and work."]),
         (
             "Quick update: Marco and I moved to Seattle last week.",
             ["Marco and the user moved to Seattle last week."],
