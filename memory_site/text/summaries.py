@@ -134,6 +134,16 @@ def _is_bare_name(sentence: str) -> bool:
     )
 
 
+# An assistant's sentence that only answers the user's news with a pleasantry.
+_PLEASANTRY_RE = re.compile(
+    r"^(?:congratulations|congrats|happy (?:birthday|anniversary)|(?:so |really )?glad\b|"
+    r"(?:great|good|nice|lovely) to hear|sounds (?:great|good|fun|lovely|exciting|amazing)|"
+    r"that(?:'s| is| sounds) (?:so )?(?:great|awesome|wonderful|exciting|amazing|lovely)|"
+    r"how exciting|what (?:great|wonderful|exciting) news)\b",
+    re.IGNORECASE,
+)
+
+
 def _digest_line(unit: _Unit) -> str | None:
     """The digest line of a sentence that holds no stated fact; None for a question or request
     (what the user asked is not something they said about themselves, and the assistant's or
@@ -150,6 +160,8 @@ def _digest_line(unit: _Unit) -> str | None:
             return None  # first or second person that the fact rule would not retell safely
         return f"- {_reported(sentence)}"
     if unit.kind == "assistant":
+        if _PLEASANTRY_RE.match(sentence):
+            return None  # "Congratulations on the move!" is the user's news, said back
         return f"- Assistant: {sentence}"
     return f"- {unit.speaker}: {sentence}"
 

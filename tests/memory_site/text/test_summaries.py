@@ -192,3 +192,18 @@ def test_fold_summaries_leaves_out_a_job_the_user_has_since_quit():
     assert "works at Globex" not in fold_summaries(
         ["- The user is unemployed now.", older], max_chars=500
     )
+
+
+def test_the_assistants_congratulations_are_no_summary_line():
+    turns = [
+        ("user", "Big news: I moved to Denver last week."),
+        ("assistant", "Congratulations on the move to Denver! Wash Park has flat running loops."),
+        ("user", "I got the job at Initech."),
+        ("assistant", "That's so exciting, well done. Their office is by Union Station."),
+    ]
+
+    summary = summarize(turns, max_chars=2000)
+
+    assert "The user moved to Denver last week." in summary
+    assert "Assistant: Their office is by Union Station." in summary
+    assert "Congratulations" not in summary and "exciting" not in summary
