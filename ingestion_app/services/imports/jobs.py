@@ -20,7 +20,12 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from ingestion_app.models import ImportFile, ImportJob
-from ingestion_app.services.imports.archives import ArchiveRejected, archive_check, job_dir
+from ingestion_app.services.imports.archives import (
+    UNRECOGNIZED,
+    ArchiveRejected,
+    archive_check,
+    job_dir,
+)
 from ingestion_app.services.imports.conversations import (
     ImportProgress,
     JobWorkers,
@@ -355,8 +360,19 @@ def _import_job_files(
 
 def _job_outcome(job: ImportJob) -> tuple[str, str]:
     """`done` only if no file failed; `partial` if some did and others were imported or
-    skipped; `failed` if every file failed. The files' own rows carry the reasons."""
-    statuses = list(job.files.filter(is_archive=False).values_list("status", flat=True))
+    skipped; `failed` if every file failed, or none was a chat export Mnemo reads (an upload
+    that imported nothing must not read as a success). The files' own rows carry the reasons."""
+    rows = list(job.files.filter(is_archive=False).values_list("status", "error"))
+    if rows and all(
+        status == ImportFile.Status.SKIPPED and error == UNRECOGNIZED for status, error in rows
+    ):
+        noun = "the file is not" if len(rows) == 1 else f"none of the {len(rows)} files is"
+        return (
+            ImportJob.Status.FAILED,
+            f"nothing imported: {noun} a chat export Mnemo reads (ChatGPT, Claude, Gemini, "
+            "Open WebUI; see the README's export formats)",
+        )
+    statuses = [status for status, _ in rows]
     statuses += list(
         job.files.filter(is_archive=True, status=ImportFile.Status.FAILED).values_list(
             "status", flat=True

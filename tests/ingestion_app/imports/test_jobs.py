@@ -68,6 +68,9 @@ def test_unrecognized_files_are_skipped_with_the_reason(user, tmp_path, fake_emb
     assert job.summary["files_skipped"]["files"] == [
         {"name": "notes.txt", "reason": "unrecognized format"}
     ]
+    # Nothing was imported: the job says so instead of reading as a success.
+    assert job.status == "failed"
+    assert job.error.startswith("nothing imported: the file is not a chat export Mnemo reads")
 
 
 def test_a_file_whose_conversations_have_no_usable_turns_is_skipped_with_the_reason(
