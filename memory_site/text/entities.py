@@ -355,6 +355,9 @@ def _singular(lower: str) -> str:
     return lower
 
 
+_PREPOSITIONS = frozenset("in of on at for from with about around near under over".split())
+
+
 def _plural_subject(tokens: list[_Token], index: int) -> bool:
     """A word ending in s followed by a verb only a plural takes ("Concerts are loud", "Plants
     need water", "Horses truly scare me"): a plural noun, where "James has" is a name."""
@@ -364,7 +367,14 @@ def _plural_subject(tokens: list[_Token], index: int) -> bool:
     following = index + 1
     while following < len(tokens) and tokens[following].lower in names.OPENER_ADVERBS:
         following += 1
-    return following < len(tokens) and tokens[following].lower in names.PLURAL_VERBS
+    if following < len(tokens) and tokens[following].lower in names.PLURAL_VERBS:
+        return True
+    # "Patterns in my sleep data look odd": a long plural, a phrase after it, then the verb a
+    # plural takes ("James in accounting looks tired" keeps its name).
+    if len(lower) < 7 or following >= len(tokens) or tokens[following].lower not in _PREPOSITIONS:
+        return False
+    ahead = tokens[following + 1 : following + 7]
+    return any(token.lower in names.PLURAL_VERBS for token in ahead)
 
 
 def _trim(span: _Span, tokens: list[_Token], starts: set[int]) -> _Span | None:

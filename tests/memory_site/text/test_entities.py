@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from memory_site.text.buckets import bucket_classify
 from memory_site.text.entities import entity_dates, extract_entities, normalize_entity_name
 
@@ -413,3 +415,16 @@ def test_a_digest_retelling_a_favourite_keeps_it_a_favourite():
     assert found("My favourite team is the Warriors.") == [
         ("Warriors", "organization", "the user's favourite team")
     ]
+
+
+@pytest.mark.parametrize(
+    "sentence, expected",
+    [
+        ("Patterns in my sleep data look odd lately.", set()),
+        ("Problems with my landlord keep piling up.", set()),
+        ("Thomas in accounting looks tired.", {("Thomas", "person")}),
+        ("Douglas from work came over for dinner.", {("Douglas", "person")}),
+    ],
+)
+def test_a_plural_opening_a_sentence_before_a_phrase_and_its_verb_is_no_name(sentence, expected):
+    assert {(e.name, e.type) for e in extract_entities(sentence)} == expected
