@@ -36,7 +36,8 @@ from memory_site.task_paths import IMPORT_PASSAGE_VECTORS_TASK
 
 logger = logging.getLogger(__name__)
 
-# A backfill still pending this long after its file was imported is queued again.
+# A backfill that has written no batch this long (since its file was imported or its last
+# batch) is queued again: its worker died.
 PASSAGE_VECTORS_STALE_AFTER = timedelta(minutes=10)
 # One task's share of a big file, in seconds: then it queues the rest as a new task, well
 # inside the task timeout (a 200 MB export's ~200,000 passages take ~15 minutes on 2 cores).
