@@ -251,7 +251,7 @@ def relevance_floor_apply(
     return [candidate for candidate in ranked if candidate.id in kept]
 
 
-def relation_relevance_apply(ranked: list[Candidate], query: str, stated: dict[int, list]) -> None:
+def relation_relevance_apply(ranked: list[Candidate], query: str, stated: dict[int, tuple]) -> None:
     """A first-person question about a single-valued relation ("where am I living?") is
     answered by the items that state a value of it ("I moved to Denver"), which share no word
     with it and embed far from it: each such item of `stated` (its parsed user statements,
@@ -390,7 +390,7 @@ def window_updates(
     cursor,
     ids: list[int],
     *,
-    stated: dict[int, list],
+    stated: dict[int, tuple],
     texts: dict[int, tuple[str, str]],
     relation: str = "",
 ) -> set[tuple[int, int]]:

@@ -372,7 +372,7 @@ def memory_search(
                     cursor, scope=scope, params=params, names=names, found=names_found
                 ),
             )
-        stated: dict[int, list] = {}  # each item's parsed user statements, read once
+        stated: dict[int, tuple] = {}  # each item's parsed user statements, read once
         relation = search_quality.question_relation(asked)
         updates = search_quality.window_updates(
             cursor,
