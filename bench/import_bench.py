@@ -432,7 +432,7 @@ def run_import(path: Path, *, embed: bool) -> dict:
     from ingestion_app.models import Entity, MemoryItem
     from ingestion_app.services.imports.entity_backfill import import_file_entities_backfill
     from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
-    from ingestion_app.services.imports.passage_vectors import import_file_passage_vectors
+    from ingestion_app.services.imports.passage_vectors import import_job_passage_vectors
 
     database = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     try:
@@ -476,10 +476,7 @@ def run_import(path: Path, *, embed: bool) -> dict:
         if embed:
             cpu_before = sum(_cpu_split()) + (server_cpu() or 0.0)
             vectors_started = time.perf_counter()
-            vectors["passages"] = sum(
-                import_file_passage_vectors(import_file_id=file_id)
-                for file_id in job.files.filter(status="imported").values_list("id", flat=True)
-            )
+            vectors["passages"] = import_job_passage_vectors(job=job)
             vectors["seconds"] = time.perf_counter() - vectors_started
             vectors["cpu_seconds"] = sum(_cpu_split()) + (server_cpu() or 0.0) - cpu_before
         missing = MemoryItem.objects.filter(user=user, embedding__isnull=True).count()

@@ -326,7 +326,7 @@ def import_conversation(conversation: ld.Conversation, directory: Path):
     from django.contrib.auth import get_user_model
 
     from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
-    from ingestion_app.services.imports.passage_vectors import import_file_passage_vectors
+    from ingestion_app.services.imports.passage_vectors import import_job_passage_vectors
 
     User = get_user_model()
     User.objects.filter(username=USER_PREFIX + conversation.sample_id).delete()
@@ -339,8 +339,7 @@ def import_conversation(conversation: ld.Conversation, directory: Path):
         raise RuntimeError(f"importing {conversation.sample_id}: {job.status}")
     # The passages' vectors, which a worker embeds after each file (queued on commit; the
     # queue is emptied after the ingest, as no worker runs here).
-    for import_file_id in job.files.filter(status="imported").values_list("id", flat=True):
-        import_file_passage_vectors(import_file_id=import_file_id)
+    import_job_passage_vectors(job=job)
     return user
 
 

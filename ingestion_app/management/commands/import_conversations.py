@@ -18,7 +18,7 @@ from ingestion_app.models import ImportFile, ImportJob
 from ingestion_app.services.imports.conversations import ImportProgress
 from ingestion_app.services.imports.entity_backfill import import_file_entities_backfill
 from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
-from ingestion_app.services.imports.passage_vectors import import_file_passage_vectors
+from ingestion_app.services.imports.passage_vectors import import_job_passage_vectors
 from ingestion_app.services.imports.verification import import_summary_lines
 from memory_site.errors import InvalidInput
 
@@ -81,7 +81,7 @@ class Command(BaseCommand):
             job.files.filter(status=ImportFile.Status.IMPORTED).values_list("id", flat=True)
         )
         extracted = sum(import_file_entities_backfill(import_file_id=i) for i in imported)
-        embedded = sum(import_file_passage_vectors(import_file_id=i) for i in imported)
+        embedded = import_job_passage_vectors(job=job)
         self.stdout.write(f"Import {job.id}: {job.status}")
         if extracted:
             self.stdout.write(f"Entities extracted from {extracted} chunks")

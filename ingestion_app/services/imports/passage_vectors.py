@@ -117,6 +117,17 @@ def import_file_passage_vectors(
     return done
 
 
+def import_job_passage_vectors(*, job) -> int:
+    """Embed the passages of every file the job imported, here and now (the command line and
+    the benchmarks, where no worker runs the queued tasks); returns how many were written."""
+    return sum(
+        import_file_passage_vectors(import_file_id=import_file_id)
+        for import_file_id in job.files.filter(status=ImportFile.Status.IMPORTED).values_list(
+            "id", flat=True
+        )
+    )
+
+
 def import_files_passage_vectors_resume() -> int:
     """Queue again the passage vectors that have made no progress for
     PASSAGE_VECTORS_STALE_AFTER since their file's import or their last batch (the worker
