@@ -95,6 +95,7 @@ TUNABLE = (
     "MERGE_TURNS",
     "VECTOR_WITHOUT_NAME",
     "CHATTER_TRIM",
+    "ASKS_TRIM",
 )
 
 

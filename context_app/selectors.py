@@ -235,9 +235,9 @@ def memory_search(
     Trust rules (context_app.search_quality): each hit carries `relevance` and `why`; when the
     best candidate's relevance is under `min_relevance` (default: the calibrated
     RELEVANCE_FLOOR) nothing is returned; an exchange takes one slot; a long item is cut to
-    the passage that matches, a chat turn to what it tells without the reactions around it
-    (`trimmed`); between two memories about the same subject the one
-    said later (at or before `as_of`, default now) comes first and the older is `superseded`.
+    the passage that matches, a chat turn to what it tells without the reactions and the
+    questions to the other person around it (`trimmed`); between two memories about the same
+    subject the one said later (at or before `as_of`, default now) comes first and the older is `superseded`.
     Raises InvalidInput for an unknown mode/source and ProviderError when the query cannot be
     embedded (semantic and hybrid modes).
     """

@@ -122,7 +122,7 @@ class SearchHitOutput(serializers.Serializer):
     source = serializers.CharField()
     content = serializers.CharField(
         help_text="The item's text, or the passage of a long item that matches, or a chat turn "
-        "without the reactions around what it tells (see trimmed)."
+        "without the reactions and questions around what it tells (see trimmed)."
     )
     bucket = serializers.CharField()
     score = serializers.FloatField()

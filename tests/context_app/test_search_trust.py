@@ -267,10 +267,30 @@ def test_chat_turn_comes_back_without_the_reactions_around_what_it_tells(api, us
     )
 
 
+def test_chat_turn_comes_back_without_its_closing_question_to_the_other_person(
+    api, user, fake_embedder
+):
+    content = (
+        "Andrew: We adopted a second dog last week and named him Buddy. "
+        "Have you always wanted a dog, even living in the city? What do yours enjoy most?"
+    )
+    item = remember(user, content, source="chunk")
+    everyday_memories(user)
+
+    body = api.post(SEARCH, {"query": "second dog Buddy"}, format="json").json()
+
+    hit = next(hit for hit in body["items"] if hit["id"] == item.id)
+    assert hit["content"] == "Andrew: We adopted a second dog last week and named him Buddy. …"
+    assert hit["trimmed"]["length"] == len(content)
+
+
 @pytest.mark.parametrize(
     "content",
     [
         "Caroline: Thanks, Mel!",  # all reaction: nothing else to keep
+        "Jon: Have you met my sister Ines? She moved to Lisbon.",  # a question that tells
+        "Ana: I started rowing. Do you want to join me on Sunday?",  # says the speaker's plan
+        "Tim: How was your trip to Rome?",  # only a question: nothing else to keep
         "Jon: Yes, Paris. It was my first time abroad.",  # an answer, not a reaction
         "Gina: Portugal is great! We stayed two weeks.",  # an opinion about a place
         "Maria: I went to the shelter again and met Cindy there.",  # nothing to cut
