@@ -44,7 +44,12 @@ from ingestion_app.services.entity_links import (
 from memory_site.providers import get_llm
 from memory_site.task_paths import ENTITIES_LLM_TASK, ENTITIES_RESOLVE_TASK
 from memory_site.text.buckets import bucket_classify
-from memory_site.text.entities import ExtractedEntity, extract_entities, normalize_entity_name
+from memory_site.text.entities import (
+    UNALIASED_RELATIONS,
+    ExtractedEntity,
+    extract_entities,
+    normalize_entity_name,
+)
 from memory_site.text.entity_names import TITLES
 
 logger = logging.getLogger(__name__)
@@ -183,7 +188,10 @@ def _collect(items: Sequence[MemoryItem]) -> dict[tuple[int, str], dict[str, _Fo
                 entry.strong = True
                 entry.type = extracted.type
                 entry.description = extracted.description
-                if extracted.owner in {"my", "our"}:
+                if (
+                    extracted.owner in {"my", "our"}
+                    and extracted.relation not in UNALIASED_RELATIONS
+                ):
                     # "his dog Rex" is not what the speaker's "my dog" means.
                     owner = normalize_entity_name(speaker) if speaker else "my"
                     entry.relation_alias = f"{owner} {extracted.relation}"

@@ -297,7 +297,23 @@ _OPENING_ADVERB_RE = re.compile(r"^[a-z]{3,}(?:ously|fully|edly|ingly|ntly|tely|
 
 
 def _common(tokens: list[_Token], index: int) -> bool:
-    return is_sentence_opener(tokens[index].lower) or _plural_subject(tokens, index)
+    return (
+        is_sentence_opener(tokens[index].lower)
+        or _plural_subject(tokens, index)
+        or _compound_modifier(tokens, index)
+    )
+
+
+def _compound_modifier(tokens: list[_Token], index: int) -> bool:
+    """ "Astronomy club meets", "Marker pens help": an unknown word right before a lower-case
+    noun that others modify (names.COMPOUND_HEADS) is that noun's modifier, not a name."""
+    following = index + 1
+    return (
+        following < len(tokens)
+        and not tokens[following].name_like
+        and tokens[following].lower in names.COMPOUND_HEADS
+        and not _known(tokens[index].lower)
+    )
 
 
 def is_sentence_opener(word: str) -> bool:
@@ -530,6 +546,26 @@ def _naming_owner(before_noun: list[str]) -> str:
     return ""
 
 
+# Verbs of using someone else's work: "reading a book called", "watched a series called".
+_CONSUMING_VERBS = frozenset(
+    """read reading reads watch watched watching watches listen listened listening listens
+    bought buy buying finished finishing loved love enjoyed enjoying recommend recommended
+    discovered found binged binge binging""".split()
+)
+
+
+def _consumed(before_noun: list[str]) -> bool:
+    """Whether "<verb> a <noun> called X" uses a work rather than owns it: a consuming verb
+    just before the article ("reading a book", "watched this great series")."""
+    for position, word in enumerate(before_noun[:3]):
+        if word in {"a", "an", "this", "that", "the"}:
+            following = before_noun[position + 1 : position + 3]
+            return any(verb in _CONSUMING_VERBS for verb in following[:1]) or (
+                following[:1] == ["to"] and following[1:2] == ["listening"]
+            )
+    return False
+
+
 # A third person's subject or possessive and the people it may stand for (by relation noun).
 _THIRD_PERSON = {"she": "female", "her": "female", "he": "male", "his": "male"}
 
@@ -674,7 +710,10 @@ def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] 
         for offset, word in enumerate(before[position + 1 : position + 5]):
             noun = word.rstrip("s") if word.rstrip("s") in names.RELATION_TYPES else word
             if noun in names.RELATION_TYPES:
-                owner = _naming_owner(before[position + 2 + offset :])
+                after_noun = before[position + 2 + offset :]
+                if names.RELATION_TYPES[noun] == "project" and _consumed(after_noun):
+                    return "product", "", ""  # "I'm reading a book called The Overstory"
+                owner = _naming_owner(after_noun)
                 return names.RELATION_TYPES[noun], noun, owner
             if noun in _PERSON_NAMING_NOUNS:
                 return "person", "", ""
@@ -899,6 +938,7 @@ def _type_span(tokens: list[_Token], text: str, span: _Span, starts: set[int]) -
     relation = (
         _favourite_before(tokens, span)
         or _relation_before(tokens, span)
+        or _own_place_or_employer(tokens, span)
         or _favourite_after(tokens, span)
         or _relation_after(tokens, span, starts)
     )
@@ -923,6 +963,77 @@ def _type_span(tokens: list[_Token], text: str, span: _Span, starts: set[int]) -
     if span.last - span.first <= 2 and all(token.isalpha() or "-" in token for token in words):
         return "person"
     return "other"
+
+
+# "<subject> <cue> <preposition> X" -> (type, relation): "I work at Globex" is the user's
+# employer, "I live in Lisbon" the user's home, "I'm from Porto" the user's hometown.
+_OWN_RELATIONS = {
+    ("at", "work"): ("organization", "employer"),
+    ("at", "works"): ("organization", "employer"),
+    ("at", "working"): ("organization", "employer"),
+    ("at", "job"): ("organization", "employer"),
+    ("for", "work"): ("organization", "employer"),
+    ("for", "works"): ("organization", "employer"),
+    ("for", "working"): ("organization", "employer"),
+    ("in", "live"): ("place", "home"),
+    ("in", "lives"): ("place", "home"),
+    ("in", "living"): ("place", "home"),
+    ("in", "based"): ("place", "home"),
+    ("in", "lived"): ("place", "former home"),
+    ("to", "moved"): ("place", "home"),
+    ("to", "moving"): ("place", "home"),
+    ("to", "relocated"): ("place", "home"),
+    ("from", "i'm"): ("place", "hometown"),
+    ("from", "am"): ("place", "hometown"),
+    ("from", "originally"): ("place", "hometown"),
+}
+# Words that may stand between the subject and the cue ("I started a new job at", "I still
+# live in", "We just moved to").
+_OWN_RELATION_SKIP = frozenset(
+    """a an new first still now currently just recently started got have has landed took
+    also actually finally full-time part-time remote""".split()
+)
+# These relations describe a name but are not another name for it: the user's home or
+# employer changes, and "my home" said later may be the next one (no relation alias).
+UNALIASED_RELATIONS = frozenset({"employer", "home", "former home", "hometown"})
+_OWN_SUBJECTS = {
+    "i": "my",
+    "i'm": "my",
+    "i've": "my",
+    "we": "our",
+    "we're": "our",
+    "we've": "our",
+    "my": "my",
+    "our": "our",
+    "user": "user's",
+}
+
+
+def _own_place_or_employer(tokens: list[_Token], span: _Span) -> tuple[str, str, str] | None:
+    """(type, relation, owner) for the user's own employer, home or hometown: "I work at
+    Globex", "my job at Globex", "I live in Lisbon", "We just moved to Denver", "I'm from
+    Porto" (not "My sister works at Globex": the subject must be the user)."""
+    before = _previous_words(tokens, span.first, 8)
+    if len(before) < 2:
+        return None
+    cue = before[1]
+    if (before[0], cue) in {("from", "i'm"), ("from", "am"), ("from", "originally")}:
+        found = _OWN_RELATIONS[(before[0], cue)]
+        return found[0], found[1], "my" if cue != "originally" else _own_subject(before[2:])
+    found = _OWN_RELATIONS.get((before[0], cue))
+    if not found:
+        return None
+    owner = _own_subject(before[2:])
+    return (found[0], found[1], owner) if owner else None
+
+
+def _own_subject(words: list[str]) -> str:
+    """The user's possessive when the first word past the skippable ones is the user."""
+    for word in words[:5]:
+        if word in _OWN_RELATION_SKIP:
+            continue
+        return _OWN_SUBJECTS.get(word, "")
+    return ""
 
 
 def _nationality_kind(tokens: list[_Token], span: _Span) -> str | None:

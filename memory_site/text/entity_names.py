@@ -218,7 +218,11 @@ RELATION_TITLES = {
 }
 # Nouns that make "a <noun> called X" a place: "a ramen place called Afuri".
 NAMED_PLACE_NOUNS = _split(
-    "place shop bookshop bookstore store spot venue gallery salon boutique market brewery winery"
+    """
+    place shop bookshop bookstore store spot venue gallery salon boutique market brewery winery
+    cabin cottage chalet villa lodge farm ranch resort campsite hostel retreat estate vineyard
+    quinta trail town neighborhood neighbourhood
+    """
 )
 # What "my favourite <noun>" names, by noun: "My favourite movie is Inception" is a product,
 # not the user's own project; "Radiohead is my favourite band" is not the user's band.
@@ -462,6 +466,18 @@ PLURAL_VERBS = _split(
     """
     are were have haven't aren't weren't don't do make need grow scare seem look bring help
     keep take give mean tend get go come love hate like say feel want cost require deserve
+    """
+)
+# Nouns a common noun modifies at the start of a sentence ("Astronomy club meets", "Marker
+# pens help", "Archery lessons start"): the capitalized word before one is not a name, since
+# a name is followed by its verb ("Tom has"). Nouns that are also common verbs (books, notes,
+# runs) are left out.
+COMPOUND_HEADS = _split(
+    """
+    club clubs class classes lesson lessons team teams group groups pen pens app apps cards
+    league leagues tickets course courses workshop workshops session sessions training shop
+    shops store stores gear equipment supplies kit kits homework tournament tournaments
+    practice season meetup meetups studio studios
     """
 )
 # Adverbs that may stand between a plural subject and its verb ("Dogs truly bring").

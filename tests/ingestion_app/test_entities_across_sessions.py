@@ -178,3 +178,21 @@ def test_a_project_with_and_without_the_word_project_is_one_project(
     projects = [e for e in api.get(ENTITIES).json()["results"] if e["type"] == "project"]
     assert [(e["name"], e["aliases"]) for e in projects] == [(name, [alias])]
     assert projects[0]["mention_count"] >= 3
+
+
+def test_the_users_old_and_new_home_are_two_places_each_described(
+    api, fake_embedder, django_capture_on_commit_callbacks
+):
+    """ "I live in Lisbon", later "We just moved to Denver": each is described as the user's
+    home when said, and "home" is no alias that would fold the new city into the old one."""
+    session_with(api, django_capture_on_commit_callbacks, "I live in Lisbon with my partner.")
+    session_with(
+        api, django_capture_on_commit_callbacks, "We just moved to Denver and I work at Globex."
+    )
+
+    listed = {e["name"]: e for e in api.get(ENTITIES).json()["results"]}
+    assert {name: (e["type"], e["description"], e["aliases"]) for name, e in listed.items()} == {
+        "Lisbon": ("place", "the user's home", []),
+        "Denver": ("place", "the user's home", []),
+        "Globex": ("organization", "the user's employer", []),
+    }

@@ -428,3 +428,54 @@ def test_a_digest_retelling_a_favourite_keeps_it_a_favourite():
 )
 def test_a_plural_opening_a_sentence_before_a_phrase_and_its_verb_is_no_name(sentence, expected):
     assert {(e.name, e.type) for e in extract_entities(sentence)} == expected
+
+
+@pytest.mark.parametrize(
+    "sentence, expected",
+    [
+        ("Astronomy club meets on Thursdays.", set()),
+        ("Marker pens and index cards help me rehearse.", set()),
+        ("Compass apps drain my battery.", set()),
+        ("Pottery classes start in March with Dana.", {("Dana", "person")}),
+        ("Ines has a new studio in Porto.", {("Ines", "person"), ("Porto", "place")}),
+        ("Tom said the Atlas project slipped.", {("Tom", "person"), ("Atlas", "project")}),
+    ],
+)
+def test_a_word_modifying_the_noun_after_it_at_a_sentence_start_is_no_name(sentence, expected):
+    """ "Astronomy club meets": the capitalized word is the club's kind, not a person."""
+    assert {(e.name, e.type) for e in extract_entities(sentence)} == expected
+
+
+@pytest.mark.parametrize(
+    "sentence, expected",
+    [
+        # The noun before "called" gives the type: a cabin is a place, not a person.
+        ("We booked a cabin called Pine Hollow.", [("Pine Hollow", "place", "")]),
+        (
+            "Ines chose a quinta called Quinta da Pacheca.",
+            [("Ines", "person", ""), ("Quinta da Pacheca", "place", "")],
+        ),
+        # A book the user reads is someone else's work; one the user writes is the user's.
+        ("I'm reading a book called The Overstory.", [("Overstory", "product", "")]),
+        ("We watched a series called Severance.", [("Severance", "product", "")]),
+        ("I'm writing a book called The Overstory.", [("Overstory", "project", "the user's book")]),
+    ],
+)
+def test_a_thing_called_by_name_takes_its_type_from_the_noun_before(sentence, expected):
+    assert names_types_and_descriptions(sentence) == expected
+
+
+@pytest.mark.parametrize(
+    "sentence, expected",
+    [
+        ("I started a new job at Siemens.", [("Siemens", "organization", "the user's employer")]),
+        ("My job at Acme is stressful.", [("Acme", "organization", "the user's employer")]),
+        ("My sister works at Globex.", [("Globex", "organization", "")]),  # not the user's
+        ("We just moved to Denver.", [("Denver", "place", "the user's home")]),
+        ("I lived in Tokyo for two years.", [("Tokyo", "place", "the user's former home")]),
+        ("I'm originally from Porto.", [("Porto", "place", "the user's hometown")]),
+        ("I flew in from Berlin.", [("Berlin", "place", "")]),
+    ],
+)
+def test_the_users_own_employer_home_and_hometown_are_described(sentence, expected):
+    assert names_types_and_descriptions(sentence) == expected
