@@ -148,7 +148,9 @@ class SearchHitOutput(serializers.Serializer):
         child=serializers.DictField(),
         required=False,
         help_text="With include_cross_refs: links to other items and entities "
-        "({relationship, type, id, reason, strength}).",
+        "({relationship, direction, type, id, reason, strength}); relationship is "
+        "mentions_same_entity, related or updates (direction outgoing: this memory gives a new "
+        "value of what the other states; incoming: a later memory replaces this one).",
     )
 
     def get_provenance(self, hit) -> str | None:

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Count, F, Func, Q, QuerySet, TextField, Value
+from django.db.models import Case, Count, F, Func, Q, QuerySet, TextField, Value, When
 
 from ingestion_app.models import CrossReference, Entity, EntityMention, MemoryItem
 from memory_site.errors import NotFound
@@ -228,25 +228,53 @@ def entities_for_context(
 def cross_references_of_items(
     *, user_id: int, item_ids: list[int], per_item: int = 5
 ) -> dict[int, list[dict]]:
-    """Item -> its strongest links to other items and to entities, either direction."""
+    """Item -> its links to other items and to entities, either direction ("outgoing" when
+    the item is the link's source: the newer memory of an "updates" link), "updates" first,
+    then the strongest."""
     if not item_ids:
         return {}
-    links = CrossReference.objects.filter(
-        Q(source_type="item", source_id__in=item_ids)
-        | Q(target_type="item", target_id__in=item_ids),
-        user_id=user_id,
-    ).order_by("-strength", "-id")[: 20 * len(item_ids)]
+    links = (
+        CrossReference.objects.filter(
+            Q(source_type="item", source_id__in=item_ids)
+            | Q(target_type="item", target_id__in=item_ids),
+            user_id=user_id,
+        )
+        .annotate(
+            first=Case(
+                When(relationship=CrossReference.Relationship.UPDATES, then=Value(0)),
+                default=Value(1),
+            )
+        )
+        .order_by("first", "-strength", "-id")[: 20 * len(item_ids)]
+    )
+    links = list(links)
+    # A link to a memory deleted since (links are not removed with the rows they join).
+    linked_items = {
+        link_id
+        for link in links
+        for link_type, link_id in (
+            (link.source_type, link.source_id),
+            (link.target_type, link.target_id),
+        )
+        if link_type == "item"
+    }
+    existing = set(
+        MemoryItem.objects.filter(user_id=user_id, id__in=linked_items).values_list("id", flat=True)
+    )
     wanted = set(item_ids)
     found: dict[int, list[dict]] = {item_id: [] for item_id in item_ids}
     for link in links:
-        for own_type, own_id, other_type, other_id in (
-            (link.source_type, link.source_id, link.target_type, link.target_id),
-            (link.target_type, link.target_id, link.source_type, link.source_id),
+        for own_type, own_id, other_type, other_id, direction in (
+            (link.source_type, link.source_id, link.target_type, link.target_id, "outgoing"),
+            (link.target_type, link.target_id, link.source_type, link.source_id, "incoming"),
         ):
+            if other_type == "item" and other_id not in existing:
+                continue
             if own_type == "item" and own_id in wanted and len(found[own_id]) < per_item:
                 found[own_id].append(
                     {
                         "relationship": link.relationship,
+                        "direction": direction,
                         "type": other_type,
                         "id": other_id,
                         "reason": link.reason,

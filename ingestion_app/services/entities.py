@@ -40,6 +40,8 @@ from ingestion_app.services.entity_links import (
     cross_reference_rows,
     cross_references_upsert,
     mentions_insert,
+    update_reference_rows,
+    update_references_insert,
 )
 from memory_site.providers import get_llm
 from memory_site.task_paths import ENTITIES_LLM_TASK, ENTITIES_RESOLVE_TASK
@@ -615,6 +617,12 @@ def entities_extract(*, items: Sequence[MemoryItem | None], use_llm: bool = True
             scope_items = [
                 item for item in stored if (item.user_id, item.app_id) == (user_id, app_id)
             ]
+            if look_for_known:  # a chat's or a commit's few items, not an import's thousands
+                update_references_insert(
+                    update_reference_rows(
+                        user_id=user_id, app_id=app_id, items=scope_items, now=now
+                    )
+                )
             keys_by_item = _known_keys(found, scope_items) if look_for_known else {}
             known_keys = {key for keys in keys_by_item.values() for key in keys}
             if not found and not known_keys:

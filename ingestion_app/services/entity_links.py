@@ -1,6 +1,7 @@
 """Entity mentions and cross-references in bulk: one statement per batch for the mention rows
 and one for the links (entity-entity "related" for names mentioned together, item-item
-"mentions_same_entity" to the previous item naming an entity), whatever the batch size.
+"mentions_same_entity" to the previous item naming an entity), whatever the batch size; and
+item-item "updates" links from a memory to the earlier ones whose stated value it replaces.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from datetime import datetime
 from django.db import connection
 
 from ingestion_app.models import Entity, MemoryItem
+from memory_site.text.fact_updates import RELATION_TERMS, statement_updates, user_statements
 
 # New mentions and, for the (entity, item) pairs that are new, the entities' counts and first
 # and last mention: one statement, so a stored message pays one round trip for both.
@@ -148,3 +150,114 @@ def mentions_previous(entity_ids: list[int], *, before_id: int) -> dict[int, int
             [before_id, entity_ids],
         )
         return {entity_id: memory_id for entity_id, memory_id in cursor.fetchall() if memory_id}
+
+
+# "updates" links: the earlier items looked at for each new statement of a single-valued
+# relation (the newest ones using the relation's words), and how each relation is named in
+# the link's reason.
+UPDATE_CANDIDATES = 20
+_RELATION_NAMES = {
+    "residence": "home",
+    "employer": "employer",
+    "job": "job",
+    "age": "age",
+    "marital": "marital status",
+    "diet": "diet",
+}
+_UPDATE_CANDIDATES_SQL = """
+SELECT id, content, source, source_message_ids,
+       coalesce(metadata->>'granularity', '') = 'message' FROM rag_store
+WHERE user_id = %(user)s AND app_id = %(app)s AND source <> 'summary'
+  AND (occurred_at < %(moment)s OR (occurred_at = %(moment)s AND id < %(id)s))
+  AND search_vector @@ to_tsquery('english', %(terms)s)
+ORDER BY occurred_at DESC, id DESC
+LIMIT %(limit)s
+"""
+_LINK_INSERT = CROSS_REFERENCE_UPSERT.split("ON CONFLICT")[0] + (
+    "ON CONFLICT (user_id, source_type, source_id, target_type, target_id, relationship) DO NOTHING"
+)
+
+
+def update_reference_rows(
+    *, user_id: int, app_id: str, items: list[MemoryItem], now: datetime
+) -> list[tuple]:
+    """Item-item "updates" links: a new memory in which the user gives a new value of what an
+    earlier one states ("I just moved to Denver" after "I live in Austin";
+    memory_site.text.fact_updates, the rule search uses to put the newer first) points to
+    that earlier memory. Single-valued relations only (home, employer, job, age, marital
+    status, diet): their statements share words (RELATION_TERMS), so the earlier memories are
+    the newest UPDATE_CANDIDATES matching them. One link per exchange on each side: a turn
+    pair and its message items say the same."""
+    rows: dict[tuple, tuple] = {}
+    linked_messages: set[int] = set()
+    ordered = sorted(items, key=lambda item: (item.source != MemoryItem.Source.FACT, item.id))
+    with connection.cursor() as cursor:
+        for item in ordered:
+            if item.source == MemoryItem.Source.SUMMARY or not item.content:
+                continue
+            messages = set(item.source_message_ids or ())
+            if messages and (
+                messages & linked_messages or _updates_said(cursor, user_id, messages)
+            ):
+                continue
+            newer = user_statements(item.content, is_fact=item.source == MemoryItem.Source.FACT)
+            relations = sorted({fact.relation for fact in newer if fact.relation in RELATION_TERMS})
+            if not relations:
+                continue
+            terms = sorted({word for name in relations for word in RELATION_TERMS[name].split()})
+            cursor.execute(
+                _UPDATE_CANDIDATES_SQL,
+                {
+                    "user": user_id,
+                    "app": app_id,
+                    "moment": item.occurred_at,
+                    "id": item.id,
+                    "terms": " | ".join(terms),
+                    "limit": UPDATE_CANDIDATES,
+                },
+            )
+            older_messages: set[int] = set()
+            # A message item before the turn pair repeating it: the link names the short one.
+            found = sorted(cursor.fetchall(), key=lambda row: not row[4])
+            for older_id, content, source, source_messages, _ in found:
+                covered = set(source_messages or ())
+                if covered & older_messages:
+                    continue
+                older = user_statements(content or "", is_fact=source == MemoryItem.Source.FACT)
+                replaced = [
+                    name
+                    for name in relations
+                    if statement_updates(
+                        [fact for fact in older if fact.relation == name],
+                        [fact for fact in newer if fact.relation == name],
+                    )
+                ]
+                if not replaced:
+                    continue
+                older_messages |= covered
+                linked_messages |= messages
+                key = ("item", item.id, "item", older_id, "updates")
+                reason = "a new " + " and ".join(_RELATION_NAMES[name] for name in replaced)
+                rows[key] = (user_id, *key, reason, 1, now, now)
+    return list(rows.values())
+
+
+def _updates_said(cursor, user_id: int, messages: set[int]) -> bool:
+    """Whether an item of these messages already links its update (the message item, written
+    with the user's message, before the turn pair that repeats it)."""
+    cursor.execute(
+        """SELECT 1 FROM cross_references AS link
+           JOIN rag_store AS item ON item.id = link.source_id
+           WHERE link.user_id = %s AND link.relationship = 'updates'
+             AND link.source_type = 'item' AND item.source_message_ids && %s::bigint[]
+           LIMIT 1""",
+        [user_id, sorted(messages)],
+    )
+    return cursor.fetchone() is not None
+
+
+def update_references_insert(rows: list[tuple]) -> None:
+    """Insert "updates" links that do not exist yet (running twice changes nothing)."""
+    if rows:
+        with connection.cursor() as cursor:
+            cursor.execute(_LINK_INSERT, columns(rows))

@@ -148,3 +148,42 @@ def test_entities_in_a_bucketed_search_are_those_mentioned_in_the_buckets(api, u
     personal = api.post(SEARCH, {**body, "buckets": ["PERSONAL_LIFE"]}, format="json").json()
     names = {item["name"] for item in personal["items"] if item["type"] == "entity"}
     assert "Ines" in names and "Atlas" not in names
+
+
+def test_a_memory_that_changes_what_an_earlier_one_says_links_to_it_as_an_update(
+    api, user, fake_embedder
+):
+    """ "I live in Austin and work at Globex", a week later "I just moved to Denver": the
+    newer memory points to the older one with an "updates" link naming what changed, shown
+    on both with its direction, and gone once the older memory is deleted."""
+    from datetime import UTC, datetime, timedelta
+
+    said = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+    add_message(open_session(user), "user", "I live in Austin and work at Globex.", created_at=said)
+    add_message(
+        open_session(user), "user", "I just moved to Denver.", created_at=said + timedelta(days=7)
+    )
+    add_message(
+        open_session(user),
+        "user",
+        "My favourite band is Radiohead.",
+        created_at=said + timedelta(days=8),
+    )
+
+    def links_of(query: str, text: str) -> tuple[int, list[dict]]:
+        body = api.post(SEARCH, {"query": query, "include_cross_refs": True}, format="json").json()
+        item = next(item for item in body["items"] if text in item["content"])
+        return item["id"], [
+            link for link in item["cross_references"] if link["relationship"] == "updates"
+        ]
+
+    austin_id, austin_links = links_of("Austin Globex", "Austin")
+    denver_id, denver_links = links_of("Denver", "Denver")
+    assert [(link["direction"], link["id"], link["reason"]) for link in denver_links] == [
+        ("outgoing", austin_id, "a new home")
+    ]
+    assert [(link["direction"], link["id"]) for link in austin_links] == [("incoming", denver_id)]
+    assert links_of("Radiohead", "Radiohead")[1] == []  # says nothing new of either
+
+    assert api.delete(f"/api/v1/memories/{austin_id}").status_code == 204
+    assert links_of("Denver", "Denver")[1] == []
