@@ -149,7 +149,7 @@ class SearchHitOutput(serializers.Serializer):
         required=False,
         help_text="With include_cross_refs: links to other items and entities "
         "({relationship, direction, type, id, reason, strength}); relationship is "
-        "mentions_same_entity, related or updates (direction outgoing: this memory gives a new "
+        "mentions_same_entity, follows_up, related or updates (direction outgoing: this memory gives a new "
         "value of what the other states; incoming: a later memory replaces this one).",
     )
 

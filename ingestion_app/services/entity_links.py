@@ -1,11 +1,13 @@
 """Entity mentions and cross-references in bulk: one statement per batch for the mention rows
 and one for the links (entity-entity "related" for names mentioned together, item-item
-"mentions_same_entity" to the previous item naming an entity), whatever the batch size; and
+"mentions_same_entity" to the previous item naming an entity, "follows_up" instead when the item
+says it follows up an earlier chat), whatever the batch size; and
 item-item "updates" links from a memory to the earlier ones whose stated value it replaces.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from datetime import datetime
 
@@ -124,17 +126,52 @@ def cross_reference_rows(
     if earlier is None:
         earlier = mentions_previous(list(by_entity), before_id=min(item.id for _, item in inserted))
     names = {entity.id: entity.name for entity, _ in inserted}
+    following_up = {
+        item.id: item.chat_session_id
+        for _, item in inserted
+        if item.chat_session_id and FOLLOW_UP_CUES.search(item.content or "")
+    }
+    sessions = _sessions_of(
+        [earlier[entity_id] for entity_id in by_entity if entity_id in earlier]
+        if following_up
+        else []
+    )
     for entity_id, items in by_entity.items():
-        chain = [earlier.get(entity_id)] + [
-            item.id for item in sorted(items, key=lambda item: (item.occurred_at, item.id))
-        ]
+        ordered = sorted(items, key=lambda item: (item.occurred_at, item.id))
+        sessions.update((item.id, item.chat_session_id) for item in ordered)
+        chain = [earlier.get(entity_id)] + [item.id for item in ordered]
         for previous_id, item_id in zip(chain, chain[1:], strict=False):
-            if previous_id and previous_id != item_id:
-                key = ("item", item_id, "item", previous_id, "mentions_same_entity")
-                rows.setdefault(
-                    key, (user_id, *key, f"both mention {names[entity_id]}", 1, now, now)
-                )
+            if not previous_id or previous_id == item_id:
+                continue
+            name = names[entity_id]
+            if item_id in following_up and sessions.get(previous_id) not in (
+                None,
+                following_up[item_id],
+            ):
+                key = ("item", item_id, "item", previous_id, "follows_up")
+                rows.setdefault(key, (user_id, *key, f"follows up on {name}", 1, now, now))
+                continue
+            key = ("item", item_id, "item", previous_id, "mentions_same_entity")
+            rows.setdefault(key, (user_id, *key, f"both mention {name}", 1, now, now))
     return list(rows.values())
+
+
+# What opens a follow-up of an earlier chat: a memory saying one of these about an entity an
+# earlier chat named links to it as "follows_up" rather than "mentions_same_entity".
+FOLLOW_UP_CUES = re.compile(
+    r"\b(?:quick |small |an |some )?updates? (?:on|about)\b|\bquick update\b|"
+    r"\bfollow(?:ing)?[- ]up\b|\bas i (?:mentioned|said|told you)\b|"
+    r"\blike i (?:said|mentioned)\b|\blast time\b|\bsince we (?:last )?(?:talked|spoke|chatted)\b|"
+    r"\bnews (?:on|about)\b|\bremember (?:when|how|that|my|i)\b",
+    re.IGNORECASE,
+)
+
+
+def _sessions_of(item_ids: list[int]) -> dict[int, object]:
+    """Item -> its chat session (None for an item of no chat)."""
+    if not item_ids:
+        return {}
+    return dict(MemoryItem.objects.filter(id__in=item_ids).values_list("id", "chat_session_id"))
 
 
 def mentions_previous(entity_ids: list[int], *, before_id: int) -> dict[int, int]:

@@ -187,3 +187,27 @@ def test_a_memory_that_changes_what_an_earlier_one_says_links_to_it_as_an_update
 
     assert api.delete(f"/api/v1/memories/{austin_id}").status_code == 204
     assert links_of("Denver", "Denver")[1] == []
+
+
+def test_a_chat_that_says_it_follows_up_an_earlier_one_links_to_it(api, user, fake_embedder):
+    chat(user, "My sister Ines is getting married in Lisbon.")
+    chat(user, "Quick update on Ines: she picked the venue.")
+    chat(user, "Ines sent me the guest list.")  # names her again, says no follow-up
+
+    body = api.post(
+        SEARCH, {"query": "Ines venue guest list", "include_cross_refs": True}, format="json"
+    ).json()
+    links = {
+        item["content"]: {
+            (link["relationship"], link["direction"], link["id"])
+            for link in item["cross_references"]
+        }
+        for item in body["items"]
+    }
+    married = next(item["id"] for item in body["items"] if "married" in item["content"])
+    venue = next(item["id"] for item in body["items"] if "venue" in item["content"])
+    follow_up = links["User: Quick update on Ines: she picked the venue."]
+    assert ("follows_up", "outgoing", married) in follow_up
+    assert ("mentions_same_entity", "outgoing", venue) in links[
+        "User: Ines sent me the guest list."
+    ]
