@@ -284,6 +284,42 @@ def cross_references_of_items(
     return found
 
 
+# How the memory page names each link, seen from the memory (outgoing) or from the other end.
+_LINK_WORDS = {
+    ("updates", "outgoing"): "Updates",
+    ("updates", "incoming"): "Updated by",
+    ("follows_up", "outgoing"): "Follows up on",
+    ("follows_up", "incoming"): "Followed up by",
+    ("mentions_same_entity", "outgoing"): "Names the same as",
+    ("mentions_same_entity", "incoming"): "Names the same as",
+    ("related", "outgoing"): "Related to",
+    ("related", "incoming"): "Related to",
+}
+
+
+def memory_links(*, memory: MemoryItem, limit: int = 10) -> list[dict]:
+    """The memory page's linked memories: each link in words ("Updated by"), its reason and
+    the other memory (its id, date and text), "updates" first. Links to entities are left to
+    the entity pages."""
+    links = cross_references_of_items(user_id=memory.user_id, item_ids=[memory.id], per_item=limit)
+    items = [link for link in links.get(memory.id, []) if link["type"] == "item"]
+    others = {
+        other.id: other
+        for other in MemoryItem.objects.filter(
+            user_id=memory.user_id, id__in=[link["id"] for link in items]
+        ).only("id", "content", "occurred_at", "source")
+    }
+    return [
+        {
+            **link,
+            "words": _LINK_WORDS.get((link["relationship"], link["direction"]), "Linked to"),
+            "memory": others[link["id"]],
+        }
+        for link in items
+        if link["id"] in others
+    ]
+
+
 def entities_for_user(
     *,
     user,

@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from ingestion_app.selectors import memory_get_for_user, memory_history
+from ingestion_app.selectors.entities import memory_links
 from ingestion_app.services.memories import memory_delete, memory_update
 from memory_site.errors import InvalidInput, NotFound, UpstreamError
 from privacy_app.selectors import browse_target, can_browse_all
@@ -132,6 +133,7 @@ def _detail_context(request, memory, *, form=None) -> dict:
         "is_owner": is_owner,
         "provenance": memory_provenance(memory=memory),
         "history": list(memory_history(memory=memory)),
+        "links": memory_links(memory=memory),
         "form": form if is_owner else None,
     }
 
