@@ -161,8 +161,8 @@ def cross_reference_rows(
 FOLLOW_UP_CUES = re.compile(
     r"\b(?:quick |small |an |some )?updates? (?:on|about)\b|\bquick update\b|"
     r"\bfollow(?:ing)?[- ]up\b|\bas i (?:mentioned|said|told you)\b|"
-    r"\blike i (?:said|mentioned)\b|\blast time\b|\bsince we (?:last )?(?:talked|spoke|chatted)\b|"
-    r"\bnews (?:on|about)\b|\bremember (?:when|how|that|my|i)\b",
+    r"\blike i (?:said|mentioned)\b|\bsince we (?:last )?(?:talked|spoke|chatted)\b|"
+    r"\bnews (?:on|about)\b|\b(?:remember|recall) when\b",
     re.IGNORECASE,
 )
 
@@ -232,14 +232,14 @@ def update_reference_rows(
         for item in ordered:
             if item.source == MemoryItem.Source.SUMMARY or not item.content:
                 continue
+            newer = user_statements(item.content, is_fact=item.source == MemoryItem.Source.FACT)
+            relations = sorted({fact.relation for fact in newer if fact.relation in RELATION_TERMS})
+            if not relations:
+                continue  # the common case: no query at all
             messages = set(item.source_message_ids or ())
             if messages and (
                 messages & linked_messages or _updates_said(cursor, user_id, messages)
             ):
-                continue
-            newer = user_statements(item.content, is_fact=item.source == MemoryItem.Source.FACT)
-            relations = sorted({fact.relation for fact in newer if fact.relation in RELATION_TERMS})
-            if not relations:
                 continue
             terms = sorted({word for name in relations for word in RELATION_TERMS[name].split()})
             cursor.execute(
