@@ -75,6 +75,21 @@ except (ValueError, TypeError) as exc:
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+# Browser apps on other origins calling the API and the OpenAI-compatible endpoint (token auth,
+# no cookies): none unless listed ("https://chat.example.com,http://localhost:5173").
+CORS_ALLOWED_ORIGINS = env_list("MNEMO_CORS_ORIGINS", [])
+CORS_URLS_REGEX = r"^/(?:api|v1)/.*$"
+CORS_ALLOW_CREDENTIALS = False
+CORS_ALLOW_HEADERS = (
+    "accept",
+    "authorization",
+    "content-type",
+    "x-mnemo-session-id",
+    "x-mnemo-memory",
+    "x-reggie-context",
+    "x-reggie-context-debug",
+)
+CORS_EXPOSE_HEADERS = ("x-mnemo-context", "x-mnemo-context-hash", "x-mnemo-session-id")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -84,6 +99,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.postgres",
+    "corsheaders",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
@@ -99,6 +115,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: the guards' own 4xx answers to a browser app carry the CORS headers too.
+    "corsheaders.middleware.CorsMiddleware",
     "memory_site.middleware.BodySizeLimitMiddleware",
     "memory_site.middleware.RequestGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
