@@ -12,6 +12,7 @@ django_application = get_asgi_application()
 
 from django.conf import settings  # noqa: E402
 from django.core.handlers.asgi import ASGIHandler  # noqa: E402
+from starlette.middleware.cors import CORSMiddleware  # noqa: E402
 
 from gateway_app.mcp.http import mcp_asgi_mount  # noqa: E402  (needs Django set up)
 from memory_site.middleware import body_limit_for  # noqa: E402
@@ -138,9 +139,64 @@ class GatewayRoute:
         return await self.app(scope, receive, send)
 
 
+# CORS: the paths a browser app on another origin may call with a token (no cookies), and
+# the headers it sends and reads.
+CORS_PATHS = ("/api/", "/v1/", "/mcp")
+CORS_ALLOW_HEADERS = (
+    "accept",
+    "authorization",
+    "content-type",
+    "last-event-id",
+    "mcp-protocol-version",
+    "mcp-session-id",
+    "x-mnemo-memory",
+    "x-mnemo-session-id",
+    "x-reggie-context",
+    "x-reggie-context-debug",
+)
+CORS_EXPOSE_HEADERS = (
+    "mcp-session-id",
+    "x-mnemo-context",
+    "x-mnemo-context-hash",
+    "x-mnemo-session-id",
+)
+
+
+class CorsASGI:
+    """CORS for the origins in MNEMO_CORS_ORIGINS on CORS_PATHS (Starlette's middleware),
+    outermost, so every answer carries it: Django's, the slim /v1 stack's, the MCP server's
+    and BodyLimitASGI's 413. Other paths and unlisted origins get no CORS headers."""
+
+    def __init__(self, app):
+        self.app = app
+        self._cors: dict[tuple[str, ...], CORSMiddleware] = {}
+
+    async def __call__(self, scope, receive, send):
+        origins = tuple(settings.MNEMO_CORS_ORIGINS)
+        if (
+            scope["type"] != "http"
+            or not origins
+            or not scope.get("path", "").startswith(CORS_PATHS)
+        ):
+            return await self.app(scope, receive, send)
+        cors = self._cors.get(origins)
+        if cors is None:
+            cors = self._cors[origins] = CORSMiddleware(
+                self.app,
+                allow_origins=origins,
+                allow_methods=("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"),
+                allow_headers=CORS_ALLOW_HEADERS,
+                expose_headers=CORS_EXPOSE_HEADERS,
+                allow_credentials=False,
+            )
+        return await cors(scope, receive, send)
+
+
 gateway_application = SlimASGIHandler(GATEWAY_MIDDLEWARE)
 
 # /mcp is the MCP server (Streamable HTTP), /v1/ Django with the slim stack; the rest Django.
-application = BodyLimitASGI(
-    mcp_asgi_mount(GatewayRoute(django_application, gateway_application), path="/mcp")
+application = CorsASGI(
+    BodyLimitASGI(
+        mcp_asgi_mount(GatewayRoute(django_application, gateway_application), path="/mcp")
+    )
 )

@@ -75,21 +75,9 @@ except (ValueError, TypeError) as exc:
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
-# Browser apps on other origins calling the API and the OpenAI-compatible endpoint (token auth,
-# no cookies): none unless listed ("https://chat.example.com,http://localhost:5173").
-CORS_ALLOWED_ORIGINS = env_list("MNEMO_CORS_ORIGINS", [])
-CORS_URLS_REGEX = r"^/(?:api|v1)/.*$"
-CORS_ALLOW_CREDENTIALS = False
-CORS_ALLOW_HEADERS = (
-    "accept",
-    "authorization",
-    "content-type",
-    "x-mnemo-session-id",
-    "x-mnemo-memory",
-    "x-reggie-context",
-    "x-reggie-context-debug",
-)
-CORS_EXPOSE_HEADERS = ("x-mnemo-context", "x-mnemo-context-hash", "x-mnemo-session-id")
+# Browser apps on other origins calling the API, the OpenAI-compatible endpoint and the MCP
+# server with a token (memory_site.asgi.CorsASGI): none unless listed.
+MNEMO_CORS_ORIGINS = env_list("MNEMO_CORS_ORIGINS", [])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -99,7 +87,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.postgres",
-    "corsheaders",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
@@ -115,8 +102,6 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # First: the guards' own 4xx answers to a browser app carry the CORS headers too.
-    "corsheaders.middleware.CorsMiddleware",
     "memory_site.middleware.BodySizeLimitMiddleware",
     "memory_site.middleware.RequestGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
