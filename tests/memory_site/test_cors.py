@@ -27,9 +27,7 @@ def preflight(url: str, origin: str) -> httpx.Response:
     )
 
 
-def test_a_listed_origin_may_call_the_api_the_openai_endpoint_and_the_mcp_server(
-    live_url, allowed
-):
+def test_a_listed_origin_may_call_the_api_the_openai_endpoint_and_the_mcp_server(live_url, allowed):
     for path in ("/api/v1/memory/search", "/v1/chat/completions", "/mcp"):
         response = preflight(live_url + path, APP)
         assert response.status_code == 200, path
