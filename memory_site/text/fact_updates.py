@@ -436,4 +436,21 @@ def user_statements(content: str, *, is_fact: bool = False, is_summary: bool = F
         following = _OTHER_LINE.search(text, 1)
         if following is not None:
             text = text[: following.start()]
-    return tuple(statements_parse(extract_facts([("user", text[:USER_STATEMENT_CHARS])])))
+    text = _WE.sub(lambda match: _WE_AS_I[match.group(0).lower()], text[:USER_STATEMENT_CHARS])
+    return tuple(statements_parse(extract_facts([("user", text)])))
+
+
+# "We just moved to Denver", "We're vegetarian now": what the user says of their household is
+# said of the user too (only for comparing statements; stored facts keep the user's words).
+_WE_AS_I = {
+    "we're": "I'm",
+    "we've": "I've",
+    "we'll": "I'll",
+    "we'd": "I'd",
+    "we are": "I am",
+    "we were": "I was",
+    "we": "I",
+}
+_WE = re.compile(
+    r"(?<![\w'])(?:we're|we've|we'll|we'd|we are|we were|we)(?![\w'])", re.IGNORECASE
+)

@@ -9,6 +9,7 @@ from memory_site.text.fact_updates import (
     is_update,
     question_relation,
     statement_updates,
+    user_statements,
 )
 from memory_site.text.facts import extract_facts
 
@@ -92,3 +93,19 @@ def test_a_dated_or_hedged_statement_still_updates_the_old_one(old, new):
 )
 def test_a_first_person_question_names_the_relation_it_asks_about(question, relation):
     assert question_relation(question) == relation
+
+
+@pytest.mark.parametrize(
+    "newer, replaces",
+    [
+        ("User: We just moved to Denver last week!", True),
+        ("User: We're moving to Denver in May.", True),
+        ("User: We are based in Denver now.", True),
+        ("User: We visited Denver last week.", False),  # a trip, not a move
+        ("User: Honestly, we love sushi.", False),
+    ],
+)
+def test_what_the_user_says_of_their_household_counts_as_their_own_statement(newer, replaces):
+    """ "We just moved to Denver" replaces the user's "I live in Austin"."""
+    older = user_statements("User: I live in Austin.")
+    assert statement_updates(older, user_statements(newer)) is replaces
