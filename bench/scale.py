@@ -161,10 +161,11 @@ import numpy as np
 DIMENSIONS = 384
 HNSW_NAME = "rag_embedding_hnsw"
 GIN_NAME = "rag_search_vector"
-# Definitions as the migrations create them; used when an interrupted run left them dropped.
+# Definitions as the migrations create them (ingestion_app 0006: ef_construction 128); used
+# when an interrupted run left them dropped.
 DEFAULT_INDEX_SQL = {
     HNSW_NAME: "CREATE INDEX rag_embedding_hnsw ON public.rag_store USING hnsw "
-    "(embedding vector_cosine_ops) WITH (m='16', ef_construction='64')",
+    "(embedding vector_cosine_ops) WITH (m='16', ef_construction='128')",
     GIN_NAME: "CREATE INDEX rag_search_vector ON public.rag_store USING gin (search_vector)",
 }
 USERNAME_PREFIX = "scale_"
@@ -826,7 +827,7 @@ class UserEntities:
 def hnsw_definition(current: str) -> str:
     """The HNSW index as the migration defines it, or with --hnsw-m / --hnsw-ef-construction."""
     m = ARGS.hnsw_m or hnsw_parameter(current, "m") or 16
-    ef = ARGS.hnsw_ef_construction or hnsw_parameter(current, "ef_construction") or 64
+    ef = ARGS.hnsw_ef_construction or hnsw_parameter(current, "ef_construction") or 128
     return (
         f"CREATE INDEX {HNSW_NAME} ON public.rag_store USING hnsw "
         f"(embedding vector_cosine_ops) WITH (m='{m}', ef_construction='{ef}')"
