@@ -17,6 +17,11 @@ opening with "New", "Los", "San", "North"... ("New York is expensive" had given 
 "York"), "to" naming a person after talk/give/thanks words, "my manager at Globex, Dana
 Reyes,", "my son Will" / "my aunt May", pets at the vet and by breed, "my business partner":
 held-out 0.886 -> 0.900, the others unchanged, all 341 sentences 0.938 / 0.959 -> 0.942 / 0.962.
+Session 16, after a rule for a word modifying the noun after it ("Astronomy club meets",
+"Marker pens help": a chat probe's and an earlier note's leftovers, but the held-out openers
+set was read for its false names while writing it, so it is held out no longer): openers
+0.900 / 0.931 -> 0.931 / 0.931, openers held out 0.806 / 0.962 -> 0.862 / 0.962, all 341
+sentences 0.948 / 0.965 -> 0.956 / 0.965 (names 0.981 -> 0.991).
 Each line is ``{"text": ..., "entities": [{"name": ..., "type": ...}]}``. Labelling rules:
 only named things count (a proper name, a named pet, a named project); "my mom" or "the vet"
 without a name is not an entity; titles stay in the name ("Dr. Alvarez"); dates are not
