@@ -136,6 +136,14 @@ this process + its backend per call; 50 queries per group, first call of each sa
     (6.0) and 5.5/6.7 (6.6), without 4.5/5.1 and 4.7/5.9; vector recall@10 0.9915 and 1.0.
     The target (< 20 ms p95 with the entity leg at 1M rows) is met on this machine. A first
     run beside a LoCoMo benchmark (load 4) read 22.1/33.6 (CPU p95 18.4).
+  - Session 16 (2026-11-28, main cc4cdd9, same machine; data reloaded and the HNSW index
+    rebuilt, 426 s): 200 queries per group, two --keep runs each, load 0.4-0.9: 10,000
+    memories with the leg 14.3/20.2 (19.9) and 13.9/20.0 (19.7), without 17.6 and 18.2 at
+    p95; session 15's code (5d65202, from git archive) on the same data 15.2/20.3 (20.3) and
+    14.4/19.2 (19.1): no change from session 16, but ~1-2 ms over session 10's figures, the
+    target now at the edge. 100 memories 5.6/7.3 (7.2) and 5.6/7.8 (7.7); vector recall@10
+    0.98 and 1.0. Steps of 10,000-memory users at p95: keyword side 7.7, vector side 6.5-7.3,
+    candidate load 2.8-3.0, entity leg 1.7-1.9.
 - Earlier (selector v1 of commit 7a61754, 1M rows): vector recall@10 of 10,000-memory users
   0.91 with ef_construction 64 (no ef_search/iterative setting reaches 0.95), 0.985 with 128;
   hybrid p95 160-340 ms, all of it ts_rank_cd over every matching row.
