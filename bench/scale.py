@@ -140,8 +140,8 @@ this process + its backend per call; 50 queries per group, first call of each sa
     rebuilt, 426 s): 200 queries per group, two --keep runs each, load 0.4-0.9: 10,000
     memories with the leg 14.3/20.2 (19.9) and 13.9/20.0 (19.7), without 17.6 and 18.2 at
     p95; session 15's code (5d65202, from git archive) on the same data 15.2/20.3 (20.3) and
-    14.4/19.2 (19.1): no change from session 16, but ~1-2 ms over session 10's figures, the
-    target now at the edge. 100 memories 5.6/7.3 (7.2) and 5.6/7.8 (7.7); vector recall@10
+    14.4/19.2 (19.1): session 16's changes cost nothing measurable, but both read ~1-2 ms
+    over session 10's figures, the target now at the edge. 100 memories 5.6/7.3 (7.2) and 5.6/7.8 (7.7); vector recall@10
     0.98 and 1.0. Steps of 10,000-memory users at p95: keyword side 7.7, vector side 6.5-7.3,
     candidate load 2.8-3.0, entity leg 1.7-1.9.
 - Earlier (selector v1 of commit 7a61754, 1M rows): vector recall@10 of 10,000-memory users
