@@ -1028,12 +1028,25 @@ def _own_place_or_employer(tokens: list[_Token], span: _Span) -> tuple[str, str,
 
 
 def _own_subject(words: list[str]) -> str:
-    """The user's possessive when the first word past the skippable ones is the user."""
-    for word in words[:5]:
+    """The user's possessive when the first word past the skippable ones is the user; past
+    "and", the subject of the clause before ("I live in Austin and work at Globex"), unless
+    someone else is named first ("my sister lives in Austin and works at Globex")."""
+    for index, word in enumerate(words[:5]):
         if word in _OWN_RELATION_SKIP:
             continue
+        if word == "and":
+            for earlier in words[index + 1 : index + 6]:
+                if earlier in _OWN_SUBJECTS:
+                    return _OWN_SUBJECTS[earlier]
+                if earlier in _OTHER_SUBJECTS or earlier in names.RELATION_TYPES:
+                    return ""
+            return ""
         return _OWN_SUBJECTS.get(word, "")
     return ""
+
+
+# Words that make the clause before "and" someone else's ("Tom, who lives in Austin and...").
+_OTHER_SUBJECTS = frozenset("he she they who that which his her their".split())
 
 
 def _nationality_kind(tokens: list[_Token], span: _Span) -> str | None:

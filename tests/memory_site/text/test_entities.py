@@ -475,6 +475,22 @@ def test_a_thing_called_by_name_takes_its_type_from_the_noun_before(sentence, ex
         ("I lived in Tokyo for two years.", [("Tokyo", "place", "the user's former home")]),
         ("I'm originally from Porto.", [("Porto", "place", "the user's hometown")]),
         ("I flew in from Berlin.", [("Berlin", "place", "")]),
+        # A second clause shares the first one's subject, the user's or someone else's.
+        (
+            "I live in Austin and work at Globex.",
+            [
+                ("Austin", "place", "the user's home"),
+                ("Globex", "organization", "the user's employer"),
+            ],
+        ),
+        (
+            "My sister lives in Austin and works at Globex.",
+            [("Austin", "place", ""), ("Globex", "organization", "")],
+        ),
+        (
+            "I met Tom, who lives in Austin and works at Globex.",
+            [("Tom", "person", ""), ("Austin", "place", ""), ("Globex", "organization", "")],
+        ),
     ],
 )
 def test_the_users_own_employer_home_and_hometown_are_described(sentence, expected):
