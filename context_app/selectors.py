@@ -221,6 +221,7 @@ def memory_search(
     query_embedding: list[float] | None = None,
     as_of: datetime | None = None,
     min_relevance: float | None = None,
+    trim: bool = True,
 ) -> SearchResult:
     """Rank the caller's memories for `query`; never reads another user's or app's rows.
 
@@ -236,7 +237,8 @@ def memory_search(
     best candidate's relevance is under `min_relevance` (default: the calibrated
     RELEVANCE_FLOOR) nothing is returned; an exchange takes one slot; a long item is cut to
     the passage that matches, a chat turn to what it tells without the reactions and the
-    questions to the other person around it (`trimmed`); between two memories about the same
+    questions to the other person around it, and below the first results to its sentences
+    with the query's words (`trimmed`; trim=False: every item whole); between two memories about the same
     subject the one said later (at or before `as_of`, default now) comes first and the older is `superseded`.
     Raises InvalidInput for an unknown mode/source and ProviderError when the query cannot be
     embedded (semantic and hybrid modes).
@@ -402,7 +404,8 @@ def memory_search(
             ),
         )
         hits = search_candidates.hits_load(cursor, packed)
-    search_quality.hits_trim(hits, query)
+    if trim:
+        search_quality.hits_trim(hits, query)
     hits, used = search_quality.hits_budget(hits, max_tokens=max_tokens)
     search_quality.superseded_mark(
         hits,

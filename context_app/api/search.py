@@ -122,7 +122,8 @@ class SearchHitOutput(serializers.Serializer):
     source = serializers.CharField()
     content = serializers.CharField(
         help_text="The item's text, or the passage of a long item that matches, or a chat turn "
-        "without the reactions and questions around what it tells (see trimmed)."
+        "without the reactions and questions around what it tells, or (below the first three "
+        "results) its sentences with the query's words (see trimmed)."
     )
     bucket = serializers.CharField()
     score = serializers.FloatField()
@@ -202,6 +203,11 @@ class MemorySearchApi(APIView):
         )
         include_entities = serializers.BooleanField(required=False, default=False)
         include_cross_refs = serializers.BooleanField(required=False, default=False)
+        trim = serializers.BooleanField(
+            required=False,
+            default=True,
+            help_text="false: every item whole (no passages, gists or reactions cut).",
+        )
 
         def validate_buckets(self, value):
             unknown = [bucket for bucket in value if bucket not in settings.MNEMO_BUCKETS]
@@ -229,7 +235,9 @@ class MemorySearchApi(APIView):
             "Items under the relevance floor are left out, so a query about something never "
             "discussed returns no items; each item says `why` it matched and its `relevance`. "
             "One exchange takes one slot; a long item is cut to its matching passage, a chat "
-            "turn to what it tells without reactions like 'Wow, Mel!' (`trimmed`). Of two "
+            "turn to what it tells without reactions like 'Wow, Mel!', and below the first "
+            "three results to its sentences with the query's words (`trimmed`; `trim: false` "
+            "gives every item whole). Of two "
             "memories about the same subject the later comes first and the older is "
             "`superseded` (both dates given); `as_of` ranks relative to that date. "
             "502 when the embedding model fails (hybrid and semantic modes). "
@@ -279,6 +287,7 @@ class MemorySearchApi(APIView):
                     until=filter_data.get("until"),
                     buckets=list(data.get("buckets") or []),
                 ),
+                trim=data["trim"],
                 **arguments,
             )
         except ProviderError as exc:

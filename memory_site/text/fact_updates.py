@@ -451,6 +451,4 @@ _WE_AS_I = {
     "we were": "I was",
     "we": "I",
 }
-_WE = re.compile(
-    r"(?<![\w'])(?:we're|we've|we'll|we'd|we are|we were|we)(?![\w'])", re.IGNORECASE
-)
+_WE = re.compile(r"(?<![\w'])(?:we're|we've|we'll|we'd|we are|we were|we)(?![\w'])", re.IGNORECASE)

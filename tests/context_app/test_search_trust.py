@@ -371,3 +371,60 @@ def test_an_older_session_summary_is_superseded_by_a_newer_one(api, user, fake_e
     assert work[1]["superseded"]["by"] == newer.id
     cello = api.post(SEARCH, {"query": "Do I play the cello?"}, format="json").json()["items"]
     assert cello[0]["id"] == older.id and cello[0]["superseded"] is None
+
+
+def camping_turns(user) -> list[MemoryItem]:
+    """Six chat turns, each telling of one camping trip among other news."""
+    places = ["the beach", "the mountains", "the forest", "a lake", "the desert", "an island"]
+    return [
+        remember(
+            user,
+            f"Melanie: Work has been busy and the kids started school again this month. "
+            f"We went camping at {place} last weekend with the whole family. "
+            f"Everyone loved the evening by the fire and nobody wanted to go home.",
+            source="chunk",
+            occurred_at=datetime(2026, 1, 5 + index, tzinfo=UTC),
+        )
+        for index, place in enumerate(places)
+    ]
+
+
+def test_results_below_the_first_three_come_as_their_gist_so_the_budget_holds_more(
+    api, user, fake_embedder
+):
+    turns = camping_turns(user)
+    everyday_memories(user)
+    query = {"query": "where did Melanie go camping?", "max_tokens": 200}
+
+    body = api.post(SEARCH, query, format="json").json()
+    whole = api.post(SEARCH, {**query, "trim": False}, format="json").json()
+
+    contents = {turn.id: turn.content for turn in turns}
+    hits = [hit for hit in body["items"] if hit["id"] in contents]
+    assert [hit["trimmed"] for hit in hits[:3]] == [None, None, None]
+    assert [hit["content"] for hit in hits[:3]] == [contents[hit["id"]] for hit in hits[:3]]
+    gists = hits[3:]
+    assert gists, "the budget holds more than the three whole turns"
+    for hit in gists:
+        assert hit["content"].startswith("Melanie: … We went camping at ")
+        assert hit["content"].endswith("last weekend with the whole family. …")
+        trimmed = contents[hit["id"]][hit["trimmed"]["start"] : hit["trimmed"]["end"]]
+        assert trimmed in hit["content"]
+    assert len(hits) == 6
+    assert [hit["trimmed"] for hit in whole["items"]] == [None] * len(whole["items"])
+    assert len([hit for hit in whole["items"] if hit["id"] in contents]) < 6
+
+
+@pytest.mark.parametrize(
+    ("content", "query"),
+    [
+        ("Melanie: We went camping at the lake.", "lake"),  # short already
+        (
+            "Melanie: Work has been busy. The kids started school again. It was a long month.",
+            "camping by the sea",  # no word of the query
+        ),
+        ("Melanie: " + "we went camping at the lake and " * 30, "lake"),  # long: passage_trim's
+    ],
+)
+def test_gist_trim_leaves_what_it_cannot_shorten_by_the_query(content, query):
+    assert search_quality.gist_trim(content, query) == (content, None)
