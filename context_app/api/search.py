@@ -319,8 +319,8 @@ class MemoryStatsApi(APIView):
             "`{total, by_source: {fact, chunk, summary, document}, by_project: {project_id: n}, "
             "by_topic: {topic: n}, total_entities, bucket_distribution: {bucket: n}}` (the 50 "
             "most used topics); one app's with `app_id`. Counts what the memory browser lists "
-            "and the sessions pages count (per-message retrieval items, which repeat their "
-            "turn-pair chunk, are not memories of their own)."
+            "and the sessions pages count (retrieval items that repeat part of a turn-pair "
+            "chunk, per-message items and an import's passages, are not memories of their own)."
         ),
         parameters=[OpenApiParameter("app_id", OpenApiTypes.STR, OpenApiParameter.QUERY)],
         responses={200: OpenApiTypes.OBJECT},

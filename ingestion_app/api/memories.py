@@ -84,8 +84,9 @@ class MemoryListApi(ListAPIView):
             OpenApiParameter(
                 "include_message_items",
                 bool,
-                description="Also list the per-message retrieval items (chunks of one message) "
-                "that sit beside each turn-pair chunk; hidden by default.",
+                description="Also list the retrieval items that repeat part of a turn-pair chunk "
+                "(chunks of one message, an import's passages of a long reply); hidden by "
+                "default.",
             ),
         ],
     )

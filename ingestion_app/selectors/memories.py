@@ -29,9 +29,10 @@ def memories_for_user(
 ) -> QuerySet[MemoryItem]:
     """The caller's memories, newest first, or best text match first when `q` is given.
 
-    Per-message retrieval items (chunks with granularity "message", written beside each
-    turn-pair chunk so search can return single turns) are left out unless asked for: for a
-    person browsing memories they repeat the turn-pair chunk.
+    Retrieval items that repeat part of another memory are left out unless asked for: the
+    per-message items (granularity "message", written beside each turn-pair chunk so search
+    can return single turns) and an import's passages of long replies (granularity
+    "passage", beside their exchange's chunk). A person browsing memories sees the chunk.
 
     `q` is a web-style full-text query (`websearch_to_tsquery('english', q)`) over header and
     content; a case-insensitive substring match on content is OR-ed in so that partial words
@@ -39,7 +40,9 @@ def memories_for_user(
     """
     queryset = MemoryItem.objects.filter(user=user).defer("embedding", "raw_content")
     if not include_message_items:
-        queryset = queryset.exclude(metadata__contains={"granularity": "message"})
+        queryset = queryset.exclude(metadata__contains={"granularity": "message"}).exclude(
+            metadata__contains={"granularity": "passage"}
+        )
     if project_id:
         queryset = queryset.filter(project_id=project_id)
     if source:
@@ -158,8 +161,8 @@ def commit_log_for_session(*, session: ChatSession) -> MemoryCommitLog | None:
 
 def countable_memories(*, user, app_id: str | None = None) -> QuerySet[MemoryItem]:
     """What every page and the API count as the user's memories: the rows the memory browser
-    lists (``memories_for_user``), so per-message retrieval items, which repeat their turn-pair
-    chunk, are never counted."""
+    lists (``memories_for_user``), so retrieval items that repeat part of their turn-pair
+    chunk (per-message items, an import's passages) are never counted."""
     return memories_for_user(user=user, app_id=app_id).order_by()
 
 

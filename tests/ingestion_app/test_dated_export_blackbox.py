@@ -371,3 +371,20 @@ def test_out_of_range_timestamps_do_not_break_the_import(
     assert job["files"][0]["conversations"] == 3
     items = _search(api, query="What is the pressure valve on my Acme X200 set to?")
     assert items[0]["occurred_at"].startswith("2025-05-21")  # from its messages' own times
+
+
+def test_the_memory_counts_hold_each_exchange_once_not_its_passages(api, imported):
+    listed = api.get("/api/v1/memories", {"page_size": 100}).json()
+    stats = api.get("/api/v1/memory/stats").json()
+
+    boiler = [item for item in listed["results"] if "Acme X200" in item["content"]]
+    assert len(boiler) == 1 and FACT in boiler[0]["content"]  # the exchange, whole
+    assert stats["by_source"]["chunk"] == 3  # three exchanges
+    assert stats["total"] == listed["count"]
+    with_parts = api.get("/api/v1/memories", {"page_size": 100, "include_message_items": "true"})
+    passages = [
+        item
+        for item in with_parts.json()["results"]
+        if item["metadata"].get("granularity") == "passage"
+    ]
+    assert len(passages) > 2 and any(FACT in item["content"] for item in passages)
