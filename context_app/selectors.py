@@ -237,8 +237,8 @@ def memory_search(
     best candidate's relevance is under `min_relevance` (default: the calibrated
     RELEVANCE_FLOOR) nothing is returned; an exchange takes one slot; a long item is cut to
     the passage that matches, a chat turn to what it tells without the reactions and the
-    questions to the other person around it, and below the first results to its sentences
-    with the query's words (`trimmed`; trim=False: every item whole); between two memories about the same
+    questions to the other person around it, and below the first results to its gist
+    (search_quality.gist_trim; `trimmed`; trim=False: every item whole); between two memories about the same
     subject the one said later (at or before `as_of`, default now) comes first and the older is `superseded`.
     Raises InvalidInput for an unknown mode/source and ProviderError when the query cannot be
     embedded (semantic and hybrid modes).

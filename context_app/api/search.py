@@ -123,7 +123,7 @@ class SearchHitOutput(serializers.Serializer):
     content = serializers.CharField(
         help_text="The item's text, or the passage of a long item that matches, or a chat turn "
         "without the reactions and questions around what it tells, or (below the first three "
-        "results) its sentences with the query's words (see trimmed)."
+        "results) its gist of ~120 characters (see trimmed)."
     )
     bucket = serializers.CharField()
     score = serializers.FloatField()
@@ -236,8 +236,8 @@ class MemorySearchApi(APIView):
             "discussed returns no items; each item says `why` it matched and its `relevance`. "
             "One exchange takes one slot; a long item is cut to its matching passage, a chat "
             "turn to what it tells without reactions like 'Wow, Mel!', and below the first "
-            "three results to its sentences with the query's words (`trimmed`; `trim: false` "
-            "gives every item whole). Of two "
+            "three results to its gist (its sentences with the query's words, else its first "
+            "that tell something; `trimmed`; `trim: false` gives every item whole). Of two "
             "memories about the same subject the later comes first and the older is "
             "`superseded` (both dates given); `as_of` ranks relative to that date. "
             "502 when the embedding model fails (hybrid and semantic modes). "

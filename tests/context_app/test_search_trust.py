@@ -420,11 +420,26 @@ def test_results_below_the_first_three_come_as_their_gist_so_the_budget_holds_mo
     [
         ("Melanie: We went camping at the lake.", "lake"),  # short already
         (
-            "Melanie: Work has been busy. The kids started school again. It was a long month.",
-            "camping by the sea",  # no word of the query
+            "Melanie: Wow, that's so awesome, Caroline! Thanks so much for telling me! "
+            "I'm so happy for you! Have a great weekend!",
+            "camping by the sea",  # no word of the query and nothing but reactions
         ),
         ("Melanie: " + "we went camping at the lake and " * 30, "lake"),  # long: passage_trim's
     ],
 )
-def test_gist_trim_leaves_what_it_cannot_shorten_by_the_query(content, query):
+def test_gist_trim_leaves_what_it_cannot_shorten(content, query):
     assert search_quality.gist_trim(content, query) == (content, None)
+
+
+def test_gist_of_a_turn_without_the_query_words_is_its_first_sentence_that_tells_something():
+    content = (
+        "Melanie: Wow, thanks! We spent the whole weekend at a lake in the mountains with the "
+        "kids. Everyone loved the evening by the fire and nobody wanted to go home. How about you?"
+    )
+
+    text, trimmed = search_quality.gist_trim(content, "Where has Melanie gone camping?")
+
+    assert text == (
+        "Melanie: … We spent the whole weekend at a lake in the mountains with the kids. …"
+    )
+    assert content[trimmed["start"] : trimmed["end"]] in text
