@@ -678,13 +678,13 @@ def gist_trim(content: str, query: str) -> tuple[str, dict | None]:
     return _cut(content, spans[window[0]][0], spans[window[1]][1], keep=offset)
 
 
-def hits_trim(hits: list[SearchHit], query: str) -> None:
+def hits_trim(hits: list[SearchHit], query: str, *, gists: bool = True) -> None:
     """Each hit cut to what matters: a long item to its matching passage, a chat turn below
-    the first WHOLE_RESULTS to its gist, any other chat turn without the reactions and
-    questions around what it tells."""
+    the first WHOLE_RESULTS to its gist (unless not `gists`), any other chat turn without the
+    reactions and questions around what it tells."""
     for rank, hit in enumerate(hits):
         text, trimmed = passage_trim(hit.content, query)
-        if trimmed is None and rank >= WHOLE_RESULTS:
+        if trimmed is None and gists and rank >= WHOLE_RESULTS:
             text, trimmed = gist_trim(hit.content, query)
         if trimmed is None and CHATTER_TRIM:
             text, trimmed = chatter_trim(hit.content)

@@ -222,6 +222,7 @@ def memory_search(
     as_of: datetime | None = None,
     min_relevance: float | None = None,
     trim: bool = True,
+    gists: bool = True,
 ) -> SearchResult:
     """Rank the caller's memories for `query`; never reads another user's or app's rows.
 
@@ -238,8 +239,9 @@ def memory_search(
     RELEVANCE_FLOOR) nothing is returned; an exchange takes one slot; a long item is cut to
     the passage that matches, a chat turn to what it tells without the reactions and the
     questions to the other person around it, and below the first results to its gist
-    (search_quality.gist_trim; `trimmed`; trim=False: every item whole); between two memories about the same
-    subject the one said later (at or before `as_of`, default now) comes first and the older is `superseded`.
+    (search_quality.gist_trim; `trimmed`; trim=False: every item whole; gists=False: no
+    gists); between two memories about the same subject the one said later (at or before
+    `as_of`, default now) comes first and the older is `superseded`.
     Raises InvalidInput for an unknown mode/source and ProviderError when the query cannot be
     embedded (semantic and hybrid modes).
     """
@@ -405,7 +407,7 @@ def memory_search(
         )
         hits = search_candidates.hits_load(cursor, packed)
     if trim:
-        search_quality.hits_trim(hits, query)
+        search_quality.hits_trim(hits, query, gists=gists)
     hits, used = search_quality.hits_budget(hits, max_tokens=max_tokens)
     search_quality.superseded_mark(
         hits,

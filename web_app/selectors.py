@@ -125,6 +125,7 @@ def memories_search(*, user, query: str, filters: MemoryFilters) -> SearchPage:
                 mode=mode,
                 filters=search_filters,
                 query_embedding=embedding,
+                gists=False,  # a page of results, not a prompt's budget: each shown whole
             )
             hits.extend(result.items)
     hits.sort(key=lambda hit: (-hit.score, -(hit.similarity or 0.0), -hit.id))

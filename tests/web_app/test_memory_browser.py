@@ -298,3 +298,21 @@ def test_a_result_without_why_or_with_a_malformed_one_shows_no_half_explanation(
     bike_why = html.split(f'id="why-{bike.id}"', 1)[1].split("</p>", 1)[0]
     assert ">recency</span>" in bike_why
     assert "telepathy" not in html and "high" not in bike_why
+
+
+def test_search_shows_every_chat_turn_whole_not_as_a_gist(client, alice):
+    places = ["the beach", "the mountains", "the forest", "a lake", "the desert", "an island"]
+    for place in places:
+        store_memory(
+            alice,
+            f"Melanie: Work has been busy and the kids started school again this month. "
+            f"We went camping at {place} last weekend with the whole family. "
+            f"Everyone loved the evening by the fire and nobody wanted to go home.",
+            source=MemoryItem.Source.CHUNK,
+        )
+
+    response = client.get("/memories/", {"q": "where did Melanie go camping", "source": "chunk"})
+
+    snippets = [str(row["snippet"]) for row in response.context["rows"]]
+    assert len(snippets) == len(places)
+    assert all("nobody wanted to go home" in snippet for snippet in snippets)
