@@ -12,6 +12,7 @@ database connection when done.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -25,7 +26,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, ConfigDict, Field
 
 from context_app.models import ContextSettings
 from context_app.selectors import format_for_prompt, memory_search
@@ -40,6 +41,11 @@ from memory_site.errors import DomainError
 from memory_site.parsers import is_unstorable
 from memory_site.providers import ProviderError
 from sessions_app.selectors import sessions_for_user
+
+# A tool's argument errors go to the model as text: pydantic's documentation link after each
+# one is noise there. pydantic-core reads this once, at the first error of the process.
+os.environ.setdefault("PYDANTIC_ERRORS_INCLUDE_URL", "0")
+
 
 UserResolver = Callable[[Context], Any]
 
@@ -465,7 +471,22 @@ def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
             lambda user: _sessions(user, limit=limit, offset=offset, status=status),
         )
 
+    _unknown_arguments_refused(server)
     return server
+
+
+def _unknown_arguments_refused(server: MCPServer) -> None:
+    """Each tool refuses an argument it does not take ("top_k" for search_memory's "limit"):
+    the SDK's argument models ignore extras, so a misspelt option would be silently dropped.
+    Its schema says so too (additionalProperties: false). The SDK reads `arg_model` live.
+    Argument errors read "1 validation error for search_memory arguments / top_k / Extra
+    inputs are not permitted", without pydantic's documentation link (set at import below)."""
+    for tool in server._tool_manager.list_tools():
+        model = tool.fn_metadata.arg_model
+        config = ConfigDict(**model.model_config, extra="forbid")
+        name = f"{tool.name} arguments"  # the errors' title: "1 validation error for …"
+        tool.fn_metadata.arg_model = type(name, (model,), {"model_config": config})
+        tool.parameters = {**tool.parameters, "additionalProperties": False}
 
 
 def stdio_user_resolver(username: str) -> UserResolver:

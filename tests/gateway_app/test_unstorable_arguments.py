@@ -68,3 +68,27 @@ def test_mcp_tools_refuse_unstorable_text_and_impossible_dates(live_url, user, f
         message = result.content[0].text
         assert f"`{argument}`" in message or f"\n{argument}" in message, (name, message)
     assert not MemoryItem.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mcp_tools_refuse_an_argument_they_do_not_take(live_url, user, fake_embedder):
+    calls = [
+        ("search_memory", {"query": "trips", "top_k": 3}, "top_k"),  # it is called `limit`
+        ("add_memory", {"text": "The user likes tea.", "source": "fact"}, "source"),
+        ("delete_memory", {"memory_id": 1, "force": True}, "force"),
+    ]
+    key = token_for(user)
+
+    async def run():
+        async with Client(http_transport(live_url, key)) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            return tools, [await client.call_tool(name, arguments) for name, arguments, _ in calls]
+
+    tools, results = asyncio.run(run())
+    for (name, _, argument), result in zip(calls, results, strict=True):
+        assert result.is_error, name
+        message = result.content[0].text
+        assert f"{name} arguments\n{argument}\n" in message, message
+        assert "not permitted" in message and "https://" not in message
+    assert tools["search_memory"].input_schema["additionalProperties"] is False
+    assert not MemoryItem.objects.exists()
