@@ -16,6 +16,7 @@ import re
 from datetime import datetime
 
 from ingestion_app.selectors.search_candidates import Candidate, SearchHit
+from memory_site.text.accents import fold_accents
 from memory_site.text.entity_names import ABBREVIATIONS, NATIONALITIES
 from memory_site.text.fact_updates import (
     RELATION_TERMS,
@@ -213,7 +214,10 @@ def names_missing(
     )
     cursor.execute(
         f"SELECT {checks}",
-        {**params, **{f"q_name{index}": name for index, name in enumerate(names_left)}},
+        {
+            **params,
+            **{f"q_name{index}": fold_accents(name) for index, name in enumerate(names_left)},
+        },
     )
     present = cursor.fetchone()
     return [name for name, held in zip(names_left, present, strict=True) if not held]
@@ -466,7 +470,9 @@ def supersede_order(
 
 
 def _terms(text: str) -> set[str]:
-    return {word[:6] for word in _WORD.findall(text.lower()) if word not in _STOP_WORDS}
+    """The query-matching words of `text`: accents folded, the first six letters of each."""
+    folded = fold_accents(text.lower())
+    return {word[:6] for word in _WORD.findall(folded) if word not in _STOP_WORDS}
 
 
 _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
@@ -504,8 +510,9 @@ def _sentence_spans(content: str, start: int = 0) -> list[tuple[int, int]]:
 
 def _sentence_scores(content: str, spans: list[tuple[int, int]], wanted: set[str]) -> list[float]:
     """How many query words (`_terms`, longer ones weigh more) each sentence of `spans` holds."""
-    lowered = content.lower()
-    # Offsets of `lowered` are the content's unless a character's lower case is longer.
+    lowered = fold_accents(content.lower())
+    # Offsets of `lowered` are the content's unless a character's lower case or its folded
+    # form is longer ("é" folds to one letter, "ﬁ" to two).
     if len(lowered) != len(content):
         found = [_terms(content[a:b]) & wanted for a, b in spans]
     else:

@@ -63,6 +63,7 @@ from ingestion_app.selectors.scope import SOURCES, SearchFilters
 from ingestion_app.selectors.search_candidates import Candidate, SearchHit
 from memory_site.errors import InvalidInput
 from memory_site.providers import get_embedder
+from memory_site.text.accents import fold_accents
 
 # Re-exported: the search API, the pages and the context pack take them from here.
 __all__ = [
@@ -263,7 +264,7 @@ def memory_search(
     phrase = search_candidates.phrase_filter(query)
     if phrase:
         scope += " AND search_vector @@ websearch_to_tsquery('english', %(s_phrase)s)"
-        params["s_phrase"] = phrase
+        params["s_phrase"] = fold_accents(phrase)
     limit = max(SEMANTIC_MIN_CANDIDATES if mode == "semantic" else CANDIDATES_PER_SIDE, top_k * 3)
     named: list[str] = []
     # SET LOCAL needs a transaction; inside the caller's (the context pack's build) no

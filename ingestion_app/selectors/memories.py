@@ -14,6 +14,7 @@ from ingestion_app.selectors.entities import entity_stats
 from ingestion_app.selectors.scope import SOURCES
 from ingestion_app.selectors.search_candidates import vector_literal
 from memory_site.errors import NotFound
+from memory_site.text.accents import fold_accents
 from sessions_app.models import ChatSession
 
 
@@ -52,7 +53,7 @@ def memories_for_user(
     if app_id:
         queryset = queryset.filter(app_id=app_id)
     if q:
-        query = SearchQuery(q, search_type="websearch", config="english")
+        query = SearchQuery(fold_accents(q), search_type="websearch", config="english")
         queryset = (
             queryset.filter(Q(search_vector=query) | Q(content__icontains=q))
             .annotate(rank=SearchRank(F("search_vector"), query))

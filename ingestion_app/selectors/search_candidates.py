@@ -15,6 +15,7 @@ from datetime import datetime
 
 from ingestion_app.selectors import scope as search_scope
 from ingestion_app.selectors.scope import ScopeStats
+from memory_site.text.accents import fold_accents
 from memory_site.tokens import stored_or_counted
 
 
@@ -160,8 +161,8 @@ _BM25_TERM_SQL = """idf * tf * (%(k_k1)s::float8 + 1) / (tf + %(k_k1)s::float8
 
 def _bm25_params(*, query: str, drop_name: str, stats: ScopeStats, limit: int) -> dict:
     return {
-        "k_query": query,
-        "k_drop": drop_name,
+        "k_query": fold_accents(query),
+        "k_drop": fold_accents(drop_name),
         "k_max_terms": MAX_QUERY_TERMS,
         "k_context_tf": float(CONTEXT_TF_WEIGHT),
         "k_k1": float(BM25_K1),
@@ -436,7 +437,10 @@ def candidates_load(
             WHERE m.id = ANY(%(c_ids)s)""",
         {
             **(
-                {**(params or {}), **{f"c_name{i}": name for i, name in enumerate(names)}}
+                {
+                    **(params or {}),
+                    **{f"c_name{i}": fold_accents(name) for i, name in enumerate(names)},
+                }
                 if name_sql
                 else {}
             ),

@@ -443,3 +443,35 @@ def test_gist_of_a_turn_without_the_query_words_is_its_first_sentence_that_tells
         "Melanie: … We spent the whole weekend at a lake in the mountains with the kids. …"
     )
     assert content[trimmed["start"] : trimmed["end"]] in text
+
+
+@pytest.mark.parametrize(
+    ("stored", "query", "typed_in_the_browser"),
+    [
+        ("Last year Zoë moved to São Paulo for her job.", "Where did Zoe move to?", "Sao Paulo"),
+        ("My friend Jose from Malaga plays the cello.", "What does José play?", "Málaga"),
+    ],
+)
+def test_keyword_search_finds_words_written_with_or_without_accents(
+    api, user, stored, query, typed_in_the_browser
+):
+    item = remember(user, stored)
+    everyday_memories(user)
+
+    body = api.post(SEARCH, {"query": query, "mode": "keyword"}, format="json").json()
+    listed = api.get("/api/v1/memories", {"q": typed_in_the_browser}).json()
+
+    assert [hit["id"] for hit in body["items"]][:1] == [item.id]
+    assert body["items"][0]["why"][0]["signal"] == "keyword"
+    assert [memory["id"] for memory in listed["results"]] == [item.id]
+
+
+def test_a_name_asked_without_its_accent_is_not_taken_for_one_never_mentioned(
+    api, user, fake_embedder
+):
+    item = remember(user, "Zoë adopted a grey cat called Pixel.")
+    everyday_memories(user)
+
+    body = api.post(SEARCH, {"query": "What is the name of Zoe's cat?"}, format="json").json()
+
+    assert [hit["id"] for hit in body["items"]][:1] == [item.id]
