@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from ingestion_app.models import FactHistory, MemoryItem
+from memory_site.text.accents import accented_words_folded
 
 
 class FactHistoryInline(admin.TabularInline):
@@ -33,6 +34,7 @@ class MemoryItemAdmin(admin.ModelAdmin):
     exclude = ["embedding", "raw_content"]
     readonly_fields = [
         "search_vector",
+        "folded_words",
         "content_hash",
         "source_message_ids",
         "created_at",
@@ -40,6 +42,10 @@ class MemoryItemAdmin(admin.ModelAdmin):
     ]
     show_full_result_count = False
     inlines = [FactHistoryInline]
+
+    def save_model(self, request, obj, form, change):
+        obj.folded_words = accented_words_folded(obj.header, obj.content)  # what search indexes
+        super().save_model(request, obj, form, change)
 
     @admin.display(description="content")
     def short_content(self, obj):

@@ -10,35 +10,13 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
-from django.db.models import F, Func, Q
+from django.db.models import F, Q
 from django.db.models.fields.json import KT
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
 from memory_site.crypto import EncryptedTextField
-from memory_site.text.accents import ACCENTED_LATIN, COMBINING_MARKS
 from memory_site.tokens import stored_or_counted
-
-
-class AccentsFolded(Func):
-    """A text column as keyword search indexes it (memory_site.text.accents.fold_accents):
-    with its accents dropped when it holds an accented Latin letter, else as it is (the test
-    costs ~1 us a row, the folding ~8 us for 200 characters, to_tsvector ~16)."""
-
-    template = (
-        (
-            "CASE WHEN %(expressions)s ~ '{ACCENTED_LATIN}' "
-            "THEN regexp_replace(normalize(%(expressions)s, NFKD), '{COMBINING_MARKS}', '', 'g') "
-            "ELSE %(expressions)s END"
-        )
-        .replace("{ACCENTED_LATIN}", ACCENTED_LATIN)
-        .replace("{COMBINING_MARKS}", COMBINING_MARKS)
-    )
-    output_field = models.TextField()
-
-    def as_sql(self, compiler, connection, **extra_context):
-        sql, params = super().as_sql(compiler, connection, **extra_context)
-        return sql, (*params, *params, *params)  # the template says the text three times
 
 
 class MemoryItem(models.Model):
@@ -85,14 +63,16 @@ class MemoryItem(models.Model):
     # Text indexed for keyword search at half weight (B) and never returned: for a message
     # item, its neighbouring messages, which often hold the words a question uses.
     keyword_context = models.TextField(blank=True, default="")
-    # The item's own text (header + content) at weight A, its keyword context at weight B; the
-    # BM25 scorer (ingestion_app.selectors.search_candidates) reads the weights to count context words at half tf.
-    # Accents folded (AccentsFolded): "Jose" finds "José" and the other way round.
+    # The words of header and content that hold an accented letter, folded ("Zoe Sao" for
+    # "Zoë moved to São Paulo"; memory_site.text.accents): indexed with them, so a query
+    # folded the same way finds either spelling. Written by the store's writer.
+    folded_words = models.TextField(blank=True, default="")
+    # The item's own text (header + content + folded words) at weight A, its keyword context at
+    # weight B; the BM25 scorer (ingestion_app.selectors.search_candidates) reads the weights to
+    # count context words at half tf.
     search_vector = models.GeneratedField(
-        expression=SearchVector(
-            AccentsFolded("header"), AccentsFolded("content"), config="english", weight="A"
-        )
-        + SearchVector(AccentsFolded("keyword_context"), config="english", weight="B"),
+        expression=SearchVector("header", "content", "folded_words", config="english", weight="A")
+        + SearchVector("keyword_context", config="english", weight="B"),
         output_field=SearchVectorField(),
         db_persist=True,
     )

@@ -54,6 +54,7 @@ from ingestion_app.services.entities import (
 )
 from memory_site.providers import get_embedder
 from memory_site.providers.base import ProviderError
+from memory_site.text.accents import accented_words_folded
 from memory_site.text.categories import TextCues, category_terms
 from memory_site.tokens import count_tokens
 
@@ -253,6 +254,7 @@ def memory_item_build(
         embedding=embedding,
         embedding_text=embedding_text,
         keyword_context=keyword_context,
+        folded_words=accented_words_folded(header, content),
         topics=list(topics),
         metadata=metadata,
         chunk_id=chunk_id,
@@ -399,8 +401,10 @@ def memory_item_content_set(
     embedding_text: str,
 ) -> None:
     """Replace an item's text in memory (the caller saves): embedding, hash and token count
-    follow it. A content change by the user or by a commit update hashes like a fact."""
+    follow it (and its folded words). A content change by the user or by a commit update hashes
+    like a fact."""
     item.content = content
+    item.folded_words = accented_words_folded(item.header, content)
     item.embedding = embedding
     item.embedding_text = embedding_text
     item.content_hash = memory_content_hash(text=content, normalized=True)

@@ -12,6 +12,7 @@ import pytest
 from context_app import search_quality
 from context_app.selectors import format_hit, memory_search
 from ingestion_app.models import MemoryItem
+from ingestion_app.services.memory_store import MemoryScope, memory_item_create
 from memory_site.tokens import count_tokens
 from tests.fake_openai import hashed_embedding
 
@@ -445,6 +446,16 @@ def test_gist_of_a_turn_without_the_query_words_is_its_first_sentence_that_tells
     assert content[trimmed["start"] : trimmed["end"]] in text
 
 
+def written(user, content: str) -> MemoryItem:
+    """A fact stored by the memory store's writer (which computes what the index needs)."""
+    return memory_item_create(
+        scope=MemoryScope(user_id=user.id, app_id="default"),
+        source="fact",
+        content=content,
+        embedding=hashed_embedding(content, 384),
+    )
+
+
 @pytest.mark.parametrize(
     ("stored", "query", "typed_in_the_browser"),
     [
@@ -455,7 +466,7 @@ def test_gist_of_a_turn_without_the_query_words_is_its_first_sentence_that_tells
 def test_keyword_search_finds_words_written_with_or_without_accents(
     api, user, stored, query, typed_in_the_browser
 ):
-    item = remember(user, stored)
+    item = written(user, stored)
     everyday_memories(user)
 
     body = api.post(SEARCH, {"query": query, "mode": "keyword"}, format="json").json()
@@ -469,9 +480,24 @@ def test_keyword_search_finds_words_written_with_or_without_accents(
 def test_a_name_asked_without_its_accent_is_not_taken_for_one_never_mentioned(
     api, user, fake_embedder
 ):
-    item = remember(user, "Zoë adopted a grey cat called Pixel.")
+    item = written(user, "Zoë adopted a grey cat called Pixel.")
     everyday_memories(user)
 
     body = api.post(SEARCH, {"query": "What is the name of Zoe's cat?"}, format="json").json()
 
     assert [hit["id"] for hit in body["items"]][:1] == [item.id]
+
+
+def test_an_edited_memory_is_found_by_its_new_accented_word_written_plain(api, user, fake_embedder):
+    item = written(user, "My neighbour Ana makes great bread.")
+    everyday_memories(user)
+
+    edited = api.patch(
+        f"/api/v1/memories/{item.id}",
+        {"content": "My neighbour Inês makes great bread."},
+        format="json",
+    )
+    body = api.post(SEARCH, {"query": "Ines", "mode": "keyword"}, format="json").json()
+
+    assert edited.status_code == 200, edited.json()
+    assert [hit["id"] for hit in body["items"]] == [item.id]
