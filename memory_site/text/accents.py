@@ -16,7 +16,7 @@ import unicodedata
 # Latin-1 Supplement to Latin Extended-B (U+00C0-U+024F).
 _ACCENTED = re.compile("[\u00c0-\u024f]")
 _COMBINING = re.compile("[\u0300-\u036f]")
-_ACCENTED_WORD = re.compile(r"\w*[\u00c0-\u024f]\w*")
+_WORD = re.compile(r"\w+")
 
 
 def fold_accents(text: str) -> str:
@@ -29,9 +29,21 @@ def fold_accents(text: str) -> str:
 
 def accented_words_folded(*texts: str) -> str:
     """The words of `texts` that hold an accented Latin letter, folded, each once, in order:
-    what a memory indexes besides its own text. "" for the common all-ASCII text."""
+    what a memory indexes besides its own text. "" for the common all-ASCII text. Found from
+    each accented letter outwards: a regex for such words (or splitting every word) cost an
+    import ~75 us per 2 KB chunk, this ~5."""
     words: dict[str, None] = {}
     for text in texts:
-        if text and not text.isascii():
-            words.update(dict.fromkeys(_ACCENTED_WORD.findall(text)))
+        if not text or text.isascii():
+            continue
+        end = 0
+        for letter in _ACCENTED.finditer(text):
+            start = letter.start()
+            if start < end:
+                continue  # in the word just taken
+            while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+                start -= 1
+            word = _WORD.match(text, start)
+            words[word.group()] = None
+            end = word.end()
     return fold_accents(" ".join(words))
