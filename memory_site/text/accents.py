@@ -39,8 +39,8 @@ def accented_words_folded(*texts: str) -> str:
         end = 0
         for letter in _ACCENTED.finditer(text):
             start = letter.start()
-            if start < end:
-                continue  # in the word just taken
+            if start < end or not text[start].isalpha():
+                continue  # in the word just taken, or a sign of the range ("×", "÷")
             while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
                 start -= 1
             word = _WORD.match(text, start)

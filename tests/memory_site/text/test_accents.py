@@ -16,3 +16,4 @@ def test_a_memory_indexes_each_accented_word_once_folded():
         "Cafe Zoe Sao"
     )
     assert accented_words_folded("", "plain ASCII — with a dash") == ""
+    assert accented_words_folded("", "2×3 ÷ 4 and ×× café") == "cafe"  # signs in the range
