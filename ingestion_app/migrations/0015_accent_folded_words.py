@@ -22,7 +22,9 @@ FOLDED = (
 # One ALTER TABLE adds the column and sets its storage, so the rewrite that computes it already
 # keeps each vector in its row: set in a second statement (as 0005 did), ~80 % of existing
 # rows' vectors went to TOAST and BM25 scoring read 2-3x slower (LoCoMo dev keyword side p50
-# 2.75 -> 6.33 ms).
+# 2.75 -> 6.33 ms). ANALYZE at the end: a new column has no statistics until then, and a
+# rewrite counts as no change for autovacuum; BM25 reads the vector's frequent lexemes from
+# them (scope.table_stats; bench/scale.py at 1M rows: keyword side p95 11.5 -> 7.5 ms).
 REBUILD_SQL = """
     DROP INDEX IF EXISTS rag_search_vector;
     ALTER TABLE rag_store DROP COLUMN search_vector;
@@ -30,6 +32,7 @@ REBUILD_SQL = """
         ADD COLUMN search_vector tsvector GENERATED ALWAYS AS ({expression}) STORED,
         ALTER COLUMN search_vector SET STORAGE MAIN;
     CREATE INDEX rag_search_vector ON rag_store USING gin (search_vector);
+    ANALYZE rag_store;
 """
 
 
