@@ -737,6 +737,7 @@ def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] 
     owner_position = position + 1
     while owner_position < len(before) and before[owner_position] in _ADJECTIVES:
         owner_position += 1
+    relation = _qualified(noun, before[position + 1 : position + 2])
     if noun == "pig" and owner_position < len(before) and before[owner_position] == "guinea":
         owner_position += 1
     if owner_position >= len(before):
@@ -762,10 +763,20 @@ def _relation_before(tokens: list[_Token], span: _Span) -> tuple[str, str, str] 
     ):
         owner = before[owner_position + 1]
     if owner in _POSSESSIVES or owner.endswith("'s") or owner in {"a", "an", "two", "three"}:
-        return names.RELATION_TYPES[noun], noun, owner
+        return names.RELATION_TYPES[noun], relation, owner
     if owner == "the" and names.RELATION_TYPES[noun] == "pet":
         return "pet", noun, owner  # "the parrot Kiwi", as "Kiwi the parrot"
     return None
+
+
+# Adjectives that single one person out, kept with the relation noun: "my best friend Priya" is
+# the user's best friend (one person, an alias worth keeping); "my old friend" is a friend.
+_SINGLING_ADJECTIVES = frozenset({"best"})
+
+
+def _qualified(noun: str, adjective: list[str]) -> str:
+    """The relation as said when the adjective right before the noun singles one out."""
+    return f"{adjective[0]} {noun}" if adjective and adjective[0] in _SINGLING_ADJECTIVES else noun
 
 
 _EMPLOYER_PREPOSITIONS = frozenset({"at", "from", "with", "in"})
@@ -804,6 +815,7 @@ def _relation_after(
     while position + 1 < len(tokens) and tokens[position].lower in _ADJECTIVES:
         position += 1
     noun = tokens[position].lower
+    adjective = [tokens[position - 1].lower] if tokens[position - 1].lower in _ADJECTIVES else []
     # "Kenji is my business partner": the last of two relation nouns is the relation.
     if (
         owner in _POSSESSIVES
@@ -821,7 +833,7 @@ def _relation_after(
             after = [token.lower for token in tokens[position + 1 : position + 3]]
             if after in (["of", "mine"], ["of", "ours"]):
                 owner = "my" if after[1] == "mine" else "our"
-        return names.RELATION_TYPES[noun], noun, owner
+        return names.RELATION_TYPES[noun], _qualified(noun, adjective), owner
     return None
 
 

@@ -196,3 +196,26 @@ def test_the_users_old_and_new_home_are_two_places_each_described(
         "Denver": ("place", "the user's home", []),
         "Globex": ("organization", "the user's employer", []),
     }
+
+
+def test_my_best_friend_is_one_person_and_my_friend_another(
+    api, fake_embedder, django_capture_on_commit_callbacks
+):
+    session_with(
+        api,
+        django_capture_on_commit_callbacks,
+        "My best friend Priyanka is getting married in Kyoto.",
+        "My friend Jake said the concert was great.",
+    )
+    session_with(api, django_capture_on_commit_callbacks, "my best friend asked me to help")
+
+    listed = {e["name"]: e for e in api.get(ENTITIES, {"type": "person"}).json()["results"]}
+    assert {name: (e["aliases"], e["description"]) for name, e in listed.items()} == {
+        "Priyanka": (["my best friend"], "the user's best friend"),
+        "Jake": (["my friend"], "the user's friend"),
+    }
+    page = api.get(f"{ENTITIES}/{listed['Priyanka']['id']}").json()
+    # The unnamed "my best friend" of the second session is hers, not Jake's.
+    assert "my best friend asked me to help" in {m["sentence"] for m in page["mentions"]}
+    jake = api.get(f"{ENTITIES}/{listed['Jake']['id']}").json()
+    assert "my best friend asked me to help" not in {m["sentence"] for m in jake["mentions"]}

@@ -296,7 +296,9 @@ def test_pets_by_the_vet_and_by_breed_and_compound_relation_nouns():
 def test_a_relation_before_is_names_the_person_and_all_capitals_name_nobody():
     found = names_types_and_descriptions
     assert found("My sister is Ines.") == [("Ines", "person", "the user's sister")]
-    assert found("My best friend is Tom Becker.") == [("Tom Becker", "person", "the user's friend")]
+    assert found("My best friend is Tom Becker.") == [
+        ("Tom Becker", "person", "the user's best friend")
+    ]
     assert found("My favorite city is Lisbon.") == [
         ("Lisbon", "place", "the user's favourite city")
     ]
@@ -495,3 +497,17 @@ def test_a_thing_called_by_name_takes_its_type_from_the_noun_before(sentence, ex
 )
 def test_the_users_own_employer_home_and_hometown_are_described(sentence, expected):
     assert names_types_and_descriptions(sentence) == expected
+
+
+def test_a_best_friend_is_told_from_any_other_friend():
+    """ "my best friend" names one person (kept in the relation, so it becomes the alias and
+    description); "my old friend", "my oldest friend" are friends like any other."""
+    found = names_types_and_descriptions
+    assert found("My best friend Priyanka is getting married.") == [
+        ("Priyanka", "person", "the user's best friend")
+    ]
+    assert found("Ana, my best friend, moved away.") == [
+        ("Ana", "person", "the user's best friend")
+    ]
+    assert found("My old friend Sam called.") == [("Sam", "person", "the user's friend")]
+    assert found("My oldest friend Raj visited.") == [("Raj", "person", "the user's friend")]
