@@ -144,6 +144,22 @@ this process + its backend per call; 50 queries per group, first call of each sa
     over session 10's figures, the target now at the edge. 100 memories 5.6/7.3 (7.2) and 5.6/7.8 (7.7); vector recall@10
     0.98 and 1.0. Steps of 10,000-memory users at p95: keyword side 7.7, vector side 6.5-7.3,
     candidate load 2.8-3.0, entity leg 1.7-1.9.
+  - Session 17 (same machine, its code before accent folding, --keep on session 16's data, 200 queries per
+    group): 10,000 memories with the leg p95 18.5, 15.2 and 15.9 ms (without 15.4, 13.3,
+    14.1), 100 memories 7.2. Migration 0015 (accent folding) then ran on that 1M-row database:
+    ~25 minutes, the table rewrite rebuilding the HNSW index with 512 MB maintenance_work_mem;
+    right after it 24.2 and 28.0 ms, after ANALYZE (now part of the migration) 22.7 and 22.3
+    (without the leg 24.3, 24.6): every step ~20-40 % slower than before the rewrite.
+  - Session 18 (2026-11-28, main d775d45 from a fresh clone), a different and slower machine:
+    2 cores of an Intel Xeon at 2.0 GHz (a pure-Python loop takes 2x as long as on the AMD
+    EPYC). Fresh load: COPY 71 s, mentions 31 s, GIN 5 s, HNSW 680 s. 200 queries per group,
+    load 0.5-2.7, p50/p95 (CPU p95): 10,000 memories with the leg 34.7/50.1 (42.6), then in
+    three --keep runs 33.0/41.8, 28.5/39.1, 33.8/44.3 (jit off: no change), without it
+    31.0/43.8 and 29.7/40.9; 100 memories 13.5-16.2/17.5-23.9. Session 16's selector code
+    (f8f029f, git archive, alternating with d775d45 on the same data) 29.1/37.4 and
+    33.7/45.7: the same within the run-to-run spread. Steps of 10,000-memory users at p95:
+    keyword side 15.9-19.0, vector side 11.3-11.5, candidate load 7.3-7.7, entity leg 6.3.
+    The target (< 20 ms p95) is missed on this machine by 2x, with or without the leg.
 - Earlier (selector v1 of commit 7a61754, 1M rows): vector recall@10 of 10,000-memory users
   0.91 with ef_construction 64 (no ef_search/iterative setting reaches 0.95), 0.985 with 128;
   hybrid p95 160-340 ms, all of it ts_rank_cd over every matching row.
