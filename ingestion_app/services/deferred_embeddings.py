@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import ClassVar
 
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
@@ -81,6 +82,16 @@ class EmbeddingJob:
     text: str
     embedding_text: str
     content_hash: str
+
+    # What `of` reads: load items with .only(*FIELDS), or each deferred field costs a query.
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "id",
+        "user_id",
+        "chat_session_id",
+        "content",
+        "embedding_text",
+        "content_hash",
+    )
 
     @classmethod
     def of(cls, item: MemoryItem) -> EmbeddingJob:
@@ -377,9 +388,7 @@ def memory_items_embed_missing(
     )
     if user_id is not None:
         missing = missing.filter(user_id=user_id)
-    missing = missing.order_by("id").only(
-        "id", "user_id", "content", "embedding_text", "content_hash"
-    )
+    missing = missing.order_by("id").only(*EmbeddingJob.FIELDS)
     missing = list(missing if limit is None else missing[:limit])
     size = max(1, int(settings.EMBEDDING_BATCH_SIZE))
     embedder = get_embedder()

@@ -88,7 +88,7 @@ def import_file_passage_vectors(
                     metadata__import_file_id=import_file_id,
                 )
                 .order_by("id")
-                .only("id", "user_id", "content", "embedding_text", "content_hash")[:size]
+                .only(*EmbeddingJob.FIELDS)[:size]
             )
             written = (
                 memory_items_embedding_fill(
