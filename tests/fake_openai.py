@@ -7,6 +7,7 @@ fail (HTTP 500), to stall (for timeouts) or to answer with scripted text or JSON
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import threading
@@ -16,6 +17,14 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
+
+
+def _encoded(vector: list[float], encoding_format: str | None) -> list[float] | str:
+    """As OpenAI answers: base64 of little-endian float32 when asked (the openai client asks by
+    default), a list of floats otherwise."""
+    if encoding_format == "base64":
+        return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode()
+    return vector
 
 
 def hashed_embedding(text: str, dimensions: int) -> list[float]:
@@ -61,6 +70,9 @@ class FakeOpenAIServer:
         # A streamed call answered with this body as application/json (an upstream that
         # ignores `stream: true`, or a broken one).
         self.stream_answer_body: bytes | None = None
+        # Embeddings as float lists even when base64 is asked for (servers that ignore
+        # encoding_format).
+        self.embeddings_as_floats = False
         self._lock = threading.Lock()
         server = self
 
@@ -129,7 +141,10 @@ class FakeOpenAIServer:
                     {
                         "object": "embedding",
                         "index": i,
-                        "embedding": hashed_embedding(text, server.dimensions),
+                        "embedding": _encoded(
+                            hashed_embedding(text, server.dimensions),
+                            None if server.embeddings_as_floats else body.get("encoding_format"),
+                        ),
                     }
                     for i, text in enumerate(inputs)
                 ]

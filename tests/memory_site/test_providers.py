@@ -11,6 +11,7 @@ import pytest
 from memory_site.providers import ProviderError, get_embedder, get_llm, model_or_offline
 from memory_site.providers.local import LocalEmbedder
 from memory_site.tokens import count_tokens
+from tests.fake_openai import hashed_embedding
 
 
 def test_openai_chat_and_stream(fake_openai):
@@ -60,6 +61,25 @@ def test_openai_embeddings(fake_openai_embeddings, settings):
         "hello world",
         "another text",
     ]
+
+
+@pytest.mark.parametrize("as_floats", [False, True], ids=["base64", "float-lists"])
+def test_openai_embeddings_are_the_servers_vectors_in_input_order(
+    fake_openai_embeddings, settings, as_floats
+):
+    """OpenAI answers in base64 (asked for); servers that ignore that send float lists."""
+    fake_openai_embeddings.embeddings_as_floats = as_floats
+    texts = ["the garden needs water", "my sister Ines", "", "Zoë moved to Málaga"]
+    vectors = get_embedder().embed(texts)
+    expected = [hashed_embedding(text, settings.EMBEDDING_DIMENSIONS) for text in texts]
+    assert np.allclose(vectors, expected, atol=1e-6)
+    assert fake_openai_embeddings.bodies("/embeddings")[-1]["encoding_format"] == "base64"
+
+
+def test_a_broken_embedding_response_is_a_provider_error(fake_openai_embeddings, settings):
+    settings.EMBEDDING_DIMENSIONS = 8  # the server answers with 384
+    with pytest.raises(ProviderError, match="384 dimensions, EMBEDDING_DIMENSIONS is 8"):
+        get_embedder().embed(["hello"])
 
 
 def test_server_error_becomes_provider_error(fake_openai):
