@@ -16,6 +16,11 @@ per message item: before the write-path work p50 46.6 / p95 97.3 ms wall, CPU p5
 15.22 ms; after it (one candidates query instead of three, mentions and counts in one
 statement, no capitals -> no extraction) p50 21.5 / p95 36.6 ms wall, CPU p50 5.01 / p95
 8.49 ms. Wall time at that load is mostly waiting for a core; CPU is what an idle machine takes.
+Idle machines (defaults): a 2-core AMD EPYC (session 17) request path p95 4.73 ms; a 2-core Intel
+Xeon at 2.0 GHz (sessions 18-19, three runs) p50 6.4-6.9 / p95 11.7-11.8 ms wall, CPU p95
+11.2 ms, over the 10 ms target there: about 60 % is waiting on the database (the candidates
+query, the mentions insert, the cross-references insert, the commit), and the one message in
+ten that changes an entity adds its UPDATE.
 Run: ``.venv/bin/python bench/entity_paths.py [--memories 10000] [--writes 300] [--queries 200]``.
 """
 
