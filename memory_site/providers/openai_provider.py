@@ -147,8 +147,6 @@ class OpenAIEmbedder:
             except ValueError as exc:
                 raise ProviderError("embedding response is not JSON") from exc
             vectors.extend(self._vectors_of(payload, expected=len(batch)))
-        if len(vectors) != len(texts):
-            raise ProviderError("embedding response count does not match the request")
         return vectors
 
     def _vectors_of(self, payload: object, *, expected: int) -> list[list[float]]:

@@ -88,8 +88,8 @@ def _run_import_task(job_id: str, results) -> None:
 
 
 # The threshold is lowered from 8 MiB to 2 MiB here so the suite stays short (8 MiB took 130-190 s
-# on a 2-core Xeon, twice: pool and inline); bench/import_bench.py and bench/multinode.py import
-# exports far past 8 MiB. The timeout leaves room for a loaded machine.
+# on a 2-core Xeon, twice: pool and inline); bench/faults.py --imports-mib 10,200 sends exports
+# past 8 MiB through the API's worker. The timeout leaves room for a loaded machine.
 @pytest.mark.timeout(900)
 def test_an_export_over_the_parallel_threshold_imports_through_the_api_in_a_daemonic_worker(
     api, user, other_user, fake_embedder, upload_dir, tmp_path, monkeypatch
