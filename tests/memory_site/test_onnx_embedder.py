@@ -1,7 +1,9 @@
-"""The int8 ONNX local embedder: same vectors as torch, concurrency, fallback, no torch at run time.
+"""The ONNX local embedder: same vectors as torch on any CPU, the int8 -> fp32 fallback forced
+through the parity setting (so every machine runs both branches), concurrency, no torch at run
+time.
 
-Uses the graph cached under var/models (exported once by `make test`'s `embedder_prepare`, or by
-the first test that needs it)."""
+Uses the graphs cached under var/models (exported once by `make test`'s `embedder_prepare`, or
+by the first test that needs it)."""
 
 from __future__ import annotations
 
@@ -19,10 +21,13 @@ import pytest
 from memory_site.providers import _local_embedder, get_embedder
 from memory_site.providers.local import LocalEmbedder
 from memory_site.providers.local_onnx import (
-    MANIFEST_FILENAME,
+    GRAPHS,
     OnnxEmbedder,
+    cpu_flags,
+    graph_choose,
     onnx_cache_dir,
-    source_fingerprint,
+    onnx_manifest_read,
+    onnx_model_prepare,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,9 +60,10 @@ def cosines(left, right) -> np.ndarray:
     return (np.array(left) * np.array(right)).sum(axis=1)
 
 
-def test_onnx_is_the_default_and_matches_the_torch_vectors(onnx_backend):
+def test_an_onnx_graph_is_the_default_and_matches_the_torch_vectors(onnx_backend):
     embedder = get_embedder()
     assert isinstance(embedder, OnnxEmbedder)
+    assert embedder.graph in {kind.name for kind in GRAPHS}
     vectors = embedder.embed(TEXTS)
     torch_vectors = LocalEmbedder().embed(TEXTS)
     assert np.array(vectors).shape == (len(TEXTS), 384)
@@ -81,20 +87,72 @@ def test_onnx_keeps_each_text_with_its_vector_across_passes_and_threads(onnx_bac
     assert np.allclose(firsts, alone * 4, atol=1e-6)
 
 
-def test_failed_parity_check_falls_back_to_torch_with_a_clear_message(
-    onnx_backend, settings, tmp_path, caplog
-):
-    settings.DATA_DIR = tmp_path
-    cache_dir = onnx_cache_dir(tmp_path)
-    cache_dir.mkdir(parents=True)
-    parity = {"passed": False, "threshold": 0.99, "min_cosine": 0.97, "sentences": 29}
-    manifest = {"source": source_fingerprint(), "parity": parity}
-    (cache_dir / MANIFEST_FILENAME).write_text(json.dumps(manifest))
-    with caplog.at_level(logging.ERROR):
+def test_int8_serves_when_it_holds_the_parity_setting(onnx_backend, settings, caplog):
+    settings.EMBEDDING_ONNX_PARITY_MIN_COSINE = 0.5  # any int8 graph holds this
+    with caplog.at_level(logging.INFO, logger="memory_site.providers.local_onnx"):
         embedder = get_embedder()
-    assert isinstance(embedder, LocalEmbedder)
-    assert "failed its parity check" in caplog.text and "0.9700" in caplog.text
-    assert len(embedder.embed(["still works"])[0]) == 384
+    assert isinstance(embedder, OnnxEmbedder)
+    assert embedder.graph == "int8"
+    assert embedder.model_path.name == "model_int8.onnx"
+    assert "ONNX int8 graph serves on this CPU" in caplog.text
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
+
+
+def test_int8_refused_serves_the_fp32_onnx_graph_never_torch(onnx_backend, settings, caplog):
+    """Raised past what int8 reaches anywhere, the setting makes every CPU take the branch an
+    AVX2-only CPU takes when its int8 kernels miss: the unquantized ONNX graph, no torch."""
+    settings.EMBEDDING_ONNX_PARITY_MIN_COSINE = 0.9999
+    with caplog.at_level(logging.INFO, logger="memory_site.providers.local_onnx"):
+        embedder = get_embedder()
+    assert isinstance(embedder, OnnxEmbedder)
+    assert embedder.graph == "fp32"
+    line = next(r.getMessage() for r in caplog.records if "graph serves" in r.getMessage())
+    assert "ONNX fp32 graph serves" in line and "refused: int8 0.9" in line
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
+    # The unquantized graph is the model itself: torch's vectors to float precision.
+    assert cosines(embedder.embed(TEXTS), LocalEmbedder().embed(TEXTS)).min() >= 0.9999
+
+
+def test_unsigned_weight_graph_matches_torch_with_saturation_free_kernels(onnx_backend, settings):
+    """The u8u8 graph's integer products never saturate, so its vectors are the same on every
+    x86-64 CPU: what it scores here it scores on an AVX2-only one."""
+    choice = onnx_model_prepare(settings.DATA_DIR)
+    embedder = OnnxEmbedder(choice.path.parent / "model_int8_u8u8.onnx", graph="int8-u8u8")
+    assert cosines(embedder.embed(TEXTS), LocalEmbedder().embed(TEXTS)).min() >= 0.99
+
+
+def parities(**lowest: float) -> dict:
+    return {"graphs": {name: {"min_cosine": value} for name, value in lowest.items()}}
+
+
+def test_the_first_graph_holding_parity_serves_in_speed_order(tmp_path):
+    manifest = parities(**{"int8": 0.9891, "int8-u8u8": 0.9943, "fp32": 1.0})
+    chosen = graph_choose(manifest, tmp_path, min_cosine=0.99)
+    assert chosen.kind.name == "int8-u8u8"
+    assert chosen.path == tmp_path / "model_int8_u8u8.onnx"
+    assert "refused: int8 0.9891 < 0.9900" in chosen.reason
+    assert graph_choose(manifest, tmp_path, min_cosine=0.98).kind.name == "int8"
+    assert graph_choose(manifest, tmp_path, min_cosine=0.995).kind.name == "fp32"
+    # Even an fp32 graph under the bar serves (it is the model); torch never does.
+    last = graph_choose(parities(int8=0.9, fp32=0.9998), tmp_path, min_cosine=0.9999)
+    assert last.kind.name == "fp32" and "last resort" in last.reason
+
+
+def test_a_cache_measured_on_another_cpu_is_measured_again(onnx_backend, settings, tmp_path):
+    """A data folder moved to another machine (a volume, an image) is not trusted there: its
+    parity was measured on other kernels."""
+    onnx_model_prepare(settings.DATA_DIR)
+    source = onnx_cache_dir(settings.DATA_DIR)
+    moved = onnx_cache_dir(tmp_path)
+    moved.mkdir(parents=True)
+    for kind in GRAPHS:
+        (moved / kind.filename).symlink_to(source / kind.filename)
+    manifest = onnx_manifest_read(source)
+    (moved / "manifest.json").write_text(json.dumps(manifest))
+    assert onnx_manifest_read(moved) == manifest
+    manifest["source"]["cpu_flags"] = ["avx2"] if list(cpu_flags()) != ["avx2"] else []
+    (moved / "manifest.json").write_text(json.dumps(manifest))
+    assert onnx_manifest_read(moved) is None
 
 
 def test_torch_backend_can_be_chosen(settings):
@@ -119,6 +177,7 @@ from memory_site.providers import get_embedder
 vectors = get_embedder().embed(["the web server embeds a query", "and a reply"])
 assert len(vectors[0]) == 384, len(vectors[0])
 print(type(get_embedder()).__name__)
+print(get_embedder().graph)
 print(sorted(m for m in ("torch", "sentence_transformers", "transformers") if m in sys.modules))
 """
 
@@ -136,12 +195,20 @@ def run_probe(**environ) -> subprocess.CompletedProcess:
     )
 
 
-def test_web_and_worker_code_with_onnx_import_neither_torch_nor_sentence_transformers():
-    completed = run_probe(EMBEDDING_PROVIDER="local", EMBEDDING_BACKEND="onnx")
+@pytest.mark.parametrize(("min_cosine", "graph"), [("0.5", "int8"), ("0.9999", "fp32")])
+def test_web_and_worker_code_with_onnx_import_neither_torch_nor_sentence_transformers(
+    min_cosine, graph
+):
+    completed = run_probe(
+        EMBEDDING_PROVIDER="local",
+        EMBEDDING_BACKEND="onnx",
+        EMBEDDING_ONNX_PARITY_MIN_COSINE=min_cosine,
+    )
     assert completed.returncode == 0, completed.stderr[-2000:]
-    name, loaded = completed.stdout.strip().splitlines()[-2:]
-    assert name == "OnnxEmbedder"
+    name, chosen, loaded = completed.stdout.strip().splitlines()[-3:]
+    assert (name, chosen) == ("OnnxEmbedder", graph)
     assert loaded == "[]"
+    assert " ERROR " not in completed.stderr
 
 
 def test_unknown_backend_stops_start_up():

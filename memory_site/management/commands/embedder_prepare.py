@@ -1,4 +1,4 @@
-"""Export and check the int8 ONNX embedder once, so the first request does not wait for it."""
+"""Export and measure the ONNX embedder graphs once, so the first request does not wait."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from memory_site.providers.local_onnx import (
+    cpu_description,
     onnx_cache_dir,
     onnx_manifest_read,
     onnx_model_prepare,
@@ -16,8 +17,9 @@ from memory_site.providers.local_onnx import (
 
 class Command(BaseCommand):
     help = (
-        "Export all-MiniLM-L6-v2 to an int8 ONNX graph under DATA_DIR/models (reused if "
-        "present) and check it against torch; says so if it misses parity (torch is used)."
+        "Export all-MiniLM-L6-v2 to ONNX graphs (int8 u8s8, int8 u8u8, fp32) under "
+        "DATA_DIR/models (reused if present), measure each against torch on this CPU and say "
+        "which one serves."
     )
 
     def add_arguments(self, parser):
@@ -27,10 +29,18 @@ class Command(BaseCommand):
         if settings.EMBEDDING_PROVIDER != "local" or settings.EMBEDDING_BACKEND != "onnx":
             self.stdout.write("the onnx local embedder is not configured; nothing to prepare")
             return
-        model_path = onnx_model_prepare(settings.DATA_DIR, force=force)
-        manifest = onnx_manifest_read(onnx_cache_dir(settings.DATA_DIR)) or {}
-        parity = json.dumps(manifest.get("parity", {}))
-        if model_path is None:
-            self.stderr.write(f"the onnx embedder is not usable, torch will be used: {parity}")
+        choice = onnx_model_prepare(
+            settings.DATA_DIR,
+            force=force,
+            min_cosine=settings.EMBEDDING_ONNX_PARITY_MIN_COSINE,
+        )
+        if choice is None:
+            self.stderr.write("the onnx export failed (see the log above); torch will be used")
             return
-        self.stdout.write(f"onnx embedder ready: {model_path} parity {parity}")
+        manifest = onnx_manifest_read(onnx_cache_dir(settings.DATA_DIR)) or {}
+        cosines = {name: parity["min_cosine"] for name, parity in manifest["graphs"].items()}
+        self.stdout.write(
+            f"onnx embedder ready: the {choice.kind.name} graph serves on this CPU "
+            f"({cpu_description()}): {choice.reason}; lowest cosine to torch per graph "
+            f"{json.dumps(cosines)}"
+        )

@@ -62,7 +62,9 @@ class Command(BaseCommand):
         python = sys.executable
         # Export the onnx embedder here, once, before the web server and the worker both load it.
         if settings.EMBEDDING_PROVIDER == "local" and settings.EMBEDDING_BACKEND == "onnx":
-            onnx_model_prepare(settings.DATA_DIR)
+            onnx_model_prepare(
+                settings.DATA_DIR, min_cosine=settings.EMBEDDING_ONNX_PARITY_MIN_COSINE
+            )
         env = {**os.environ, "MNEMO_WARM_EMBEDDER": "1"}
         if q_workers is not None:
             env["Q_WORKERS"] = str(q_workers)
