@@ -210,6 +210,11 @@ STREAM_EVENTS = {
             "reused": {"type": "boolean"},
             "memories": {"type": "array", "items": {"type": "object"}},
             "elapsed_ms": {"type": "number"},
+            "skipped": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Parts left out to stay within the latency budget.",
+            },
         },
     },
     "ChatStreamMessageEvent": {

@@ -170,6 +170,7 @@ class InjectionLogAdmin(admin.ModelAdmin):
         "pack_tokens",
         "elapsed_ms",
         "embedding_ms",
+        "skipped",
         "segments_table",
         "memories_table",
         "pack_block",

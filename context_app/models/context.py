@@ -128,7 +128,10 @@ class ContextSettings(models.Model):
     latency_budget_ms = models.PositiveIntegerField(
         default=300,
         validators=[MinValueValidator(10)],
-        help_text="A build slower than this is dropped: the reply streams without augmentation.",
+        help_text=(
+            "A build that would run past this leaves parts out (the vector search, then the "
+            "known entities) rather than the pack."
+        ),
     )
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -321,7 +324,7 @@ class InjectionLog(models.Model):
     turn_number = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=16, choices=Status.choices)
     # Why the pack was (re)built or reused: first_build, every_k_turns, every_t_minutes,
-    # topic_changed, override_changed, cadence_not_due, cooldown, budget_exceeded, error...
+    # topic_changed, override_changed, cadence_not_due, cooldown, database_error, error...
     reason = models.CharField(max_length=64)
     error = models.TextField(blank=True, default="")
     pack_text = models.TextField(blank=True, default="")
@@ -339,6 +342,8 @@ class InjectionLog(models.Model):
     topic_source = models.CharField(max_length=32, blank=True, default="")
     elapsed_ms = models.FloatField(default=0.0)
     embedding_ms = models.FloatField(default=0.0)
+    # The parts left out to stay within the latency budget (ContextPack.skipped).
+    skipped = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -23,7 +23,6 @@ rebuild or skip, and never raising), `snapshots`
 from __future__ import annotations
 
 from context_app.services.context_pack.build import (
-    ContextBudgetExceeded,
     QueryEmbedding,
     query_embedding_start,
 )
@@ -55,7 +54,6 @@ __all__ = [
     "QueryEmbedding",
     "TRUNCATION_MARK",
     "AttachmentBlock",
-    "ContextBudgetExceeded",
     "ContextPack",
     "Segment",
     "as_quoted_data",

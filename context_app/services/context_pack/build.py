@@ -1,6 +1,12 @@
 """Building and recording the context pack of a turn: the segments within the latency budget
 (summaries, topic, relevant memories, known entities), the InjectionLog row and the session's
 context state. `prepare.prepare_context` is the entry point that calls it.
+
+The budget is met by doing less, never by dropping the pack: the rollups and the topic summary
+need no search and are always read; when the query's embedding is not ready in time (a slow
+CPU, a remote embedder) the memories come from the keyword leg alone; when the budget is spent
+the known-entities lookup is left out. Each part left out is named in `ContextPack.skipped`,
+the debug view and the injection log. Only a database error leaves a turn with no pack.
 """
 
 from __future__ import annotations
@@ -65,10 +71,6 @@ NO_RELEVANT_MEMORIES = "(no relevant memories for this message)"
 _embedding_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="context-embed")
 
 
-class ContextBudgetExceeded(Exception):
-    """The build ran past the latency budget; its result is dropped."""
-
-
 # --------------------------------------------------------------------------------------------
 # The build
 # --------------------------------------------------------------------------------------------
@@ -85,12 +87,14 @@ class _Deadline:
     def remaining_ms(self) -> float:
         return self.budget_ms - self.elapsed_ms()
 
-    def check(self, step: str) -> None:
-        if self.remaining_ms() <= 0:
-            raise ContextBudgetExceeded(
-                f"context build over its {self.budget_ms} ms budget after {step} "
-                f"({self.elapsed_ms():.0f} ms)"
-            )
+    def spent(self) -> bool:
+        return self.remaining_ms() <= 0
+
+
+# What ContextPack.skipped names (the debug view and the injection log show them).
+SKIPPED_VECTOR_NOT_READY = "vector search: the query embedding was not ready within the budget"
+SKIPPED_VECTOR_FAILED = "vector search: the query could not be embedded"
+SKIPPED_ENTITIES = "known entities: the latency budget was spent"
 
 
 def _configure_transaction(*, statement_timeout_ms: int | None) -> str:
@@ -179,30 +183,53 @@ def _ended_chats_vectors_wait(session: ChatSession, timeout: float) -> None:
         pending_embeddings_wait(timeout, user_id=session.user_id, session_ids=ended)
 
 
-def _relevant_memory_lines(
-    *, session: ChatSession, query: str, query_future, deadline: _Deadline, context_settings
-) -> tuple[list[tuple[str, dict]] | None, float]:
-    """The memory lines for the pack and the embedding time; None when embedding fails (the
-    memories were not consulted, which the pack must not call "no relevant memories")."""
-    embedding_started = time.perf_counter()
-    # Leave room for the search and the assembly: a slow embedder costs the memories segment,
-    # not the whole pack.
+def _query_vector(
+    *, session: ChatSession, query_future, deadline: _Deadline, skipped: list[str]
+) -> list[float] | None:
+    """The query's embedding if it is ready while the budget still leaves room for the search
+    and the assembly, else None (and why, in `skipped`): a slow embedder costs the vector leg,
+    not the memories."""
     reserve_ms = max(EMBEDDING_RESERVE_MS, deadline.budget_ms * 0.25)
     try:
-        embedding = query_future.result(timeout=max(deadline.remaining_ms() - reserve_ms, 0) / 1000)
+        return query_future.result(timeout=max(deadline.remaining_ms() - reserve_ms, 0) / 1000)
     except FutureTimeout:
-        logger.warning(
-            "context: query embedding skipped for session %s (not ready within the %d ms budget)",
+        logger.info(
+            "context: keyword-only memories for session %s (query embedding not ready within "
+            "the %d ms budget)",
             session.id,
             deadline.budget_ms,
         )
-        return None, (time.perf_counter() - embedding_started) * 1000
-    except Exception as exc:  # noqa: BLE001 - ProviderError or worse: skip, never fail the turn
+        skipped.append(SKIPPED_VECTOR_NOT_READY)
+    except Exception as exc:  # noqa: BLE001 - ProviderError or worse: keyword leg only
         logger.warning(
-            "context: query embedding failed for session %s, memories skipped: %s", session.id, exc
+            "context: query embedding failed for session %s, keyword-only memories: %s",
+            session.id,
+            exc,
         )
-        return None, (time.perf_counter() - embedding_started) * 1000
-    _ended_chats_vectors_wait(session, max(deadline.remaining_ms() - reserve_ms, 0) / 1000)
+        skipped.append(SKIPPED_VECTOR_FAILED)
+    return None
+
+
+def _relevant_memory_lines(
+    *,
+    session: ChatSession,
+    query: str,
+    query_future,
+    deadline: _Deadline,
+    context_settings,
+    skipped: list[str],
+) -> tuple[list[tuple[str, dict]], float]:
+    """The memory lines for the pack and the time spent waiting for the embedding.
+
+    Hybrid search when the query's embedding is ready in time, else the keyword leg alone
+    (`skipped` says so): the memories are always consulted."""
+    embedding_started = time.perf_counter()
+    embedding = _query_vector(
+        session=session, query_future=query_future, deadline=deadline, skipped=skipped
+    )
+    reserve_ms = max(EMBEDDING_RESERVE_MS, deadline.budget_ms * 0.25)
+    if embedding is not None:
+        _ended_chats_vectors_wait(session, max(deadline.remaining_ms() - reserve_ms, 0) / 1000)
     waited_ms = (time.perf_counter() - embedding_started) * 1000
     top_k = context_settings.memory_top_k
     if top_k <= 0:
@@ -221,7 +248,7 @@ def _relevant_memory_lines(
         max_tokens=None,
         min_similarity=None,
         sources=MEMORY_SOURCES,
-        mode="hybrid",
+        mode="hybrid" if embedding is not None else "keyword",
         # This session's own turns are already in the conversation; excluding them in the
         # query keeps a long session's message items from crowding out other memories.
         filters=SearchFilters(exclude_chat_session_id=str(session.id)),
@@ -255,20 +282,24 @@ def _memories_match(
     deadline: _Deadline,
     context_settings,
     query_future: Future | None = None,
-) -> tuple[list[tuple[str, dict]], float]:
-    """This turn's memory lines outside a build (the not-due path): ([], 0) without a query.
+) -> tuple[list[tuple[str, dict]], float, list[str]]:
+    """This turn's memory lines outside a build (the not-due path): ([], 0, []) without a
+    query; the third item names the parts left out (ContextPack.skipped).
     `query_future`: the query's embedding when it was started earlier."""
     if not query.strip() or context_settings.memory_top_k <= 0:
-        return [], 0.0
+        return [], 0.0, []
     query_future = query_future or _embedding_pool.submit(_embed_query, query)
+    skipped: list[str] = []
     try:
-        return _relevant_memory_lines(
+        lines, waited_ms = _relevant_memory_lines(
             session=session,
             query=query,
             query_future=query_future,
             deadline=deadline,
             context_settings=context_settings,
+            skipped=skipped,
         )
+        return lines, waited_ms, skipped
     finally:
         query_future.cancel()
 
@@ -287,15 +318,18 @@ def _build(
     max_tokens: int,
     context_settings: ContextSettings,
     deadline: _Deadline,
-    matched: tuple[list[tuple[str, dict]], float] | None = None,
+    matched: tuple[list[tuple[str, dict]], float, list[str]] | None = None,
     query_future: Future | None = None,
+    skipped: list[str] | None = None,
 ) -> tuple[list[Segment], list[dict], str, TopicChoice | None, str, float, list]:
     """Read and assemble, inside the caller's build transaction (see `_prepare`).
 
-    `matched`: the memory lines and embedding time when the caller already matched them this
-    turn; `query_future`: the query's embedding when it was started earlier. Raises
-    DatabaseError or ContextBudgetExceeded; the only write is an upserted topic summary.
+    `matched`: the memory lines, embedding time and skipped parts when the caller already
+    matched them this turn; `query_future`: the query's embedding when it was started earlier;
+    `skipped` collects the parts left out to stay within the budget. Raises DatabaseError only;
+    the only write is an upserted topic summary.
     """
+    skipped = [] if skipped is None else skipped
     wants_memories = bool(query.strip()) and context_settings.memory_top_k > 0
     if not wants_memories or matched is not None:
         query_future = None
@@ -303,7 +337,6 @@ def _build(
         query_future = _embedding_pool.submit(_embed_query, query)
     try:
         rollups = user_rollups(user=session.user, app_id=session.app_id)
-        deadline.check("rollups")
         topic, topic_reason = topic_infer(
             session=session,
             current=previous_topic,
@@ -319,11 +352,11 @@ def _build(
                 context_settings=context_settings,
             )
             topic_text = topic_summary.summary
-        deadline.check("topic")
         memory_lines: list[tuple[str, dict]] | None = None
         embedding_ms = 0.0
         if matched is not None:
-            memory_lines, embedding_ms = matched
+            memory_lines, embedding_ms, matched_skipped = matched
+            skipped.extend(matched_skipped)
         elif query_future is not None:
             memory_lines, embedding_ms = _relevant_memory_lines(
                 session=session,
@@ -331,16 +364,17 @@ def _build(
                 query_future=query_future,
                 deadline=deadline,
                 context_settings=context_settings,
+                skipped=skipped,
             )
-        deadline.check("memories")
         entity_text = ""
-        if query.strip():
+        if query.strip() and deadline.spent():
+            skipped.append(SKIPPED_ENTITIES)
+        elif query.strip():
             entity_text = _known_entity_lines(
                 session=session,
                 query=query,
                 memory_ids=[meta["id"] for _, meta in memory_lines or []],
             )
-            deadline.check("entities")
     finally:
         if query_future is not None:
             query_future.cancel()
@@ -405,7 +439,6 @@ def _build(
     segments, memories, text = fit_segments(
         sources, total_cap=context_settings.total_cap_chars, max_tokens=max_tokens
     )
-    deadline.check("assembly")
     return segments, memories, text, topic, topic_reason, embedding_ms, memory_lines
 
 
@@ -472,6 +505,7 @@ def _record(
             topic_source=pack.topic.source if pack.topic else "",
             elapsed_ms=pack.elapsed_ms,
             embedding_ms=pack.embedding_ms,
+            skipped=pack.skipped,
         )
         if state is not None:
             state = {**state, "log_id": log.id}
@@ -505,9 +539,10 @@ def _reuse(
     reason: str,
     deadline: _Deadline,
     defer: bool = False,
+    skipped: list[str] | None = None,
 ) -> ContextPack | None:
     """The last pack again (its log row holds the text), recorded for this turn; None when
-    that row is gone."""
+    that row is gone. `skipped`: the parts this turn's memory match left out."""
     previous = InjectionLog.objects.filter(id=state["log_id"], session=session).first()
     if previous is None:
         return None
@@ -531,5 +566,6 @@ def _reuse(
         memories=previous.memories,
         tokens=previous.pack_tokens,
         elapsed_ms=round(deadline.elapsed_ms(), 2),
+        skipped=list(skipped or []),
     )
     return _record(session=session, user_message=user_message, pack=pack, defer=defer)

@@ -1,6 +1,7 @@
 """The entry point of a turn's context pack: `prepare_context` decides whether to reuse,
-rebuild or skip (refresh), runs the build within its latency budget, records it, and never
-raises: a failed or slow build gives an empty pack and the reply goes out unaugmented.
+rebuild or skip (refresh), runs the build within its latency budget (by leaving parts out, see
+`build`), records it, and never raises: a failed build (a database error) gives an empty pack
+and the reply goes out unaugmented.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from django.utils import timezone
 from context_app.models import ContextSettings, InjectionLog
 from context_app.services.context_pack.build import (
     METADATA_KEY,
-    ContextBudgetExceeded,
     QueryEmbedding,
     _build,
     _configure_transaction,
@@ -63,8 +63,9 @@ def prepare_context(
     than `min_user_turns` user turns. Reuses the last pack until the refresh cadence says
     otherwise (a changed topic override always rebuilds). Every built or reused pack gets an
     InjectionLog row and the session metadata keeps {"context": {...}, "last_context_hash"}.
-    Database errors, a failed build and a build over `latency_budget_ms` give status "failed",
-    are logged, and leave the turn unaugmented. `query_embedding` (from
+    A build that would run over `latency_budget_ms` leaves parts out (keyword-only memories,
+    no known entities) and names them in `pack.skipped`; database errors and a failed build
+    give status "failed", are logged, and leave the turn unaugmented. `query_embedding` (from
     `query_embedding_start`) is used when it embeds this turn's query, else cancelled. With
     `defer_record` the InjectionLog row and the session state are written only when the
     caller runs `context_pack_record(pack)` (after the reply has started); until then
@@ -177,7 +178,7 @@ def _match_and_build(
             context_settings=context_settings,
             query_future=query_future,
         )
-        if matched[0] is not None and _memory_ids(matched[0]) != state.get("memory_ids", []):
+        if _memory_ids(matched[0]) != state.get("memory_ids", []):
             decision = "memories_changed"
     if decision is None:
         reused = _reuse(
@@ -188,6 +189,7 @@ def _match_and_build(
             reason="not_due",
             deadline=deadline,
             defer=defer_record,
+            skipped=matched[2],
         )
         if reused is not None:
             return reused
@@ -233,6 +235,7 @@ def _build_and_record(
 ) -> ContextPack:
     """The rebuild path, inside the build transaction: build, compare with the last pack's
     hash (an identical pack is marked reused), record."""
+    skipped: list[str] = []
     segments, memories, text, topic, topic_reason, embedding_ms, memory_lines = _build(
         session=session,
         turn=turn,
@@ -246,6 +249,7 @@ def _build_and_record(
         deadline=deadline,
         matched=matched,
         query_future=query_future,
+        skipped=skipped,
     )
     digest = pack_hash(text) if text else ""
     unchanged = bool(digest) and digest == state.get("hash")
@@ -264,6 +268,7 @@ def _build_and_record(
         tokens=count_tokens(text),
         elapsed_ms=round(deadline.elapsed_ms(), 2),
         embedding_ms=round(embedding_ms, 2),
+        skipped=skipped,
     )
     new_state = {
         "hash": digest,
@@ -293,13 +298,8 @@ def _failed(
     deadline: _Deadline,
     defer_record: bool = False,
 ) -> ContextPack:
-    if isinstance(exc, ContextBudgetExceeded):
-        reason = "budget_exceeded"
-    elif isinstance(exc, DatabaseError):
-        reason = "database_error"
-    else:
-        reason = "error"
-    if isinstance(exc, ContextBudgetExceeded | DatabaseError):
+    reason = "database_error" if isinstance(exc, DatabaseError) else "error"
+    if isinstance(exc, DatabaseError):
         logger.warning("context: build failed for session %s (%s): %s", session.id, reason, exc)
     else:
         logger.exception("context: build failed for session %s", session.id)

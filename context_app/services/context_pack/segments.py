@@ -64,7 +64,8 @@ class ContextPack:
 
     status: built (fresh pack), reused (the previous pack, unchanged or not due for refresh),
     skipped (no augmentation by policy: opted out, disabled, too few turns) or failed (the
-    build failed or ran over budget; the turn goes out unaugmented). `text` is the system
+    build failed on a database error; the turn goes out unaugmented). `skipped` names the
+    parts a built or reused pack left out to stay within the latency budget. `text` is the system
     message content ("" unless built or reused).
     """
 
@@ -79,6 +80,8 @@ class ContextPack:
     tokens: int = 0
     elapsed_ms: float = 0.0
     embedding_ms: float = 0.0
+    # Parts left out to stay within the latency budget (build.SKIPPED_*), in the order met.
+    skipped: list[str] = field(default_factory=list)
     injection_log_id: int | None = None
     # Set by prepare_context(defer_record=True): writes the InjectionLog row and the session's
     # context state when `context_pack_record` runs it.
@@ -107,6 +110,7 @@ class ContextPack:
             "reused": self.reused,
             "memories": self.memories,
             "elapsed_ms": self.elapsed_ms,
+            "skipped": self.skipped,
         }
 
 

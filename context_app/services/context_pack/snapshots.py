@@ -59,6 +59,7 @@ def session_context_last(*, session: ChatSession) -> dict:
             "built_at": built.created_at,
             "built_reason": built.reason,
             "elapsed_ms": last.elapsed_ms,
+            "skipped": last.skipped,
             "user_message_id": last.user_message_id,
             "assistant_message_id": last.assistant_message_id,
             "injection_log_id": last.id,

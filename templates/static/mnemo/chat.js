@@ -188,6 +188,7 @@
       ["Hash", context.hash ? String(context.hash).slice(0, 12) : "—"],
       ["Prepared in", fmt(context.elapsed_ms, 1) + " ms"],
     ];
+    if ((context.skipped || []).length) rows.push(["Left out (budget)", context.skipped.join("; ")]);
     const meta = el("dl", { className: "meta" });
     for (const [term, value] of rows) meta.append(el("dt", { text: term }), el("dd", { text: value }));
     debugBody.append(meta);
