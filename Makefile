@@ -50,8 +50,12 @@ redis-deps:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; }
 
+# pytest-xdist workers, each with its own test database: most tests wait on the database, a
+# loopback server or a child process, so 4 keep 2 cores busy.
+TEST_WORKERS ?= 4
+
 test: install browser-deps redis-deps embedder
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 # The database-facing tests again, against a second PostgreSQL over TCP with a password and a
 # real redis-server (both started on free loopback ports and stopped by tests/deploy/external.py),
