@@ -520,7 +520,13 @@ def evaluate(
     unrelated: bool = True,
     dump: list | None = None,
 ) -> Scores:
-    from context_app.selectors import SOURCES, format_date, format_hit, memory_search
+    from context_app.selectors import (
+        SOURCES,
+        format_date,
+        format_hit,
+        memory_search,
+        search_vector_text,
+    )
     from memory_site.providers import get_embedder
     from memory_site.tokens import count_tokens
     from sessions_app.models import Message
@@ -554,12 +560,19 @@ def evaluate(
         for question in conversation.questions:
             if question.category not in ld.SCORED_CATEGORIES:
                 continue
-            started = time.perf_counter()
-            vector = embedder.embed([question.question])[0]
-            scores.embed_ms.append((time.perf_counter() - started) * 1000)
             as_of = parse_question_date(question.question_date)
+            # As a caller that embeds ahead does: the text the vector leg searches with (the
+            # question without the one speaker it names), embedded once, timed apart.
+            cpu_started = clock.now_ms()
+            text = search_vector_text(
+                user=user, query=question.question, app_id=APP_ID, sources=sources or SOURCES
+            )
+            cpu_text = clock.now_ms()
+            started = time.perf_counter()
+            vector = embedder.embed([text])[0]
+            scores.embed_ms.append((time.perf_counter() - started) * 1000)
 
-            def search_as(owner, question=question, vector=vector, as_of=as_of):
+            def search_as(owner, question=question, vector=vector, text=text, as_of=as_of):
                 return memory_search(
                     user=owner,
                     query=question.question,
@@ -569,16 +582,17 @@ def evaluate(
                     sources=sources or SOURCES,
                     mode="hybrid",
                     query_embedding=vector,
+                    query_embedding_text=text,
                     as_of=as_of,
                 )
 
-            cpu_started = clock.now_ms()
+            cpu_search = clock.now_ms()
             result = search_as(user)
             scores.search_ms.append(result.search_ms)
             scores.search_ms_by_category[question.category].append(result.search_ms)
             cpu_ended = clock.now_ms()
             if cpu_started is not None and cpu_ended is not None:
-                scores.search_cpu_ms.append(cpu_ended - cpu_started)
+                scores.search_cpu_ms.append(cpu_ended - cpu_search + cpu_text - cpu_started)
             ranked = [
                 ld.RetrievedItem(format_hit(hit), hit_dia_ids(hit, dia_of, pairs))
                 for hit in result.items
@@ -589,7 +603,18 @@ def evaluate(
             scores.at10[question.category].append(at10)
             scores.type_add(question_type_of(question), budget, at10)
             if stranger is not None:
-                foreign = search_as(stranger)
+                # The other user's scope has other speakers: its own vector text, as a caller
+                # embedding ahead would send.
+                foreign_text = search_vector_text(
+                    user=stranger,
+                    query=question.question,
+                    app_id=APP_ID,
+                    sources=sources or SOURCES,
+                )
+                foreign_vector = (
+                    vector if foreign_text == text else embedder.embed([foreign_text])[0]
+                )
+                foreign = search_as(stranger, vector=foreign_vector, text=foreign_text)
                 scores.unrelated_empty.append(0.0 if foreign.items else 1.0)
                 if dump is not None:
                     dump.append(

@@ -28,7 +28,7 @@ Design (measured on LoCoMo, /work/briefs/retrieval_findings.md; `bench/locomo.py
   point, 0.3 loses one too); a message item
   also gets 0.3 x the best fused score of its neighbouring messages (answers sit next to the
   matched question); when the query names exactly one of the conversation's speakers, that
-  name is dropped from the keyword query and from the text the vector leg embeds, and their
+  name is dropped from the keyword query and its direction from the query's vector, and their
   messages are boosted x2.
 - Entity leg: items that mention an entity (person, pet, place...) the query names or an alias
   of one ("my sister"), ranked by the summed rarity of those entities, fused at ENTITY_WEIGHT
@@ -45,7 +45,9 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 
+import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -62,7 +64,7 @@ from ingestion_app.selectors.entities import (
 from ingestion_app.selectors.scope import SOURCES, SearchFilters
 from ingestion_app.selectors.search_candidates import Candidate, SearchHit
 from memory_site.errors import InvalidInput
-from memory_site.providers import get_embedder
+from memory_site.providers import ProviderError, get_embedder
 from memory_site.text.accents import fold_accents
 
 # Re-exported: the search API, the pages and the context pack take them from here.
@@ -77,6 +79,7 @@ __all__ = [
     "format_hit",
     "memory_search",
     "search_entities",
+    "search_vector_text",
 ]
 
 MODES = ("hybrid", "semantic", "keyword")
@@ -98,11 +101,11 @@ NEIGHBOUR_WEIGHT = 0.3
 # with the name left out of the query's vector (below; that took the speaker signal out of the
 # vector leg); 3.0 lifts multi-hop further but loses 2 points of single-hop.
 SPEAKER_BOOST = 2.0
-# When the query names exactly one speaker, the vector leg embeds it without that name (one
-# more embedding call): the name is in half the conversation's messages, and with it
-# "What activities does Melanie partake in?" pulled in messages that only address her
-# ("Wow, Melanie!"). LoCoMo dev: 0.7835 -> 0.789 overall, multi-hop 0.448 -> 0.459,
-# open-domain 0.425 -> 0.471; LongMemEval dev (no named speakers) unchanged.
+# When the query names exactly one speaker, the vector leg searches without that name: the name
+# is in half the conversation's messages, and with it "What activities does Melanie partake
+# in?" pulled in messages that only address her ("Wow, Melanie!"). The name-less vector is the
+# query's with its component along the name's own embedding taken out (`_without_name_vector`;
+# the name is embedded once per process), so a search makes no second model call.
 VECTOR_WITHOUT_NAME = True
 # Score factor of a turn-pair chunk whose messages also exist as message items: the pair
 # repeats them at twice the length. Measured on LoCoMo: 1, 0.5, 0.25 and 0 all within 0.1
@@ -157,6 +160,78 @@ def _without_name(query: str, name: str) -> str:
     rest = re.sub(rf"(?<!\w){re.escape(name)}(?:'s)?(?!\w)", " ", query, flags=re.IGNORECASE)
     rest = " ".join(rest.split())
     return rest if re.search(r"\w", rest) else ""
+
+
+def _vector_text(query: str, named: list[str]) -> str:
+    """What the vector leg embeds: the query, or without its speaker when it names exactly one."""
+    if VECTOR_WITHOUT_NAME and len(named) == 1:
+        return _without_name(query[:MAX_KEYWORD_QUERY_CHARS], named[0]) or query
+    return query
+
+
+def search_vector_text(
+    *,
+    user,
+    query: str,
+    app_id: str = "default",
+    sources: list[str] | tuple[str, ...] = SOURCES,
+    filters: SearchFilters | None = None,
+) -> str:
+    """The text `memory_search` embeds for `query` in this scope (hybrid mode): a caller that
+    embeds it ahead (to overlap the model with the database) passes that vector and this text,
+    and the search makes no model call. Reads the scope's speakers (cached with its stats)."""
+    scope, params = search_scope.scope_sql(
+        user_id=user.pk, app_id=app_id, sources=sources, filters=filters or SearchFilters()
+    )
+    with connection.cursor() as cursor:
+        stats = search_scope.scope_stats(cursor, scope=scope, params=params)
+    return _vector_text(query, _named_speakers(query[:MAX_KEYWORD_QUERY_CHARS], stats.speakers))
+
+
+def _query_vector(
+    *,
+    query: str,
+    named: list[str],
+    mode: str,
+    given: list[float] | None,
+    given_text: str | None,
+) -> tuple[list[float], float]:
+    """The vector the vector leg searches with and the ms spent embedding. It is the vector of
+    `_vector_text` (the query, or the query without the one speaker it names): the caller's
+    when it embedded that text; when the caller embedded the whole query instead, that vector
+    with the name's direction taken out (no model call); else (no vector, or one of another
+    text) one embedding of the text."""
+    text = _vector_text(query, named) if mode == "hybrid" else query
+    given_text = query if given_text is None else given_text
+    if given is not None and given_text == text:
+        return given, 0.0
+    if given is not None and given_text == query and len(named) == 1:
+        derived = _without_name_vector(given, named[0])
+        if derived is not None:
+            return derived, 0.0
+    started = time.perf_counter()
+    vector = get_embedder().embed([text])[0]
+    return vector, (time.perf_counter() - started) * 1000
+
+
+@lru_cache(maxsize=512)
+def _name_direction(embedder, name: str) -> np.ndarray:
+    """A speaker name's own unit embedding, computed once per embedder and name."""
+    return np.asarray(embedder.embed([name])[0], dtype=np.float64)
+
+
+def _without_name_vector(query_embedding: list[float], name: str) -> list[float] | None:
+    """The query's unit vector with its component along `name`'s embedding removed: what the
+    query asks beyond the name, without a second model call per search. None when the name
+    cannot be embedded (the caller keeps the query's own vector)."""
+    try:
+        direction = _name_direction(get_embedder(), name)
+    except ProviderError:
+        return None
+    vector = np.asarray(query_embedding, dtype=np.float64)
+    rest = vector - float(vector @ direction) * direction
+    norm = float(np.linalg.norm(rest))
+    return (rest / norm).tolist() if norm > 1e-6 else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -220,6 +295,7 @@ def memory_search(
     filters: SearchFilters | None = None,
     recency_half_life_days: float | None = None,
     query_embedding: list[float] | None = None,
+    query_embedding_text: str | None = None,
     as_of: datetime | None = None,
     min_relevance: float | None = None,
     trim: bool = True,
@@ -243,6 +319,9 @@ def memory_search(
     (search_quality.gist_trim; `trimmed`; trim=False: every item whole; gists=False: no
     gists); between two memories about the same subject the one said later (at or before
     `as_of`, default now) comes first and the older is `superseded`.
+    `query_embedding`: the vector of `query_embedding_text` (default: of `query`), embedded by
+    the caller; the search embeds nothing when that is the text its vector leg searches with
+    (`search_vector_text`), and makes at most one embedding call otherwise.
     Raises InvalidInput for an unknown mode/source and ProviderError when the query cannot be
     embedded (semantic and hybrid modes).
     """
@@ -250,13 +329,6 @@ def memory_search(
     filters = filters or SearchFilters()
     embed_ms = 0.0
     vector = None
-    if mode in ("hybrid", "semantic"):
-        if query_embedding is None:
-            started = time.perf_counter()
-            query_embedding = get_embedder().embed([query])[0]
-            embed_ms = (time.perf_counter() - started) * 1000
-        vector = search_candidates.vector_literal(query_embedding)
-
     started = time.perf_counter()
     scope, params = search_scope.scope_sql(
         user_id=user.pk, app_id=app_id, sources=sources, filters=filters
@@ -267,14 +339,27 @@ def memory_search(
         params["s_phrase"] = fold_accents(phrase)
     limit = max(SEMANTIC_MIN_CANDIDATES if mode == "semantic" else CANDIDATES_PER_SIDE, top_k * 3)
     named: list[str] = []
+    stats = None
+    if mode in ("hybrid", "keyword") and query.strip():
+        with connection.cursor() as cursor:
+            stats = search_scope.scope_stats(cursor, scope=scope, params=params)
+        named = _named_speakers(query[:MAX_KEYWORD_QUERY_CHARS], stats.speakers)
+    if mode in ("hybrid", "semantic"):
+        # Before the transaction: a model that fails fails the search, not the caller's
+        # transaction.
+        query_vector, embed_ms = _query_vector(
+            query=query,
+            named=named,
+            mode=mode,
+            given=query_embedding,
+            given_text=query_embedding_text,
+        )
+        vector = search_candidates.vector_literal(query_vector)
     # SET LOCAL needs a transaction; inside the caller's (the context pack's build) no
     # savepoint is taken: a failed search fails the caller's transaction, as the pack wants.
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         keyword_rows: list[tuple[int, float]] = []
-        stats = None
-        if mode in ("hybrid", "keyword") and query.strip():
-            stats = search_scope.scope_stats(cursor, scope=scope, params=params)
-            named = _named_speakers(query[:MAX_KEYWORD_QUERY_CHARS], stats.speakers)
+        if stats is not None:
             keyword_rows = search_candidates.bm25_candidates(
                 cursor,
                 scope=scope,
@@ -284,12 +369,6 @@ def memory_search(
                 stats=stats,
                 limit=limit,
             )
-        if vector and mode == "hybrid" and len(named) == 1 and VECTOR_WITHOUT_NAME:
-            rest = _without_name(query[:MAX_KEYWORD_QUERY_CHARS], named[0])
-            if rest:
-                embed_started = time.perf_counter()
-                vector = search_candidates.vector_literal(get_embedder().embed([rest])[0])
-                embed_ms += (time.perf_counter() - embed_started) * 1000
         query_entities, entity_rows = _entity_leg(
             cursor,
             mode=mode,
@@ -419,7 +498,7 @@ def memory_search(
         items=hits,
         total_tokens_used=used,
         query_embedding_ms=round(embed_ms, 2),
-        search_ms=round((time.perf_counter() - started) * 1000, 2),
+        search_ms=round((time.perf_counter() - started) * 1000 - embed_ms, 2),
         entities=query_entities,
     )
 

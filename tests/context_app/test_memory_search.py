@@ -13,6 +13,7 @@ from context_app.selectors import (
     SearchFilters,
     format_for_prompt,
     memory_search,
+    search_vector_text,
 )
 from ingestion_app.models import MemoryItem
 from ingestion_app.selectors import memory_stats, search_candidates
@@ -292,6 +293,54 @@ def test_question_naming_a_speaker_finds_their_answer_before_their_small_talk(us
     result = memory_search(user=user, query="What does Melanie do to relax?", sources=["chunk"])
 
     assert result.items[0].content == "Melanie: Long runs by the river calm me down after work."
+
+
+class CountingEmbedder:
+    """The real embedder, with the texts it was asked to embed."""
+
+    def __init__(self, inner):
+        self.inner, self.texts = inner, []
+
+    def embed(self, texts):
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+def test_a_question_naming_a_speaker_is_embedded_once_without_the_name(user, monkeypatch):
+    conversation(
+        user,
+        [
+            ("Melanie", "Long runs by the river calm me down after work."),
+            ("Caroline", "Hey Melanie, how are you, Melanie?"),
+            ("Melanie", "Good, thanks!"),
+        ],
+    )
+    from context_app import selectors
+
+    counting = CountingEmbedder(get_embedder())
+    monkeypatch.setattr(selectors, "get_embedder", lambda: counting)
+    query = "What does Melanie do to relax?"
+
+    alone = memory_search(user=user, query=query, sources=["chunk"])
+    assert counting.texts == ["What does do to relax?"]
+
+    # A caller that embeds ahead embeds the same text and the search embeds nothing.
+    text = search_vector_text(user=user, query=query, sources=["chunk"])
+    assert text == "What does do to relax?"
+    vector = get_embedder().embed([text])[0]
+    counting.texts.clear()
+    ahead = memory_search(
+        user=user, query=query, sources=["chunk"], query_embedding=vector, query_embedding_text=text
+    )
+    assert counting.texts == []
+    assert [hit.id for hit in ahead.items] == [hit.id for hit in alone.items]
+
+    # One that embedded the whole question (the context pack) gets the name's direction taken
+    # out of its vector: at most the name itself is embedded, once per process.
+    whole = get_embedder().embed([query])[0]
+    derived = memory_search(user=user, query=query, sources=["chunk"], query_embedding=whole)
+    assert set(counting.texts) <= {"Melanie"}
+    assert derived.items[0].content == alone.items[0].content
 
 
 def test_an_answer_next_to_the_matching_question_is_found(user):
