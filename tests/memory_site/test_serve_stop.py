@@ -97,7 +97,7 @@ def test_ctrl_c_stops_everything_mid_import_and_the_job_can_resume(
         everything = root.children(recursive=True)
 
         started = time.monotonic()
-        serve.send_signal(signal.SIGINT)
+        os.killpg(serve.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole foreground group
         serve.wait(timeout=30)
         gone, alive = psutil.wait_procs(
             everything, timeout=max(10 - (time.monotonic() - started), 0)
@@ -119,3 +119,33 @@ def test_ctrl_c_stops_everything_mid_import_and_the_job_can_resume(
     assert not import_job_claim(job_id=job.id)  # its lease still holds for a moment
     time.sleep(settings.MNEMO_JOB_LEASE_SECONDS + 0.5)
     assert import_job_claim(job_id=job.id)  # the next start's worker takes it over
+
+
+ESCAPING_CHILD = """
+import signal, subprocess, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # busy in a long call: deaf to Ctrl-C
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+print("ready", flush=True)
+time.sleep(300)
+"""
+
+
+def test_stop_kills_a_busy_child_and_a_grandchild_that_left_its_group():
+    from memory_site.management.commands.serve import processes_stop
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", ESCAPING_CHILD],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert child.stdout.readline().strip() == "ready"
+    grandchild = psutil.Process(child.pid).children()[0]
+    assert os.getpgid(grandchild.pid) != os.getpgid(child.pid)  # out of reach of killpg
+
+    started = time.monotonic()
+    processes_stop([child])
+
+    assert time.monotonic() - started < 10
+    assert child.poll() is not None
+    assert not grandchild.is_running() or grandchild.status() == psutil.STATUS_ZOMBIE

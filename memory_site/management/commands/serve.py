@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
@@ -133,13 +134,16 @@ class Command(BaseCommand):
 
 
 def processes_stop(processes: list[subprocess.Popen]) -> None:
-    """Stop each child and everything in its process group within STOP_GRACE_SECONDS (+1 s).
+    """Stop each child and everything below it within STOP_GRACE_SECONDS (+1 s).
 
     Each group first gets SIGINT, as a terminal's Ctrl-C would send (uvicorn shuts down
     gracefully, the django-q cluster stops taking tasks); after the grace time every group
     still holding a process gets SIGKILL, including the cluster's workers and an import's parse
-    pool, which a cluster waiting for a busy task would otherwise leave running.
+    pool, which a cluster waiting for a busy task would otherwise leave running. Descendants
+    seen before the stop or at the kill are killed one by one too, so one that left its
+    group (a process that started its own session) cannot outlive the command either.
     """
+    descendants = _descendants(processes)
     for process in processes:
         if process.poll() is None:
             _signal_group(process, signal.SIGINT)
@@ -149,13 +153,30 @@ def processes_stop(processes: list[subprocess.Popen]) -> None:
             process.wait(timeout=max(deadline - time.monotonic(), 0.1))
         except subprocess.TimeoutExpired:
             pass
+    descendants |= _descendants(processes)
     for process in processes:
         _signal_group(process, signal.SIGKILL)  # also children left after the leader exited
+    for descendant in descendants:
+        try:
+            descendant.kill()
+        except psutil.Error:
+            pass
     for process in processes:
         try:
             process.wait(timeout=1)
         except subprocess.TimeoutExpired:
             pass
+    psutil.wait_procs(list(descendants), timeout=1)
+
+
+def _descendants(processes: list[subprocess.Popen]) -> set[psutil.Process]:
+    found: set[psutil.Process] = set()
+    for process in processes:
+        try:
+            found.update(psutil.Process(process.pid).children(recursive=True))
+        except psutil.Error:
+            pass
+    return found
 
 
 def _signal_group(process: subprocess.Popen, signum: int) -> None:
