@@ -84,6 +84,9 @@ def child(runner: str, texts_count: int, queries_count: int) -> None:
         embedder = OnnxEmbedder(
             onnx_cache_dir(settings.DATA_DIR) / kind.filename,
             threads=settings.EMBEDDING_ONNX_THREADS,
+            single_threads=(
+                settings.EMBEDDING_ONNX_SINGLE_TEXT_THREADS if kind.threaded_single else None
+            ),
             workers=settings.EMBEDDING_WORKERS,
             graph=kind.name,
         )

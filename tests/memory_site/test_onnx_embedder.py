@@ -233,3 +233,15 @@ def test_outlier_split_computes_what_the_layer_it_replaces_computes():
         assert split.side.weight.shape == (8, 2)
         # The main product no longer sees the outliers: its input there is zero.
         assert torch.equal((hidden * split.keep)[..., [7, 19]], torch.zeros(2, 5, 2))
+
+
+def test_a_long_text_alone_on_the_threaded_session_gets_its_batched_vector(onnx_backend, settings):
+    """On the slower graphs one long text runs on a session with more intra-op threads; its
+    vector is the one it gets among others (to float precision)."""
+    settings.EMBEDDING_ONNX_PARITY_MIN_COSINE = 0.9999  # the fp32 graph, threaded_single
+    settings.EMBEDDING_ONNX_SINGLE_TEXT_THREADS = 2
+    embedder = get_embedder()
+    assert embedder.graph == "fp32" and embedder.single_threads == 2
+    alone = embedder.embed([TEXTS[-1]])[0]
+    together = embedder.embed([TEXTS[-1], "ok"])[0]
+    assert np.allclose(alone, together, atol=1e-5)
