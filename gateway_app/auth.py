@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
+from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
+from rest_framework.exceptions import AuthenticationFailed
 
 from memory_site.raw_reads import raw_first
 
@@ -35,3 +37,21 @@ def user_for_token(key: str):
     if user is None or not user.is_active:
         return None
     return user
+
+
+class EndUserTokenAuthentication(TokenAuthentication):
+    """DRF token authentication that acts for the end user a call names, when the token may
+    (gateway_app.services.end_users): an app lists, searches and erases one end user's memory
+    with its one key. A refused identity is a 401."""
+
+    def authenticate(self, request):
+        found = super().authenticate(request)
+        if found is None:
+            return None
+        user, token = found
+        from gateway_app.services.end_users import EndUserRefused, acting_user, lower_headers
+
+        try:
+            return acting_user(user, lower_headers(request.headers.items())), token
+        except EndUserRefused as exc:
+            raise AuthenticationFailed(str(exc)) from None

@@ -198,7 +198,8 @@ STORAGES = {
 # --- API ---------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # A token, or a token acting for one end user of its chat app (gateway_app.auth).
+        "gateway_app.auth.EndUserTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": [

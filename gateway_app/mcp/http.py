@@ -31,6 +31,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from gateway_app.auth import token_from_header, user_for_token
 from gateway_app.mcp.server import mcp_server_build
+from gateway_app.services.end_users import EndUserRefused, acting_user, lower_headers
 
 logger = logging.getLogger(__name__)
 
@@ -47,10 +48,13 @@ def http_user_resolver(ctx: Context):
     return get_user_model().objects.filter(pk=user_id, is_active=True).first()
 
 
-def _user_id_for_key(key: str) -> int | None:
+def _user_id_for_key(key: str, headers: dict) -> int | None:
+    """The id of the user a call with `key` acts for: the key's owner or the end user its
+    headers name (gateway_app.services.end_users); None for an unknown key. Raises
+    EndUserRefused for an end-user identity the key does not accept."""
     try:
         user = user_for_token(key)
-        return user.pk if user is not None else None
+        return acting_user(user, headers).pk if user is not None else None
     finally:
         close_old_connections()
 
@@ -159,9 +163,21 @@ class McpMount:
                 send, 400, {"error": {"code": "bad_host", "message": "Host not allowed."}}
             )
         key = token_from_header(headers.get(b"authorization", b"").decode("latin-1"))
-        user_id = (
-            await sync_to_async(_user_id_for_key, thread_sensitive=False)(key) if key else None
-        )
+        try:
+            user_id = (
+                await sync_to_async(_user_id_for_key, thread_sensitive=False)(
+                    key, lower_headers(headers.items())
+                )
+                if key
+                else None
+            )
+        except EndUserRefused as exc:
+            return await _send_json(
+                send,
+                401,
+                {"error": {"code": "invalid_end_user", "message": str(exc)}},
+                [(b"www-authenticate", b'Bearer realm="mnemo"')],
+            )
         if user_id is None:
             return await _send_json(
                 send,

@@ -28,6 +28,7 @@ from gateway_app.openai_compat.upstream import (
     upstream_models,
     upstream_open,
 )
+from gateway_app.services.end_users import EndUserRefused, acting_user, lower_headers
 from gateway_app.services.turns import (
     ProxyTurn,
     proxy_turn_finish,
@@ -74,12 +75,24 @@ async def _authenticate(request: HttpRequest):
     return await sync_to_async(_user)(_api_key(request))
 
 
-def _turn_start(*, key: str, raw_body: bytes, session_header: str, memory: bool) -> ProxyTurn:
+def _acting(user, headers: dict, openai_user=None):
+    """The key owner or the end user the call names (gateway_app.services.end_users)."""
+    try:
+        return acting_user(user, headers, openai_user)
+    except EndUserRefused as exc:
+        raise OpenAIError(401, str(exc), code="invalid_end_user") from None
+
+
+def _turn_start(
+    *, key: str, raw_body: bytes, session_header: str, memory: bool, headers: dict
+) -> ProxyTurn:
     """Authenticate, check the request and start the turn in one trip to the worker thread
     (one DB connection). The key comes first: a caller without a valid one learns nothing
-    about its request or the configuration (401, as OpenAI answers)."""
+    about its request or the configuration (401, as OpenAI answers); then the end user it
+    names, if its key may act for one."""
     user = _user(key)
     body = chat_request_check(raw_body)
+    user = _acting(user, headers, body.get("user"))
     session_id = _session_id(session_header)
     upstream_base_url()  # 503 before anything is stored when no upstream is configured
     try:
@@ -210,6 +223,7 @@ async def _chat_completions(request: HttpRequest, hold: EmbeddingsHold) -> HttpR
             raw_body=request.body,
             session_header=request.headers.get(SESSION_HEADER, ""),
             memory=request.headers.get(MEMORY_HEADER, "").strip().lower() not in _OFF,
+            headers=lower_headers(request.headers.items()),
         )
         # A non-streamed reply: the pack is recorded and the new messages are indexed while the
         # upstream works on it. A stream: the pack is recorded once the first line is relayed,

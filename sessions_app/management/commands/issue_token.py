@@ -1,4 +1,5 @@
-"""Print a user's API token; with --create-user, create the user first.
+"""Print a user's API token; with --create-user, create the user first; with --end-users, let
+the token act for the end users of the chat app that uses it (gateway_app.services.end_users).
 
 Only the token goes to stdout (`TOKEN=$(manage.py issue_token alice)` works); the note on how
 to log in to the pages goes to stderr.
@@ -20,8 +21,25 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("username")
         parser.add_argument("--create-user", action="store_true", help="create the user if missing")
+        parser.add_argument(
+            "--end-users",
+            choices=["jwt", "headers"],
+            help="let this token act for its chat app's end users: jwt (a signed "
+            "X-OpenWebUI-User-Jwt only) or headers (also a plain user-id header or the OpenAI "
+            "`user` field; for an app on a trusted network)",
+        )
+        parser.add_argument("--jwt-secret", default="", help="the HS256 secret the app signs with")
+        parser.add_argument(
+            "--user-id-header",
+            default="",
+            help="the plain user-id header in headers mode (default X-OpenWebUI-User-Id)",
+        )
 
-    def handle(self, *args, username, create_user, **options):
+    def handle(
+        self, *args, username, create_user, end_users, jwt_secret, user_id_header, **options
+    ):
+        if end_users == "jwt" and not jwt_secret:
+            raise CommandError("--end-users jwt needs --jwt-secret (the app's signing secret).")
         user_model = get_user_model()
         created = False
         try:
@@ -34,6 +52,16 @@ class Command(BaseCommand):
             user = user_model.objects.create_user(username=username)
             created = True
         token, _ = Token.objects.get_or_create(user=user)
+        if end_users:
+            from gateway_app.services.end_users import end_user_grant_set
+
+            end_user_grant_set(
+                app_user=user,
+                mode=end_users,
+                jwt_secret=jwt_secret,
+                user_id_header=user_id_header,
+            )
+            self.stderr.write(f"This token now acts for the end users its app names ({end_users}).")
         self.stdout.write(token.key)
         if not user.has_usable_password():
             what = "Created user" if created else "User"
