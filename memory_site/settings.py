@@ -361,6 +361,12 @@ MNEMO_AFTER_MESSAGE_HOOKS = [
 # the upstream's own list, else LLM_MODEL).
 MNEMO_GATEWAY_MIN_USER_TURNS = env_int("MNEMO_GATEWAY_MIN_USER_TURNS", 1)
 MNEMO_GATEWAY_MODELS = env_list("MNEMO_GATEWAY_MODELS")
+# Headers a chat app puts its own chat id in (first one present wins): one chat, one session.
+# Open WebUI forwards X-OpenWebUI-Chat-Id (ENABLE_FORWARD_USER_INFO_HEADERS); LibreChat fills a
+# custom header with {{LIBRECHAT_BODY_CONVERSATIONID}}.
+MNEMO_GATEWAY_CHAT_ID_HEADERS = env_list(
+    "MNEMO_GATEWAY_CHAT_ID_HEADERS", ["X-Mnemo-Conversation-Id", "X-OpenWebUI-Chat-Id"]
+)
 
 # --- Background tasks (django-q2) and caches -----------------------------------------------------
 # Without REDIS_URL: the ORM broker and a database cache for the cluster stats (so the web

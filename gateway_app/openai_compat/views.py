@@ -46,6 +46,9 @@ ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function
 MAX_MESSAGES = 1000
 SESSION_HEADER = "X-Mnemo-Session-Id"
 MEMORY_HEADER = "X-Mnemo-Memory"
+# A side task of the chat app (Open WebUI's {{TASK}} placeholder: title_generation, ...).
+TASK_HEADER = "X-Mnemo-Task"
+MAX_CHAT_ID = 200
 _OFF = {"off", "0", "false", "no"}
 
 
@@ -83,6 +86,27 @@ def _acting(user, headers: dict, openai_user=None):
         raise OpenAIError(401, str(exc), code="invalid_end_user") from None
 
 
+def _chat_id(headers: dict) -> str:
+    """The app's own id of the chat, from the first of MNEMO_GATEWAY_CHAT_ID_HEADERS sent."""
+    for name in settings.MNEMO_GATEWAY_CHAT_ID_HEADERS:
+        value = headers.get(name.lower(), "").strip()
+        if value:
+            if len(value) > MAX_CHAT_ID or "\x00" in value:
+                raise OpenAIError(
+                    400,
+                    f"`{name}` must be at most {MAX_CHAT_ID} characters.",
+                    code="invalid_value",
+                    param=name,
+                )
+            return value
+    return ""
+
+
+def _is_task(headers: dict) -> bool:
+    value = headers.get(TASK_HEADER.lower(), "").strip().lower()
+    return bool(value) and value not in _OFF | {"none", "null"}
+
+
 def _turn_start(
     *, key: str, raw_body: bytes, session_header: str, memory: bool, headers: dict
 ) -> ProxyTurn:
@@ -96,7 +120,14 @@ def _turn_start(
     session_id = _session_id(session_header)
     upstream_base_url()  # 503 before anything is stored when no upstream is configured
     try:
-        return proxy_turn_start(user=user, body=body, session_id=session_id, memory=memory)
+        return proxy_turn_start(
+            user=user,
+            body=body,
+            session_id=session_id,
+            memory=memory,
+            task=_is_task(headers),
+            chat_id=_chat_id(headers),
+        )
     except DomainError as exc:
         param = SESSION_HEADER if exc.code.startswith("session_") else None
         raise OpenAIError.from_domain(exc, param=param) from exc

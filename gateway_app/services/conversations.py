@@ -26,7 +26,7 @@ import json
 import uuid
 from dataclasses import dataclass, field
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from gateway_app.models import GatewayConversation
@@ -43,6 +43,9 @@ SYSTEM_ROLES = ("system", "developer")
 AGENT_ID = "openai-compat"
 TITLE_CHARS = 80
 APP_TASK_TITLE = "Chat app tasks (not remembered)"
+# Chats sharing an opening, each departing from the one before: beyond this many the last
+# one's session is continued.
+MAX_FORKS = 8
 
 
 def message_text(message: dict) -> str:
@@ -84,12 +87,16 @@ def conversation_key(*, messages: list[dict], session_id: uuid.UUID | None = Non
 
 
 def conversation_keys(
-    *, messages: list[dict], session_id: uuid.UUID | None = None
+    *, messages: list[dict], session_id: uuid.UUID | None = None, chat_id: str = ""
 ) -> tuple[str, str]:
     """(the key, the key of the first user message alone): the two differ when the chat opened
-    with messages that say nothing and has since said something."""
+    with messages that say nothing and has since said something. A client's chat id (its own
+    id for the chat, sent in a header) keys the conversation by itself."""
     if session_id is not None:
         key = _key(["session", str(session_id)])
+        return key, key
+    if chat_id:
+        key = _key(["client-chat", chat_id])
         return key, key
     system = next((m for m in messages if m.get("role") in SYSTEM_ROLES), None)
     users = [
@@ -123,6 +130,9 @@ class LoggedTurn:
     # The stored reply this call's messages stop just short of (a repeated call, a retry whose
     # answer was lost, or a regeneration); "" when the call adds something new.
     previous_reply_hash: str = ""
+    # The key of the stored chat this new one opened like (see conversation_turn_log); its
+    # conversation is keyed by its reply once that is stored.
+    fork_of: str = ""
 
     @property
     def user_message(self) -> Message | None:
@@ -261,6 +271,22 @@ def _stored_hashes(session: ChatSession) -> list[str]:
     ]
 
 
+def _fork_key_set(conversation: GatewayConversation, key: str) -> None:
+    """Key a new chat's conversation by where it departs from the chat it opened like; kept
+    as it is when another chat already departs there with the same reply."""
+    try:
+        with transaction.atomic():
+            GatewayConversation.objects.filter(id=conversation.id).update(key=key)
+    except IntegrityError:
+        pass
+
+
+def _regenerates(stored: list[str], incoming: list[str], common: int) -> bool:
+    """Whether `incoming` asks again for the stored transcript's last reply (a regeneration,
+    a retry, a repeated call) or replaces it: the same messages up to that reply."""
+    return common >= len(stored) - 1 and len(incoming) >= common
+
+
 def _common_prefix(stored: list[str], incoming: list[str]) -> int:
     length = 0
     for old, new in zip(stored, incoming, strict=False):
@@ -277,8 +303,14 @@ def conversation_turn_log(
     session_id: uuid.UUID | None = None,
     app_id: str = "",
     app_task: bool = False,
+    chat_id: str = "",
 ) -> LoggedTurn:
     """Store the messages of this call that the conversation has not stored yet.
+
+    `chat_id`: the client's own id of the chat (X-OpenWebUI-Chat-Id and the like): one chat,
+    one session. Without it a call continues the conversation's session only when its
+    messages extend what that session holds (or regenerate its last reply); one that departs
+    from it earlier is another chat that opened the same way, and gets a session of its own.
 
     `app_task`: a chat app's own background request (`is_app_task`); all of a user's go into
     one session, "Chat app tasks", rather than one session per request.
@@ -295,7 +327,9 @@ def conversation_turn_log(
     if app_task and session_id is None:
         key = first_message_key = _key(["app-task"])
     else:
-        key, first_message_key = conversation_keys(messages=messages, session_id=session_id)
+        key, first_message_key = conversation_keys(
+            messages=messages, session_id=session_id, chat_id=chat_id
+        )
     with transaction.atomic():
         explicit = None
         if session_id is not None:
@@ -313,6 +347,40 @@ def conversation_turn_log(
                 stored = _stored_hashes(explicit)
         session = explicit or continued
         common = _common_prefix(stored, incoming_hashes)
+        fork_of = ""
+        if (
+            session is not None
+            and explicit is None
+            and not chat_id
+            and not app_task
+            and common == len(incoming_hashes) < len(stored) - 1
+        ):
+            # Only the opening of a longer stored chat (shorter than a regeneration): a new
+            # chat that opened the same way. It gets a conversation of its own, keyed once its
+            # reply is stored (conversation_reply_store) by where it then departs.
+            fork_of = key
+            conversation, _, session = _locked_conversation(
+                user=user, key=_key([key, "opening", uuid.uuid4().hex])
+            )
+            stored, common = [], 0
+        forks = 0
+        while (
+            session is not None
+            and explicit is None
+            and not chat_id
+            and not app_task
+            and common < min(len(stored), len(incoming_hashes))
+            and not _regenerates(stored, incoming_hashes, common)
+            and forks < MAX_FORKS
+        ):
+            # Departs from the stored transcript before its end: another chat that opened the
+            # same way (or an earlier turn edited). It is its own conversation, keyed by where
+            # it departs, so each of the two keeps its session whichever is called next.
+            forks += 1
+            key = _key([key, "fork", incoming_hashes[common]])
+            conversation, _, session = _locked_conversation(user=user, key=key)
+            stored = list(conversation.message_hashes or [])
+            common = _common_prefix(stored, incoming_hashes)
         new_session = session is None
         if new_session:
             first_user = next((text for role, text in incoming if role == "user"), "")
@@ -353,6 +421,7 @@ def conversation_turn_log(
         stored_count=len(conversation.message_hashes),
         new_session=new_session,
         previous_reply_hash=previous_reply_hash,
+        fork_of=fork_of,
     )
 
 
@@ -408,6 +477,8 @@ def conversation_reply_store(
             if in_place and (repeated or message is not None):
                 conversation.message_hashes = [*hashes, reply_hash]
                 conversation.save(update_fields=["message_hashes", "updated_at"])
+                if turn.fork_of:
+                    _fork_key_set(conversation, _key([turn.fork_of, "fork", reply_hash]))
     usage_record(
         user=user,
         model=model,

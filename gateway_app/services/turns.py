@@ -113,8 +113,14 @@ def proxy_turn_start(
     body: dict,
     session_id: uuid.UUID | None = None,
     memory: bool = True,
+    task: bool = False,
+    chat_id: str = "",
 ) -> ProxyTurn:
     """Log the call's new messages and prepare the upstream request.
+
+    `task`: the app marked the call as a side task (X-Mnemo-Task: a title, tags, an emoji):
+    forwarded without memory and never indexed, as a "### Task:" prompt is. `chat_id`: the
+    app's own id of the chat, which keys its session.
 
     Raises NotFound / Conflict for an explicit session that is not the caller's / not open.
     The context pack (unless `memory` is False) never fails the call: a failed build sends the
@@ -129,14 +135,18 @@ def proxy_turn_start(
     )
     query = message_text(last_user) if last_user else ""
     # A chat app's own title/tags/follow-up request quotes the chat back: no pack, no memory.
-    indexed = not is_app_task(query)
+    indexed = not (task or is_app_task(query))
     memory = memory and indexed
     if memory:
         # The embedder works on the query while the database stores the turn.
         query_embedding = query_embedding_start(query)
     try:
         logged = conversation_turn_log(
-            user=user, messages=messages, session_id=session_id, app_task=not indexed
+            user=user,
+            messages=messages,
+            session_id=session_id,
+            app_task=not indexed,
+            chat_id=chat_id,
         )
     except BaseException:
         if query_embedding is not None:

@@ -1,0 +1,133 @@
+"""The request shapes Open WebUI and LibreChat send: a client chat id keys the session, two
+chats opening with the same question stay apart without one, a regenerated reply is not a
+new turn, and a side task marked by X-Mnemo-Task (Open WebUI's {{TASK}}) is not memory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+
+from context_app.models import InjectionLog
+from ingestion_app.models import MemoryItem
+from sessions_app.models import ChatSession, Message
+from tests.gateway_app.conftest import token_for
+
+pytestmark = pytest.mark.django_db
+
+URL = "/v1/chat/completions"
+
+
+def call(client, key, messages, **headers):
+    body = {"model": "fake-model", "messages": messages}
+    response = client.post(
+        URL,
+        data=json.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+        **headers,
+    )
+    assert response.status_code == 200, response.content
+    return response.json()["choices"][0]["message"]["content"]
+
+
+def transcript(session) -> list[tuple[str, str]]:
+    return list(
+        Message.objects.filter(session=session).order_by("id").values_list("role", "content")
+    )
+
+
+def user_turn(text):
+    return {"role": "user", "content": text}
+
+
+def reply(text):
+    return {"role": "assistant", "content": text}
+
+
+def test_two_chats_with_the_same_opening_stay_two_sessions_without_a_chat_id(user, upstream):
+    client, key = Client(), token_for(user)
+    upstream.reply_text = "A"
+    q = user_turn("What should I pack for a weekend in the Alps?")
+    call(client, key, [q])
+    call(client, key, [q, reply("A"), user_turn("And for rain?")])
+    # A second chat opens with the same question, gets its own answer and goes elsewhere.
+    upstream.reply_text = "B"
+    call(client, key, [q])
+    call(client, key, [q, reply("B"), user_turn("Any gift ideas for my host?")])
+    # The first chat goes on.
+    upstream.reply_text = "C"
+    call(client, key, [q, reply("A"), user_turn("And for rain?"), reply("A"), user_turn("Boots?")])
+
+    sessions = list(ChatSession.objects.filter(user=user).order_by("opened_at", "id"))
+    assert len(sessions) == 2
+    first, second = (transcript(s) for s in sessions)
+    assert [text for _, text in first] == [q["content"], "A", "And for rain?", "A", "Boots?", "C"]
+    assert [text for _, text in second] == [q["content"], "B", "Any gift ideas for my host?", "B"]
+
+
+@pytest.mark.parametrize("header", ["HTTP_X_OPENWEBUI_CHAT_ID", "HTTP_X_MNEMO_CONVERSATION_ID"])
+def test_a_client_chat_id_keys_the_session(user, upstream, header):
+    client, key = Client(), token_for(user)
+    upstream.reply_text = "Sure."
+    q = user_turn("Help me plan a dinner party.")
+    call(client, key, [q], **{header: "chat-1"})
+    call(client, key, [q], **{header: "chat-2"})
+    call(client, key, [q, reply("Sure."), user_turn("Vegetarian, please.")], **{header: "chat-1"})
+
+    by_chat = {
+        s.id: transcript(s)
+        for s in ChatSession.objects.filter(user=user).order_by("opened_at", "id")
+    }
+    assert [len(t) for t in by_chat.values()] == [4, 2]
+
+
+def test_a_regenerated_reply_is_not_stored_as_a_new_turn(user, upstream):
+    client, key = Client(), token_for(user)
+    q = user_turn("Name a good book about salt.")
+    upstream.reply_text = "Salt by Kurlansky."
+    call(client, key, [q], HTTP_X_OPENWEBUI_CHAT_ID="c1")
+    upstream.reply_text = "Try 'Salt: A World History'."
+    call(client, key, [q], HTTP_X_OPENWEBUI_CHAT_ID="c1")  # regenerate: the same messages
+    session = ChatSession.objects.get(user=user)
+    roles = [role for role, _ in transcript(session)]
+    assert roles.count("user") == 1
+
+
+def test_a_task_header_call_is_forwarded_without_memory_and_stored_as_none(user, upstream):
+    client, key = Client(), token_for(user)
+    upstream.reply_text = "Noted."
+    call(client, key, [user_turn("My sister Anna lives in Lisbon.")], HTTP_X_OPENWEBUI_CHAT_ID="c1")
+    items = set(MemoryItem.objects.filter(user=user).values_list("id", flat=True))
+    upstream.requests.clear()
+    upstream.reply_text = '{"title": "Sister in Lisbon"}'
+    # An edited title prompt: no "### Task:" prefix, only the header says it is a task.
+    prompt = "Create a short title for this chat: USER: My sister Anna lives in Lisbon."
+    answer = call(client, key, [user_turn(prompt)], HTTP_X_MNEMO_TASK="title_generation")
+
+    assert answer == '{"title": "Sister in Lisbon"}'
+    sent = upstream.bodies("/chat/completions")[-1]["messages"]
+    assert all(message["role"] != "system" for message in sent)  # no pack
+    assert set(MemoryItem.objects.filter(user=user).values_list("id", flat=True)) == items
+    assert not ChatSession.objects.filter(user=user, title__startswith="Create a short").exists()
+    assert not InjectionLog.objects.filter(session__title__startswith="Create").exists()
+
+
+def test_an_empty_task_placeholder_is_an_ordinary_turn(user, upstream):
+    client, key = Client(), token_for(user)
+    call(client, key, [user_turn("I am learning Portuguese.")], HTTP_X_MNEMO_TASK="")
+    assert ChatSession.objects.filter(user=user, title__startswith="I am learning").exists()
+
+
+def test_an_overlong_chat_id_is_a_400(user, upstream):
+    response = Client().post(
+        URL,
+        data=json.dumps({"model": "m", "messages": [user_turn("hi")]}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token_for(user)}",
+        HTTP_X_OPENWEBUI_CHAT_ID="x" * 500,
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "X-OpenWebUI-Chat-Id"
+    assert not Message.objects.exists()
