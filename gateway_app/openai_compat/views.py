@@ -17,6 +17,7 @@ import uuid
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -31,6 +32,7 @@ from gateway_app.openai_compat.upstream import (
 from gateway_app.services.end_users import EndUserRefused, acting_user, lower_headers
 from gateway_app.services.turns import (
     ProxyTurn,
+    proxy_turn_discard,
     proxy_turn_finish,
     proxy_turn_hooks,
     proxy_turn_record,
@@ -263,7 +265,13 @@ async def _chat_completions(request: HttpRequest, hold: EmbeddingsHold) -> HttpR
         stream = bool(turn.upstream_body.get("stream"))
         if not stream:
             hold.release()  # the pack is built; a reply read whole gives no first token
-        hooks = _done() if stream else asyncio.ensure_future(sync_to_async(proxy_turn_hooks)(turn))
+        # The first call of a new session indexes nothing before the upstream has answered:
+        # a failed call then leaves no session behind (proxy_turn_discard).
+        hooks = (
+            _done()
+            if stream or turn.logged.new_session
+            else asyncio.ensure_future(sync_to_async(proxy_turn_hooks)(turn))
+        )
         try:
             upstream = await upstream_open(turn.upstream_body, stream=stream)
             if upstream.status_code >= 400:
@@ -275,9 +283,13 @@ async def _chat_completions(request: HttpRequest, hold: EmbeddingsHold) -> HttpR
             ):
                 upstream = await _whole_reply_as_stream(upstream)
         except BaseException:
-            # The user's turn stays stored (a retry does not store it twice) and indexed.
+            # A turn that continued its session stays stored (a retry does not store it
+            # twice) and indexed; one that opened its session is forgotten with it.
             await _settle(hooks)
-            await asyncio.shield(sync_to_async(proxy_turn_hooks)(turn))
+            if await asyncio.shield(sync_to_async(proxy_turn_discard)(turn)):
+                turn = None
+            else:
+                await asyncio.shield(sync_to_async(proxy_turn_hooks)(turn))
             raise
         if stream:
             response = StreamingHttpResponse(
@@ -483,28 +495,50 @@ async def _relay(turn: ProxyTurn, upstream, hooks: asyncio.Future, hold: Embeddi
         await asyncio.shield(sync_to_async(proxy_turn_hooks)(turn))
 
 
+# The upstream's model list as last seen: served while the upstream is down, so a chat app's
+# model picker keeps its models instead of being handed another one.
+UPSTREAM_MODELS_CACHE_KEY = "mnemo:gateway:upstream-models"
+
+
 def _configured_models() -> dict:
-    names = settings.MNEMO_GATEWAY_MODELS or [settings.LLM_MODEL]
     created = int(time.time())
     return {
         "object": "list",
         "data": [
             {"id": name, "object": "model", "created": created, "owned_by": "mnemo"}
-            for name in names
+            for name in settings.MNEMO_GATEWAY_MODELS
         ],
     }
 
 
+async def _upstream_models_or_last_seen() -> dict:
+    """The upstream's models, remembered; the last list seen when it cannot answer now; a
+    503 naming the fix when it never answered (never a model the upstream may not serve)."""
+    payload = await upstream_models()
+    if payload is not None:
+        await cache.aset(UPSTREAM_MODELS_CACHE_KEY, payload, None)
+        return payload
+    remembered = await cache.aget(UPSTREAM_MODELS_CACHE_KEY)
+    if remembered is not None:
+        return remembered
+    raise OpenAIError(
+        503,
+        "The upstream model server did not list its models and none were seen before; set "
+        "MNEMO_GATEWAY_MODELS to the models to offer.",
+        code="upstream_unavailable",
+    )
+
+
 @csrf_exempt
 async def models(request: HttpRequest) -> HttpResponse:
+    """MNEMO_GATEWAY_MODELS when set, else the upstream's own list (see above)."""
     try:
         if request.method != "GET":
             raise OpenAIError(405, "Use GET.", code="method_not_allowed")
         await _authenticate(request)
-        payload = None
-        if not settings.MNEMO_GATEWAY_MODELS:
-            payload = await upstream_models()
-        return JsonResponse(payload or _configured_models())
+        if settings.MNEMO_GATEWAY_MODELS:
+            return JsonResponse(_configured_models())
+        return JsonResponse(await _upstream_models_or_last_seen())
     except OpenAIError as exc:
         return openai_error_response(exc)
 

@@ -488,3 +488,19 @@ def conversation_reply_store(
         kind="chat",
     )
     return message
+
+
+def conversation_turn_discard(*, user, turn: LoggedTurn) -> bool:
+    """Undo a call whose upstream failed, when the call opened its session: the session (its
+    messages and pack log with it) is deleted and the conversation forgets it, so a failed
+    call leaves no session holding only a question and a retry starts afresh. Its messages
+    were not indexed yet (the caller runs the hooks of a new session's first call only after
+    the reply). A call that continued a session keeps its messages: a retry finds them."""
+    if not turn.new_session:
+        return False
+    with transaction.atomic():
+        GatewayConversation.objects.filter(
+            id=turn.conversation_id, session_id=turn.session.id
+        ).update(session=None, message_hashes=[])
+        ChatSession.objects.filter(id=turn.session.id, user=user).delete()
+    return True

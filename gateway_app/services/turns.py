@@ -26,6 +26,7 @@ from context_app.services.context_pack.segments import ContextPack
 from gateway_app.services.conversations import (
     LoggedTurn,
     conversation_reply_store,
+    conversation_turn_discard,
     conversation_turn_log,
     message_text,
 )
@@ -210,6 +211,17 @@ def proxy_turn_hooks(turn: ProxyTurn) -> None:
         )
     for message in pending[-INLINE_HOOK_MESSAGES:]:
         message_run_hooks(message=message)
+
+
+def proxy_turn_discard(turn: ProxyTurn) -> bool:
+    """After a failed upstream call: forget the session the call opened, if it did (its pack
+    is not recorded either); True when it did. See `conversation_turn_discard`."""
+    if not conversation_turn_discard(user=turn.user, turn=turn.logged):
+        return False
+    if turn.pack is not None:
+        turn.pack.pending_record = None
+    turn.hooks_pending = []
+    return True
 
 
 def messages_hooks_run(*, message_ids: list[int]) -> int:

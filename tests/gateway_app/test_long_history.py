@@ -38,11 +38,14 @@ def test_earlier_turns_of_a_first_seen_chat_are_indexed_by_the_worker(
 
     messages = list(Message.objects.filter(user=user).order_by("id"))
     assert [m.content for m in messages[:7]] == [m["content"] for m in history[1:]]
-    older = [m.id for m in messages[:5]]
-    assert queued == [(older[:3],), (older[3:],)]  # in batches (each inside the task timeout)
-    # The newest exchange is indexed in the request, the earlier ones not yet.
-    assert remembered("Shelly") and not remembered("Miso") and not remembered("Kiwi")
+    # A new session's first call indexes once the reply is in (a failed call leaves nothing):
+    # the newest exchange, the question and its reply, in the request; the earlier turns in
+    # batches (each inside the task timeout).
+    older = [m.id for m in messages[:6]]
+    assert queued == [(older[:3],), (older[3:],)]
+    assert not remembered("Miso") and not remembered("Kiwi") and not remembered("Shelly")
 
     assert GATEWAY_BACKLOG_INDEX_TASK == "gateway_app.tasks.messages_hooks_task"
-    assert [messages_hooks_task(*batch) for batch in queued] == [3, 2]
+    assert [messages_hooks_task(*batch) for batch in queued] == [3, 3]
+    assert remembered("Shelly")
     assert remembered("Miso") and remembered("Kiwi")

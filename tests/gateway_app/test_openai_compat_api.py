@@ -8,6 +8,7 @@ import json
 import pytest
 from django.test import Client
 
+from ingestion_app.models import MemoryItem
 from memory_site.asgi import application
 from sessions_app.models import ChatSession, Message
 from tests.gateway_app.conftest import token_for
@@ -94,7 +95,7 @@ def test_a_wrong_key_is_a_401_whatever_else_is_wrong(user, settings):
     assert not Message.objects.exists()
 
 
-def test_an_unreachable_upstream_is_a_502(user, fake_embedder):
+def test_an_unreachable_upstream_is_a_502_and_leaves_no_session(user, fake_embedder):
     fake_embedder.stop()  # the configured upstream is gone (embeddings fail too, and are logged)
     response = post(
         Client(),
@@ -104,8 +105,52 @@ def test_an_unreachable_upstream_is_a_502(user, fake_embedder):
     )
     assert response.status_code == 502
     assert response.json()["error"]["type"] == "api_error"
-    # The user's turn is kept (as the chat stream keeps it when the model fails).
-    assert list(Message.objects.values_list("role", flat=True)) == ["user"]
+    assert "X-Mnemo-Session-Id" not in response
+    # The call opened the session: it is gone with its question, nothing was indexed.
+    assert not ChatSession.objects.exists() and not Message.objects.exists()
+    assert not MemoryItem.objects.exists()
+
+
+def test_a_failed_turn_of_an_ongoing_chat_keeps_its_question(user, fake_embedder):
+    client, key = Client(), token_for(user)
+    fake_embedder.reply_text = "Hello!"
+    first = [{"role": "user", "content": "hello there"}]
+    assert post(client, {"model": "m", "messages": first}, key).status_code == 200
+    fake_embedder.stop()
+    follow_up = [
+        *first,
+        {"role": "assistant", "content": "Hello!"},
+        {"role": "user", "content": "and now?"},
+    ]
+    response = post(client, {"model": "m", "messages": follow_up}, key, HTTP_X_MNEMO_MEMORY="off")
+    assert response.status_code == 502
+    session = ChatSession.objects.get()
+    assert response["X-Mnemo-Session-Id"] == str(session.id)
+    assert list(Message.objects.order_by("id").values_list("role", flat=True)) == [
+        "user",
+        "assistant",
+        "user",
+    ]
+
+
+def test_the_model_list_stays_the_same_while_the_upstream_is_down(user, fake_embedder, settings):
+    from django.core.cache import cache
+
+    cache.clear()
+    client, key = Client(), token_for(user)
+    fake_embedder.models = ["llama3.1:8b", "qwen2.5:7b"]
+    listed = client.get("/v1/models", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert [m["id"] for m in listed.json()["data"]] == ["llama3.1:8b", "qwen2.5:7b"]
+    fake_embedder.stop()
+    again = client.get("/v1/models", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert again.status_code == 200 and again.json() == listed.json()
+    cache.clear()  # never seen: a clear error, not a made-up model
+    unknown = client.get("/v1/models", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert unknown.status_code == 503
+    assert "MNEMO_GATEWAY_MODELS" in unknown.json()["error"]["message"]
+    settings.MNEMO_GATEWAY_MODELS = ["mnemo-chat"]
+    configured = client.get("/v1/models", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert [m["id"] for m in configured.json()["data"]] == ["mnemo-chat"]
 
 
 def test_other_paths_and_methods_answer_in_openai_shape(user):
