@@ -97,6 +97,32 @@ def _redacted(message: dict) -> dict:
     return message
 
 
+# The pack of turn N is matched against the conversation's last few user turns, not only the
+# newest: "And a gift under 100 euros?" says nothing of the sister the chat is about.
+QUERY_USER_TURNS = 3
+QUERY_CHARS = 1500
+
+
+def _pack_query(messages: list[dict]) -> str:
+    """The newest user turns, oldest first, the newest whole, within QUERY_CHARS."""
+    turns = [
+        message_text(message)
+        for message in messages
+        if message.get("role") == Message.Role.USER and message_text(message).strip()
+    ][-QUERY_USER_TURNS:]
+    if not turns:
+        return ""
+    newest, earlier = turns[-1][:QUERY_CHARS], turns[:-1]
+    room = QUERY_CHARS - len(newest)
+    kept = []
+    for text in reversed(earlier):
+        if room <= 0:
+            break
+        kept.insert(0, text[-room:])
+        room -= len(text) + 1
+    return "\n".join([*kept, newest])
+
+
 def _gateway_context_settings() -> ContextSettings:
     """The staff's context settings, except that a pack may come from the first user turn on:
     a chat app cannot open its session early, and a new chat's first message is where earlier
@@ -137,6 +163,7 @@ def proxy_turn_start(
     query = message_text(last_user) if last_user else ""
     # A chat app's own title/tags/follow-up request quotes the chat back: no pack, no memory.
     indexed = not (task or is_app_task(query))
+    query = _pack_query(upstream_messages) or query
     memory = memory and indexed
     if memory:
         # The embedder works on the query while the database stores the turn.

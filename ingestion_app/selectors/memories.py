@@ -80,6 +80,13 @@ def memory_get_for_user(*, user, memory_id: int, lock: bool = False) -> MemoryIt
         ) from None
 
 
+def memory_ids_present(*, user, ids) -> set[int]:
+    """Which of `ids` are still memories of `user` (not deleted meanwhile)."""
+    if not ids:
+        return set()
+    return set(MemoryItem.objects.filter(user=user, id__in=list(ids)).values_list("id", flat=True))
+
+
 def memory_history(*, memory: MemoryItem) -> QuerySet[FactHistory]:
     """Every recorded change of one memory, oldest first."""
     return FactHistory.objects.filter(memory=memory).order_by("created_at", "id")

@@ -757,3 +757,36 @@ def test_a_fact_or_message_the_rollup_already_retells_is_not_repeated(user, embe
 
     carried = [item["id"] for item in pack.memories]
     assert other.id in carried and moved.id not in carried
+
+
+# --- memories across the turns of one conversation ---------------------------------------------
+
+
+def test_a_memory_an_earlier_turn_brought_is_carried_into_the_next_pack(user, embeddings):
+    tune(min_user_turns=1)
+    allergy = memory(user, "Ines is allergic to peanuts and tree nuts.")
+    session = open_session(user)
+    first = turn(session, "Cooking a birthday dinner for Ines: what is she allergic to?")
+    one = prepare(session, first)
+    assert one.status == "built", (one.status, one.reason)
+    assert allergy.id in [m["id"] for m in one.memories] and "peanuts" in one.text
+
+    # Nothing of turn 2 matches the allergy: it is kept because turn 1 injected it.
+    second = turn(session, "Also, could you suggest a gift under 100 euros?")
+    two = prepare(session, second, query="Also, could you suggest a gift under 100 euros?")
+    assert "peanuts" in two.text
+    carried = [m for m in two.memories if m["id"] == allergy.id]
+    assert carried and carried[0]["carried"] is True
+    log = InjectionLog.objects.filter(session=session).latest("id")
+    assert any(m.get("carried") for m in log.memories)
+
+
+def test_a_carried_memory_deleted_meanwhile_is_dropped(user, embeddings):
+    tune(min_user_turns=1)
+    allergy = memory(user, "Ines is allergic to peanuts and tree nuts.")
+    session = open_session(user)
+    prepare(session, turn(session, "Cooking a birthday dinner for Ines: what is she allergic to?"))
+    allergy.delete()
+    second = turn(session, "Also, could you suggest a gift under 100 euros?")
+    two = prepare(session, second, query="Also, could you suggest a gift under 100 euros?")
+    assert "peanuts" not in two.text

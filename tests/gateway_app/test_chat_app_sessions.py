@@ -131,3 +131,35 @@ def test_an_overlong_chat_id_is_a_400(user, upstream):
     assert response.status_code == 400
     assert response.json()["error"]["param"] == "X-OpenWebUI-Chat-Id"
     assert not Message.objects.exists()
+
+
+def test_a_follow_up_turn_keeps_the_memory_an_earlier_turn_brought(user, upstream):
+    """Chat apps resend the conversation but not the injected pack: turn 2 shares no word
+    with the memory turn 1 found, and must still carry it to the model."""
+    from django.utils import timezone
+
+    from memory_site.tokens import count_tokens
+    from tests.fake_openai import hashed_embedding
+
+    fact = "The user's sister Ines is allergic to peanuts."
+    item = MemoryItem.objects.create(
+        user=user,
+        source="fact",
+        content=fact,
+        embedding=hashed_embedding(fact, 384),
+        token_count=count_tokens(fact),
+        occurred_at=timezone.now(),
+    )
+    client, key = Client(), token_for(user)
+    upstream.reply_text = "Happy to help."
+    first = [user_turn("I am planning a birthday dinner for my sister Ines.")]
+    call(client, key, first, HTTP_X_OPENWEBUI_CHAT_ID="c1")
+    turn_one = upstream.bodies("/chat/completions")[-1]["messages"][0]
+    assert turn_one["role"] == "system" and "peanuts" in turn_one["content"]
+
+    follow_up = [*first, reply("Happy to help."), user_turn("Also, a gift under 100 euros?")]
+    call(client, key, follow_up, HTTP_X_OPENWEBUI_CHAT_ID="c1")
+    turn_two = upstream.bodies("/chat/completions")[-1]["messages"][0]
+    assert turn_two["role"] == "system" and "peanuts" in turn_two["content"]
+    log = InjectionLog.objects.filter(session__user=user).latest("id")
+    assert log.turn_number == 2 and item.id in [m["id"] for m in log.memories]

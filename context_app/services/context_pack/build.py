@@ -39,6 +39,7 @@ from context_app.services.topics import (
 from context_app.summary_selectors import user_rollups
 from ingestion_app.models import MemoryItem
 from ingestion_app.selectors.entities import entities_for_context
+from ingestion_app.selectors.memories import memory_ids_present
 from ingestion_app.services.deferred_embeddings import (
     pending_embedding_sessions,
     pending_embeddings_wait,
@@ -59,6 +60,8 @@ CANDIDATES_PER_SLOT = 3
 # What the [Relevant memories] segment draws on: every source but uploaded documents.
 MEMORY_SOURCES = tuple(s for s in SOURCES if s != MemoryItem.Source.DOCUMENT)
 METADATA_KEY = "context"
+# The context state's list of the memory lines injected so far in this conversation.
+CARRIED_KEY = "memory_lines"
 # "Known entities": at most this many lines, within a third of the memories segment's cap.
 KNOWN_ENTITIES_MAX = 8
 # Of the latency budget, at least this much is kept for the memory search and the assembly.
@@ -272,7 +275,41 @@ def _relevant_memory_lines(
             "similarity": None if hit.similarity is None else round(hit.similarity, 4),
         }
         lines.append((format_for_prompt([hit]), meta))
-    return lines, waited_ms
+    superseded = {hit.id for hit in result.items if hit.superseded}
+    return _carried_lines(session, lines, superseded=superseded, top_k=top_k) + lines, waited_ms
+
+
+def _carried_lines(
+    session: ChatSession, lines: list[tuple[str, dict]], *, superseded: set[int], top_k: int
+) -> list[tuple[str, dict]]:
+    """The memory lines earlier turns of this conversation injected, kept for this turn: a
+    chat app resends the conversation but not the pack, so a follow-up ("and a gift under 100
+    euros?") that shares no word with the turn that brought a memory (the allergy) would
+    otherwise lose it. Not kept: what this turn's search found again (it is in `lines`), what
+    it shows superseded, and what was deleted meanwhile; at most `top_k`, newest first."""
+    state = (session.metadata or {}).get(METADATA_KEY) or {}
+    earlier = [entry for entry in state.get(CARRIED_KEY) or [] if isinstance(entry, dict)]
+    found = {meta["id"] for _, meta in lines}
+    wanted = [
+        entry
+        for entry in earlier
+        if entry.get("id") not in found and entry.get("id") not in superseded
+    ][:top_k]
+    present = memory_ids_present(user=session.user, ids=[entry["id"] for entry in wanted])
+    return [
+        (entry["line"], {**entry.get("meta", {}), "id": entry["id"], "carried": True})
+        for entry in wanted
+        if entry["id"] in present and isinstance(entry.get("line"), str)
+    ]
+
+
+def carried_state(lines: list[tuple[str, dict]] | None) -> list[dict]:
+    """What the session's context state keeps of a pack's memory lines for the next turns."""
+    newest_first = sorted(lines or [], key=lambda line_meta: bool(line_meta[1].get("carried")))
+    return [
+        {"id": meta["id"], "line": line, "meta": {k: v for k, v in meta.items() if k != "carried"}}
+        for line, meta in newest_first
+    ]
 
 
 def _memories_match(
@@ -540,9 +577,12 @@ def _reuse(
     deadline: _Deadline,
     defer: bool = False,
     skipped: list[str] | None = None,
+    memories: list[dict] | None = None,
 ) -> ContextPack | None:
     """The last pack again (its log row holds the text), recorded for this turn; None when
-    that row is gone. `skipped`: the parts this turn's memory match left out."""
+    that row is gone. `skipped`: the parts this turn's memory match left out; `memories`:
+    this turn's match of the same memories (which of them were carried over from earlier
+    turns and which found again), default the last pack's."""
     previous = InjectionLog.objects.filter(id=state["log_id"], session=session).first()
     if previous is None:
         return None
@@ -563,7 +603,7 @@ def _reuse(
             for item in previous.segments
         ],
         topic=TopicChoice.from_dict(state.get("topic")),
-        memories=previous.memories,
+        memories=previous.memories if memories is None else memories,
         tokens=previous.pack_tokens,
         elapsed_ms=round(deadline.elapsed_ms(), 2),
         skipped=list(skipped or []),

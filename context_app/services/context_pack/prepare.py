@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from context_app.models import ContextSettings, InjectionLog
 from context_app.services.context_pack.build import (
+    CARRIED_KEY,
     METADATA_KEY,
     QueryEmbedding,
     _build,
@@ -23,6 +24,7 @@ from context_app.services.context_pack.build import (
     _record,
     _restore_statement_timeout,
     _reuse,
+    carried_state,
     pack_query,
 )
 from context_app.services.context_pack.refresh import (
@@ -190,6 +192,7 @@ def _match_and_build(
             deadline=deadline,
             defer=defer_record,
             skipped=matched[2],
+            memories=[meta for _, meta in matched[0]],
         )
         if reused is not None:
             return reused
@@ -278,6 +281,7 @@ def _build_and_record(
         "override": override_choice,
         "chars": len(text),
         "memory_ids": _memory_ids(memory_lines),
+        CARRIED_KEY: carried_state(memory_lines),
     }
     return _record(
         session=session,
