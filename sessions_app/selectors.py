@@ -70,8 +70,17 @@ def sessions_ended_among(*, user_id: int, session_ids: set[str]) -> set[str]:
     return {str(session_id) for session_id in ended}
 
 
+# A chat app's side tasks (titles, tags) go through a bookkeeping session that is no chat.
+APP_TASKS_SESSION = {"app_tasks": True}
+
+
+def chat_sessions(*, user) -> QuerySet[ChatSession]:
+    """The user's chats: every session but the chat apps' side-task bookkeeping."""
+    return ChatSession.objects.filter(user=user).exclude(metadata__contains=APP_TASKS_SESSION)
+
+
 def sessions_for_user(*, user, app_id: str | None = None) -> QuerySet[ChatSession]:
-    queryset = ChatSession.objects.filter(user=user).order_by("-opened_at")
+    queryset = chat_sessions(user=user).order_by("-opened_at")
     if app_id:
         queryset = queryset.filter(app_id=app_id)
     return queryset

@@ -33,7 +33,7 @@ from memory_site.errors import NotFound
 from memory_site.providers import ProviderError, get_embedder
 from privacy_app.selectors import can_browse_all
 from sessions_app.models import ChatSession, Message
-from sessions_app.selectors import session_get_for_user
+from sessions_app.selectors import chat_sessions, session_get_for_user
 
 logger = logging.getLogger(__name__)
 
@@ -269,7 +269,7 @@ def sessions_overview(*, user) -> QuerySet[ChatSession]:
     """The user's sessions, newest first, with summary, tags, message count and the start of
     the first user message (the label of an untitled chat)."""
     return (
-        ChatSession.objects.filter(user=user)
+        chat_sessions(user=user)
         .select_related("summary")
         .prefetch_related("tags")
         .annotate(message_count=Count("messages"), first_message=_first_user_message())
@@ -279,7 +279,7 @@ def sessions_overview(*, user) -> QuerySet[ChatSession]:
 
 def chat_sidebar_sessions(*, user) -> list[ChatSession]:
     return list(
-        ChatSession.objects.filter(user=user)
+        chat_sessions(user=user)
         .annotate(first_message=_first_user_message())
         .order_by("-opened_at")[:SIDEBAR_SESSIONS]
     )

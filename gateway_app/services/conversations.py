@@ -33,7 +33,12 @@ from gateway_app.models import GatewayConversation
 from memory_site.errors import Conflict
 from memory_site.text.sentences import is_content_free
 from sessions_app.models import ChatSession, Message
-from sessions_app.selectors import session_get_for_user, session_messages, session_open_locked
+from sessions_app.selectors import (
+    APP_TASKS_SESSION,
+    session_get_for_user,
+    session_messages,
+    session_open_locked,
+)
 from sessions_app.services.messages import MAX_MESSAGE_CHARS, message_append, messages_create
 from sessions_app.services.sessions import session_open, session_require_open
 from sessions_app.services.usage import usage_record
@@ -43,6 +48,8 @@ SYSTEM_ROLES = ("system", "developer")
 AGENT_ID = "openai-compat"
 TITLE_CHARS = 80
 APP_TASK_TITLE = "Chat app tasks (not remembered)"
+# The metadata flag of that session: listed among no chats.
+APP_TASKS_FLAG = next(iter(APP_TASKS_SESSION))
 # Chats sharing an opening, each departing from the one before: beyond this many the last
 # one's session is continued.
 MAX_FORKS = 8
@@ -389,7 +396,11 @@ def conversation_turn_log(
                 app_id=app_id,
                 title=APP_TASK_TITLE if app_task else " ".join(first_user.split())[:TITLE_CHARS],
                 agent_id=AGENT_ID,
-                metadata={"source": "openai_compat", "gateway_conversation_id": conversation.id},
+                metadata={
+                    "source": "openai_compat",
+                    "gateway_conversation_id": conversation.id,
+                    **({APP_TASKS_FLAG: True} if app_task else {}),
+                },
             )
             if common == len(incoming_hashes):
                 common = 0
@@ -504,3 +515,11 @@ def conversation_turn_discard(*, user, turn: LoggedTurn) -> bool:
         ).update(session=None, message_hashes=[])
         ChatSession.objects.filter(id=turn.session.id, user=user).delete()
     return True
+
+
+def conversation_task_forget(*, user, turn: LoggedTurn) -> None:
+    """Delete what a side-task call stored (its prompt and reply) once its usage is recorded:
+    the tasks session is bookkeeping for the call, never a transcript."""
+    with transaction.atomic():
+        Message.objects.filter(session_id=turn.session.id, session__user=user).delete()
+        GatewayConversation.objects.filter(id=turn.conversation_id).update(message_hashes=[])

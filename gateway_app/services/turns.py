@@ -26,6 +26,7 @@ from context_app.services.context_pack.segments import ContextPack
 from gateway_app.services.conversations import (
     LoggedTurn,
     conversation_reply_store,
+    conversation_task_forget,
     conversation_turn_discard,
     conversation_turn_log,
     message_text,
@@ -297,6 +298,11 @@ def proxy_turn_finish(
     )
     if reply is not None and turn.indexed and not incomplete:
         turn.hooks_pending.append(reply)
+    if not turn.indexed:
+        # A side task's text (often a whole chat quoted back) is kept no longer than its usage
+        # row, just written, needs: nothing of it.
+        conversation_task_forget(user=turn.user, turn=turn.logged)
+        reply = None
     settings_row = ContextSettings.current()
     if settings_row.verbose_logging:
         logger.info(

@@ -163,3 +163,28 @@ def test_a_follow_up_turn_keeps_the_memory_an_earlier_turn_brought(user, upstrea
     assert turn_two["role"] == "system" and "peanuts" in turn_two["content"]
     log = InjectionLog.objects.filter(session__user=user).latest("id")
     assert log.turn_number == 2 and item.id in [m["id"] for m in log.memories]
+
+
+def test_task_calls_are_listed_nowhere_and_keep_no_text(user, upstream):
+    from sessions_app.models import UsageLog
+
+    client, key = Client(), token_for(user)
+    upstream.reply_text = "Noted."
+    call(client, key, [user_turn("My sister Anna lives in Lisbon.")], HTTP_X_OPENWEBUI_CHAT_ID="c1")
+    upstream.reply_text = '{"tags": ["family"]}'
+    quoted = "### Task:\nGenerate tags.\n<chat_history>\nUSER: My sister Anna lives in Lisbon.\n</chat_history>"
+    call(client, key, [user_turn(quoted)])
+    call(
+        client,
+        key,
+        [user_turn("Suggest an emoji for: Lisbon")],
+        HTTP_X_MNEMO_TASK="emoji_generation",
+    )
+
+    api = Client()
+    listed = api.get("/api/v1/chat/sessions", HTTP_AUTHORIZATION=f"Token {key}").json()
+    titles = [row["title"] for row in listed["results"]]
+    assert titles == ["My sister Anna lives in Lisbon."]
+    # No text of the task calls is kept; their usage is.
+    assert not Message.objects.filter(session__metadata__contains={"app_tasks": True}).exists()
+    assert UsageLog.objects.filter(user=user).count() == 3
