@@ -598,8 +598,9 @@ def entity_describe(*, entity: Entity, description: str, source: str) -> None:
 def entities_extract(*, items: Sequence[MemoryItem | None], use_llm: bool = True) -> list[Entity]:
     """Extract, resolve and link the entities of stored items; set each item's bucket.
 
-    With an LLM configured and ``use_llm``, each item is queued for the model's extraction
-    (imports pass False: thousands of calls per export). Idempotent: mentions are unique per (entity, item, kind) and only new ones count, link or
+    With an LLM configured and ``use_llm``, each item is queued for the model's extraction,
+    but for a chat turn's message items, whose exchange chunk the model reads instead (one
+    call per turn; imports pass False: thousands of calls per export). Idempotent: mentions are unique per (entity, item, kind) and only new ones count, link or
     bump a cross-reference, so running twice over the same items changes nothing. One
     transaction; locks only the rows it updates. Returns the entities created.
     """
@@ -708,12 +709,24 @@ def entities_extract(*, items: Sequence[MemoryItem | None], use_llm: bool = True
         entities_resolve_queue([entity.id for entity in created_entities])
     if use_llm and not get_llm().is_local:
         for item in stored:
+            if _covered_by_its_exchange(item):
+                continue
             transaction.on_commit(
                 lambda item_id=item.id: async_task(
                     ENTITIES_LLM_TASK, item_id, task_name=f"entities-llm-{item_id}"
                 )
             )
     return created_entities
+
+
+def _covered_by_its_exchange(item: MemoryItem) -> bool:
+    """A chat turn's own item (a message item): its exchange's turn-pair chunk holds the same
+    text with the other side of the exchange, and the model reads it there once per turn; the
+    message items get the offline extractor's entities."""
+    return (
+        item.source == MemoryItem.Source.CHUNK
+        and (item.metadata or {}).get("granularity") == "message"
+    )
 
 
 def entities_apply_named(

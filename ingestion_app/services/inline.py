@@ -9,18 +9,21 @@ ordinal message number as the pair number.
 The request never waits on a slow model: with an LLM configured the header is asked for in a
 worker thread and awaited for MNEMO_INLINE_HEADER_BUDGET_SECONDS; past that, the deterministic
 local header is stored as a placeholder, the chunk is embedded on the user prompt alone, and
-`chunk_header_backfill` (a django-q2 task) writes the model's header later. Offline the local
-header is instant and final.
+the model's header is written when that same call answers (`_late_header_apply`): the model is
+asked once per chunk. Only when that call fails does `chunk_header_backfill` (a django-q2 task)
+ask again; a call still running when its process stops leaves the placeholder header, which is
+final from then on. Offline the local header is instant and final.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import logging
+import threading
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, close_old_connections, transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -42,7 +45,7 @@ from ingestion_app.services.memory_store import (
 )
 from ingestion_app.services.pending_items import PendingItem, pending_items_store
 from memory_site.providers import get_embedder, model_or_offline
-from memory_site.providers.base import LLM, ProviderError, prompt_tokens
+from memory_site.providers.base import LLM, ProviderError
 from memory_site.redaction import redact
 from memory_site.task_paths import BACKFILL_TASK
 from memory_site.text.indexable import (
@@ -52,7 +55,7 @@ from memory_site.text.indexable import (
 )
 from memory_site.tokens import count_tokens
 from sessions_app.models import ChatSession, Message
-from sessions_app.services.usage import usage_record, usage_record_json
+from sessions_app.services.usage import usage_record_json
 
 logger = logging.getLogger(__name__)
 
@@ -71,8 +74,9 @@ class HeaderStatus:
 
 # Header calls run here so the request can stop waiting; a few threads are plenty because a
 # call that outlives its budget is abandoned, and queued calls past the budget are cancelled.
+HEADER_THREAD_PREFIX = "mnemo-inline-header"
 _HEADER_POOL = concurrent.futures.ThreadPoolExecutor(
-    max_workers=4, thread_name_prefix="mnemo-inline-header"
+    max_workers=4, thread_name_prefix=HEADER_THREAD_PREFIX
 )
 
 
@@ -121,11 +125,14 @@ def exchange_prepare(*, message: Message) -> PendingItem | None:
 
     topics = local_tags(chunk, conversation)
     header = ""
+    late: list[concurrent.futures.Future] = []  # the model's header, still on its way
 
     def from_model(llm: LLM) -> tuple[tuple[str, list[str]] | None, str]:
-        described = _header_within_budget(
+        described, in_flight = _header_within_budget(
             llm=llm, chunk=chunk, conversation=conversation, exchange=exchange
         )
+        if in_flight is not None:
+            late.append(in_flight)
         return described, HeaderStatus.PENDING if described is None else HeaderStatus.LLM
 
     described, status = model_or_offline(from_model, lambda: (None, HeaderStatus.LOCAL))
@@ -153,11 +160,18 @@ def exchange_prepare(*, message: Message) -> PendingItem | None:
             embedding=embedding,
             embedding_text=embedding_text,
         )
-        if item is not None and (status == HeaderStatus.PENDING or failed):
-            item_id = item.id
+        if item is not None and status == HeaderStatus.PENDING and late and not failed:
+            # The model is still answering: its header is applied when it arrives, so the
+            # backfill does not ask it the same question a second time.
+            item_id, session = item.id, exchange.session
             transaction.on_commit(
-                lambda: async_task(BACKFILL_TASK, item_id, task_name=f"chunk-backfill-{item_id}")
+                lambda: late[0].add_done_callback(
+                    lambda future: _late_header_apply(item_id, session, future)
+                )
             )
+        elif item is not None and (status == HeaderStatus.PENDING or failed):
+            item_id = item.id
+            transaction.on_commit(lambda: _backfill_queue(item_id))
         return item
 
     return PendingItem(embedding_text=embedding_text, store=store)
@@ -312,34 +326,56 @@ def _chunk_store(
 
 def _header_within_budget(
     *, llm: LLM, chunk: Chunk, conversation: Conversation, exchange: Exchange
-) -> tuple[str, list[str]] | None:
-    """The model's (header, topics) if it answers within the budget, else None."""
+) -> tuple[tuple[str, list[str]] | None, concurrent.futures.Future | None]:
+    """The model's (header, topics) if it answers within the budget, else None and, when the
+    call is still running, its future (the header is applied when it comes:
+    `_late_header_apply`)."""
     session = exchange.session
     messages = header_messages([(chunk, conversation)])
     future = _HEADER_POOL.submit(headers_ask, llm, messages, count=1)
     try:
         answers = future.result(timeout=settings.MNEMO_INLINE_HEADER_BUDGET_SECONDS)
     except concurrent.futures.TimeoutError:
-        if not future.cancel():
-            # An abandoned call is recorded with its input (it was sent and is billed).
-            usage_record(
-                user=session.user,
-                session=session,
-                model=llm.model,
-                kind="header",
-                tokens_in=prompt_tokens(messages),
-                tokens_out=0,
-            )
         logger.info("header for %s not ready within budget; placeholder stored", chunk.chunk_id)
-        return None
+        return None, (None if future.cancel() else future)
     except ProviderError as exc:
         logger.warning("header for %s failed (%s); placeholder stored", chunk.chunk_id, exc)
-        return None
+        return None, None
     usage_record_json(user=session.user, session=session, kind="header", result=answers.result)
     answer = answers.by_index.get(0)
     if answer is None:
         logger.warning("header for %s: the model gave none; placeholder stored", chunk.chunk_id)
-    return answer
+    return answer, None
+
+
+def _backfill_queue(item_id: int) -> None:
+    async_task(BACKFILL_TASK, item_id, task_name=f"chunk-backfill-{item_id}")
+
+
+def _late_header_apply(item_id: int, session, future: concurrent.futures.Future) -> None:
+    """A header call that outran the request's budget has answered: record its usage and
+    write its header (`chunk_header_backfill` with the answer). When it failed or gave
+    nothing, the backfill task asks again. Runs on the header pool's thread."""
+    try:
+        try:
+            answers = future.result()
+        except Exception as exc:  # noqa: BLE001 - ProviderError or worse: the task retries
+            logger.info("late header of chunk item %s failed (%s); backfill queued", item_id, exc)
+            _backfill_queue(item_id)
+            return
+        usage_record_json(user=session.user, session=session, kind="header", result=answers.result)
+        answer = answers.by_index.get(0)
+        if answer is None:
+            _backfill_queue(item_id)
+            return
+        chunk_header_backfill(memory_item_id=item_id, answer=answer)
+    except Exception:  # noqa: BLE001 - a callback must not raise into the pool
+        logger.exception("applying the late header of chunk item %s failed", item_id)
+    finally:
+        # On the pool's thread its connection is its own; an answer that came before the
+        # commit runs this on the committing thread, whose connection is still in use.
+        if threading.current_thread().name.startswith(HEADER_THREAD_PREFIX):
+            close_old_connections()
 
 
 # --------------------------------------------------------------------------------------------
@@ -409,8 +445,13 @@ def _backfill_header(
     return answer
 
 
-def chunk_header_backfill(*, memory_item_id: int) -> str:
+def chunk_header_backfill(
+    *, memory_item_id: int, answer: tuple[str, list[str]] | None = None
+) -> str:
     """Replace a chunk's placeholder header with the model's and embed header + user prompt.
+
+    `answer`: the model's (header, topics) when the caller already has it (a call that
+    outran the request's budget), so the model is not asked again.
 
     Also embeds a chunk whose embedding failed in the request. Idempotent: a chunk whose
     header is final and embedding present is left alone ("noop"); the write is a conditional
@@ -433,10 +474,11 @@ def chunk_header_backfill(*, memory_item_id: int) -> str:
     new_status = status
     if status == HeaderStatus.PENDING:
         new_status = HeaderStatus.LOCAL
-        answer = model_or_offline(
-            lambda llm: _backfill_header(llm, item, user_text=user_text, reply=reply),
-            lambda: None,
-        )
+        if answer is None:
+            answer = model_or_offline(
+                lambda llm: _backfill_header(llm, item, user_text=user_text, reply=reply),
+                lambda: None,
+            )
         if answer is not None:
             header, topics = answer[0], answer[1] or topics
             new_status = HeaderStatus.LLM

@@ -188,3 +188,32 @@ def test_task_calls_are_listed_nowhere_and_keep_no_text(user, upstream):
     # No text of the task calls is kept; their usage is.
     assert not Message.objects.filter(session__metadata__contains={"app_tasks": True}).exists()
     assert UsageLog.objects.filter(user=user).count() == 3
+
+
+def test_a_turn_asks_the_model_for_its_entities_once(
+    user, fake_openai, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    """A turn stores three items (the question, the reply, their exchange chunk); the model's
+    entity extraction reads the exchange chunk alone, not the same text three times."""
+    from ingestion_app.services import entities as entity_services
+    from memory_site.task_paths import ENTITIES_LLM_TASK
+
+    settings.MNEMO_ENTITY_TASKS = True
+    settings.EMBEDDING_PROVIDER = "openai"
+    settings.EMBEDDING_MODEL = "text-embedding-3-small"
+    queued = []
+    monkeypatch.setattr(
+        entity_services, "async_task", lambda path, *args, **kwargs: queued.append((path, args))
+    )
+    client, key = Client(), token_for(user)
+    fake_openai.reply_text = "Porto in June sounds lovely."
+    with django_capture_on_commit_callbacks(execute=True):
+        call(
+            client,
+            key,
+            [user_turn("My sister Ines is getting married in Porto in June.")],
+            HTTP_X_OPENWEBUI_CHAT_ID="c1",
+        )
+    llm_items = [args[0] for path, args in queued if path == ENTITIES_LLM_TASK]
+    assert len(llm_items) == 1
+    assert MemoryItem.objects.get(id=llm_items[0]).metadata.get("granularity") != "message"

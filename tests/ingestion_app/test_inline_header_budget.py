@@ -67,12 +67,22 @@ def test_a_fast_model_header_is_used_directly(user, fake_openai):
     assert PROMPT in body["messages"][1]["content"]
 
 
-def test_a_slow_model_gets_a_placeholder_then_a_backfilled_header(
-    user, fake_openai, settings, django_capture_on_commit_callbacks
+def test_a_slow_model_gets_a_placeholder_then_its_late_header_asked_once(
+    user, fake_openai, settings, django_capture_on_commit_callbacks, monkeypatch
 ):
+    from ingestion_app.services import inline
+
     fake_openai.json_responder = header_responder
     fake_openai.gate = threading.Event()  # the model answers only when released below
     settings.MNEMO_INLINE_HEADER_BUDGET_SECONDS = 0.2
+    calls = []
+    submit = inline._HEADER_POOL.submit
+
+    def recorded(*args, **kwargs):
+        calls.append(submit(*args, **kwargs))
+        return calls[-1]
+
+    monkeypatch.setattr(inline._HEADER_POOL, "submit", recorded)
     session = open_session(user)
     add_message(session, "user", PROMPT)
 
@@ -82,17 +92,16 @@ def test_a_slow_model_gets_a_placeholder_then_a_backfilled_header(
     # The request returned while the model still held its answer: it did not wait for it.
     assert len(fake_openai.bodies("/chat/completions")) == 1
     assert fake_openai.answered == []
-    fake_openai.gate.set()
     chunk = pair_chunks(user).get()
     assert chunk.metadata["header_status"] == "pending"
     assert chunk.header and chunk.header != MODEL_HEADER  # the local placeholder
     # Indexed immediately, on the user prompt alone.
     assert cosine(chunk.embedding, get_embedder().embed([PROMPT])[0]) > 0.999
     assert len(callbacks) == 1
-    # The abandoned call is accounted for (its input was sent).
-    assert UsageLog.objects.filter(session=session, kind="header", tokens_out=0).count() == 1
 
-    callbacks[0]()  # the queued backfill task runs (synchronously in tests)
+    fake_openai.gate.set()
+    calls[0].result(timeout=10)  # the late answer has come
+    callbacks[0]()  # after commit: the late answer is applied (here at once: it has come)
 
     chunk.refresh_from_db()
     assert chunk.header == MODEL_HEADER
@@ -101,8 +110,11 @@ def test_a_slow_model_gets_a_placeholder_then_a_backfilled_header(
     assert chunk.metadata["topics"] == chunk.topics
     expected = get_embedder().embed([f"{MODEL_HEADER}\n\n{PROMPT}"])[0]
     assert cosine(chunk.embedding, expected) > 0.999
-    assert UsageLog.objects.filter(session=session, kind="header", tokens_out__gt=0).count() == 1
-    # A second run of the task changes nothing.
+    # The model was asked once, and its usage is recorded once, with its output.
+    assert len(fake_openai.bodies("/chat/completions")) == 1
+    usage = UsageLog.objects.filter(session=session, kind="header")
+    assert [row.tokens_out > 0 for row in usage] == [True]
+    # The backfill task, if it ran anyway, changes nothing.
     assert chunk_header_backfill_task(chunk.id) == "noop"
 
 
