@@ -358,7 +358,7 @@ MNEMO_AFTER_MESSAGE_HOOKS = [
 ]
 # The OpenAI-compatible endpoint (/v1): a pack from this user turn of a conversation on (chat
 # apps cannot open a session early), and the model list /v1/models shows when set (otherwise
-# the upstream's own list, else LLM_MODEL).
+# the upstream's own list, or the one it last gave while it is down).
 MNEMO_GATEWAY_MIN_USER_TURNS = env_int("MNEMO_GATEWAY_MIN_USER_TURNS", 1)
 MNEMO_GATEWAY_MODELS = env_list("MNEMO_GATEWAY_MODELS")
 # Headers a chat app puts its own chat id in (first one present wins): one chat, one session.

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from urllib.parse import unquote
 
 import jwt
 from django.contrib.auth import get_user_model
@@ -43,7 +44,8 @@ def acting_user(app_user, headers: Mapping[str, str], openai_user: object = None
     if grant is None:
         return app_user
     token = headers.get(JWT_HEADER, "")
-    email, name = headers.get(EMAIL_HEADER, ""), headers.get(NAME_HEADER, "")
+    # Open WebUI URL-encodes the name it forwards.
+    email, name = headers.get(EMAIL_HEADER, ""), unquote(headers.get(NAME_HEADER, ""))
     if token:
         claims = _verified_claims(grant, token)
         external = claims.get("sub")

@@ -238,3 +238,37 @@ def test_mcp_tools_see_only_the_end_user_the_jwt_names(live_url, fake_embedder):
         },
     )
     assert forged.status_code == 401 and forged.json()["error"]["code"] == "invalid_end_user"
+
+
+def test_librechats_request_shapes(upstream):
+    """LibreChat's custom endpoint as docs/how-to/librechat.md configures it: the user id and
+    conversation id in custom headers, the `user` field, and a "### Task:" title prompt."""
+    app = make_user("librechat")
+    end_user_grant_set(app_user=app, mode="headers", user_id_header="X-LibreChat-User-Id")
+    client, key = Client(), token_for(app)
+    upstream.reply_text = "Try the Douro valley."
+
+    def librechat(messages, user_id, conversation):
+        return client.post(
+            URL,
+            data=json.dumps({"model": "m", "messages": messages, "user": user_id}),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {key}",
+            HTTP_X_LIBRECHAT_USER_ID=user_id,
+            HTTP_X_MNEMO_CONVERSATION_ID=conversation,
+        )
+
+    ask = [{"role": "user", "content": "Where should I go for wine in Portugal?"}]
+    assert librechat(ask, "lc-1", "conv-a").status_code == 200
+    assert librechat(ask, "lc-2", "conv-b").status_code == 200
+    title = [{"role": "user", "content": "### Task:\nWrite a concise title:\n\nwine in Portugal"}]
+    assert librechat(title, "lc-1", "conv-a").status_code == 200
+
+    users = {row.external_id: row.user for row in EndUser.objects.filter(app_user=app)}
+    assert set(users) == {"lc-1", "lc-2"}
+    for user in users.values():
+        chats = ChatSession.objects.filter(user=user).exclude(
+            metadata__contains={"app_tasks": True}
+        )
+        assert chats.count() == 1
+    assert not Message.objects.filter(session__metadata__contains={"app_tasks": True}).exists()
