@@ -30,6 +30,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from gateway_app.models import GatewayConversation
+from ingestion_app.services.memories import memories_of_messages_delete
 from memory_site.errors import Conflict
 from memory_site.text.sentences import is_content_free
 from sessions_app.models import ChatSession, Message
@@ -278,6 +279,21 @@ def _stored_hashes(session: ChatSession) -> list[str]:
     ]
 
 
+def _reply_replace(session: ChatSession, old_hash: str, *, by: Message) -> None:
+    """A regenerated reply takes the place of the one it regenerates: that message goes, with
+    the memory items made from it (its message item and its exchange's chunk, which the new
+    reply's indexing then makes again), so neither the transcript nor memory keeps both."""
+    old = (
+        Message.objects.filter(session=session, role=Message.Role.ASSISTANT, id__lt=by.id)
+        .order_by("-id")
+        .first()
+    )
+    if old is None or message_hash(Message.Role.ASSISTANT, old.content) != old_hash:
+        return
+    memories_of_messages_delete(user_id=session.user_id, message_ids=[old.id])
+    old.delete()
+
+
 def _fork_key_set(conversation: GatewayConversation, key: str) -> None:
     """Key a new chat's conversation by where it departs from the chat it opened like; kept
     as it is when another chat already departs there with the same reply."""
@@ -454,8 +470,8 @@ def conversation_reply_store(
     concurrent call of the same conversation that stored its own reply (or moved on) first
     wins, so a retried request never leaves two replies to one question. A call repeated
     after its turn was answered (the SDK's retry of a lost response, an app resending) whose
-    reply is the stored one word for word keeps that one; a different reply is a regeneration
-    and is stored. Usage is always recorded (the tokens were spent). Returns the stored
+    reply is the stored one word for word keeps that one; a different reply is a regeneration:
+    it replaces the stored one (`_reply_replace`). Usage is always recorded (the tokens were spent). Returns the stored
     message or None; hooks not run.
     """
     message = None
@@ -485,6 +501,8 @@ def conversation_reply_store(
                     )
                 except Conflict:
                     message = None  # the session closed while the model was answering
+                if message is not None and turn.previous_reply_hash:
+                    _reply_replace(turn.session, turn.previous_reply_hash, by=message)
             if in_place and (repeated or message is not None):
                 conversation.message_hashes = [*hashes, reply_hash]
                 conversation.save(update_fields=["message_hashes", "updated_at"])

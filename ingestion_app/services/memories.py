@@ -76,6 +76,15 @@ def memory_update(
     return MemoryItem.objects.defer("embedding", "raw_content").get(id=memory.id)
 
 
+def memories_of_messages_delete(*, user_id: int, message_ids: list[int]) -> int:
+    """Delete the memory items made from any of these messages (their message items and the
+    exchange chunks covering them), for a message that is going away; returns how many."""
+    if not message_ids:
+        return 0
+    items = MemoryItem.objects.filter(user_id=user_id, source_message_ids__overlap=message_ids)
+    return items.delete()[1].get(MemoryItem._meta.label, 0)
+
+
 def memory_delete(*, user, memory_id: int) -> None:
     """Delete one of the caller's memories for real: the row, its embedding and its history
     go (nothing is kept for recovery). Raises NotFound (not the caller's)."""

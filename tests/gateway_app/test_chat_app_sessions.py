@@ -83,7 +83,7 @@ def test_a_client_chat_id_keys_the_session(user, upstream, header):
     assert [len(t) for t in by_chat.values()] == [4, 2]
 
 
-def test_a_regenerated_reply_is_not_stored_as_a_new_turn(user, upstream):
+def test_a_regenerated_reply_replaces_the_last_one(user, upstream):
     client, key = Client(), token_for(user)
     q = user_turn("Name a good book about salt.")
     upstream.reply_text = "Salt by Kurlansky."
@@ -91,8 +91,13 @@ def test_a_regenerated_reply_is_not_stored_as_a_new_turn(user, upstream):
     upstream.reply_text = "Try 'Salt: A World History'."
     call(client, key, [q], HTTP_X_OPENWEBUI_CHAT_ID="c1")  # regenerate: the same messages
     session = ChatSession.objects.get(user=user)
-    roles = [role for role, _ in transcript(session)]
-    assert roles.count("user") == 1
+    # The new reply replaces the old one, in the transcript and in memory.
+    assert transcript(session) == [
+        ("user", q["content"]),
+        ("assistant", "Try 'Salt: A World History'."),
+    ]
+    assert not MemoryItem.objects.filter(user=user, content__contains="Kurlansky").exists()
+    assert MemoryItem.objects.filter(user=user, content__contains="World History").exists()
 
 
 def test_a_task_header_call_is_forwarded_without_memory_and_stored_as_none(user, upstream):

@@ -43,16 +43,16 @@ def test_a_closed_conversation_continues_in_a_new_session_with_only_new_messages
     ]
 
 
-def test_regenerating_a_reply_stores_the_new_reply_without_repeating_the_question(user):
+def test_a_regenerated_reply_replaces_the_old_one_without_repeating_the_question(user):
     history = [{"role": "user", "content": "Name a colour."}]
     first = turn(user, history, reply="Blue.")
     # The app's "regenerate": the same question again, without the old reply.
     again = [{"role": "user", "content": "Name a colour."}]
     logged = turn(user, again, reply="Green.")
     assert logged.session.id == first.session.id and logged.appended == []
+    # The regenerated reply replaces the one it regenerates.
     assert stored(first.session) == [
         ("user", "Name a colour."),
-        ("assistant", "Blue."),
         ("assistant", "Green."),
     ]
     # The conversation carries on from the regenerated branch.
