@@ -17,7 +17,7 @@ import uuid
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import caches
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -37,6 +37,7 @@ from gateway_app.services.turns import (
     proxy_turn_hooks,
     proxy_turn_record,
     proxy_turn_start,
+    proxy_turn_task_forget,
 )
 from ingestion_app.services.deferred_embeddings import EmbeddingsHold, embeddings_hold
 from memory_site.errors import DomainError
@@ -288,6 +289,8 @@ async def _chat_completions(request: HttpRequest, hold: EmbeddingsHold) -> HttpR
             await _settle(hooks)
             if await asyncio.shield(sync_to_async(proxy_turn_discard)(turn)):
                 turn = None
+            elif not turn.indexed:
+                await asyncio.shield(sync_to_async(proxy_turn_task_forget)(turn))
             else:
                 await asyncio.shield(sync_to_async(proxy_turn_hooks)(turn))
             raise
@@ -496,8 +499,10 @@ async def _relay(turn: ProxyTurn, upstream, hooks: asyncio.Future, hold: Embeddi
 
 
 # The upstream's model list as last seen: served while the upstream is down, so a chat app's
-# model picker keeps its models instead of being handed another one.
+# model picker keeps its models instead of being handed another one. Kept in the shared
+# "tasks" cache (the database, or Redis), so every web process and a restart see it.
 UPSTREAM_MODELS_CACHE_KEY = "mnemo:gateway:upstream-models"
+UPSTREAM_MODELS_CACHE = "tasks"
 
 
 def _configured_models() -> dict:
@@ -516,9 +521,9 @@ async def _upstream_models_or_last_seen() -> dict:
     503 naming the fix when it never answered (never a model the upstream may not serve)."""
     payload = await upstream_models()
     if payload is not None:
-        await cache.aset(UPSTREAM_MODELS_CACHE_KEY, payload, None)
+        await caches[UPSTREAM_MODELS_CACHE].aset(UPSTREAM_MODELS_CACHE_KEY, payload, None)
         return payload
-    remembered = await cache.aget(UPSTREAM_MODELS_CACHE_KEY)
+    remembered = await caches[UPSTREAM_MODELS_CACHE].aget(UPSTREAM_MODELS_CACHE_KEY)
     if remembered is not None:
         return remembered
     raise OpenAIError(

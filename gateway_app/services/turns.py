@@ -252,6 +252,14 @@ def proxy_turn_discard(turn: ProxyTurn) -> bool:
     return True
 
 
+def proxy_turn_task_forget(turn: ProxyTurn) -> None:
+    """A side-task call whose upstream failed keeps nothing of its text either."""
+    if turn.pack is not None:
+        turn.pack.pending_record = None
+    turn.hooks_pending = []
+    conversation_task_forget(user=turn.user, turn=turn.logged)
+
+
 def messages_hooks_run(*, message_ids: list[int]) -> int:
     """Run the after-message hooks of these messages, oldest first; returns how many ran.
     Idempotent (the hooks are: indexing finds the items it stored); a deleted message is

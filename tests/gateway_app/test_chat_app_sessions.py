@@ -222,3 +222,20 @@ def test_a_turn_asks_the_model_for_its_entities_once(
     llm_items = [args[0] for path, args in queued if path == ENTITIES_LLM_TASK]
     assert len(llm_items) == 1
     assert MemoryItem.objects.get(id=llm_items[0]).metadata.get("granularity") != "message"
+
+
+def test_a_failed_task_call_keeps_no_text(user, upstream):
+    client, key = Client(), token_for(user)
+    upstream.reply_text = "Noted."
+    call(client, key, [user_turn("My sister Anna lives in Lisbon.")], HTTP_X_OPENWEBUI_CHAT_ID="c1")
+    call(client, key, [user_turn("Title this chat")], HTTP_X_MNEMO_TASK="title_generation")
+    upstream.fail_count, upstream.fail_status = 1, 500
+    response = Client().post(
+        URL,
+        data=json.dumps({"model": "m", "messages": [user_turn("Tags for: Anna in Lisbon")]}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+        HTTP_X_MNEMO_TASK="tags_generation",
+    )
+    assert response.status_code >= 500
+    assert not Message.objects.filter(session__metadata__contains={"app_tasks": True}).exists()

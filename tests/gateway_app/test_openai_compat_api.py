@@ -134,8 +134,9 @@ def test_a_failed_turn_of_an_ongoing_chat_keeps_its_question(user, fake_embedder
 
 
 def test_the_model_list_stays_the_same_while_the_upstream_is_down(user, fake_embedder, settings):
-    from django.core.cache import cache
+    from django.core.cache import caches
 
+    cache = caches["tasks"]
     cache.clear()
     client, key = Client(), token_for(user)
     fake_embedder.models = ["llama3.1:8b", "qwen2.5:7b"]
