@@ -63,6 +63,7 @@ from ingestion_app.selectors.entities import (
 )
 from ingestion_app.selectors.scope import SOURCES, SearchFilters
 from ingestion_app.selectors.search_candidates import Candidate, SearchHit
+from memory_site import metrics
 from memory_site.errors import InvalidInput
 from memory_site.providers import ProviderError, get_embedder
 from memory_site.text.accents import fold_accents
@@ -494,11 +495,15 @@ def memory_search(
         superseded,
         {c.id: datetime.fromtimestamp(c.occurred_epoch, tz=UTC) for c in packed},
     )
+    search_ms = (time.perf_counter() - started) * 1000 - embed_ms
+    metrics.SEARCH_SECONDS.labels(mode).observe(search_ms / 1000)
+    if embed_ms:
+        metrics.SEARCH_EMBEDDING_SECONDS.observe(embed_ms / 1000)
     return SearchResult(
         items=hits,
         total_tokens_used=used,
         query_embedding_ms=round(embed_ms, 2),
-        search_ms=round((time.perf_counter() - started) * 1000 - embed_ms, 2),
+        search_ms=round(search_ms, 2),
         entities=query_entities,
     )
 

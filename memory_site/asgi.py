@@ -15,6 +15,7 @@ from django.core.handlers.asgi import ASGIHandler  # noqa: E402
 from starlette.middleware.cors import CORSMiddleware  # noqa: E402
 
 from gateway_app.mcp.http import mcp_asgi_mount  # noqa: E402  (needs Django set up)
+from memory_site.metrics import MetricsASGI  # noqa: E402
 from memory_site.middleware import body_limit_for  # noqa: E402
 
 
@@ -149,8 +150,10 @@ CORS_ALLOW_HEADERS = (
     "last-event-id",
     "mcp-protocol-version",
     "mcp-session-id",
+    "x-mnemo-conversation-id",
     "x-mnemo-memory",
     "x-mnemo-session-id",
+    "x-mnemo-task",
     "x-reggie-context",
     "x-reggie-context-debug",
 )
@@ -195,8 +198,10 @@ class CorsASGI:
 gateway_application = SlimASGIHandler(GATEWAY_MIDDLEWARE)
 
 # /mcp is the MCP server (Streamable HTTP), /v1/ Django with the slim stack; the rest Django.
-application = CorsASGI(
-    BodyLimitASGI(
-        mcp_asgi_mount(GatewayRoute(django_application, gateway_application), path="/mcp")
+application = MetricsASGI(
+    CorsASGI(
+        BodyLimitASGI(
+            mcp_asgi_mount(GatewayRoute(django_application, gateway_application), path="/mcp")
+        )
     )
 )

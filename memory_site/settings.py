@@ -361,6 +361,10 @@ MNEMO_AFTER_MESSAGE_HOOKS = [
 # the upstream's own list, or the one it last gave while it is down).
 MNEMO_GATEWAY_MIN_USER_TURNS = env_int("MNEMO_GATEWAY_MIN_USER_TURNS", 1)
 MNEMO_GATEWAY_MODELS = env_list("MNEMO_GATEWAY_MODELS")
+# GET /metrics (Prometheus) answers `Authorization: Bearer <this>`, or a client address listed
+# in MNEMO_METRICS_ALLOW; with neither set it refuses every scrape.
+MNEMO_METRICS_TOKEN = env_str("MNEMO_METRICS_TOKEN")
+MNEMO_METRICS_ALLOW = env_list("MNEMO_METRICS_ALLOW")
 # Headers a chat app puts its own chat id in (first one present wins): one chat, one session.
 # Open WebUI forwards X-OpenWebUI-Chat-Id (ENABLE_FORWARD_USER_INFO_HEADERS); LibreChat fills a
 # custom header with {{LIBRECHAT_BODY_CONVERSATIONID}}.

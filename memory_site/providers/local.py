@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from memory_site.metrics import EMBEDDED_TEXTS
 from memory_site.providers.base import ChatResult, JsonResult, ProviderError, StreamChunk
 from memory_site.text.indexable import NO_MODEL_NOTICE
 from memory_site.tokens import count_tokens
@@ -90,6 +91,7 @@ class LocalEmbedder:
         if not texts:
             return []
         texts = list(texts)
+        EMBEDDED_TEXTS.labels("torch").inc(len(texts))
         try:
             model = self._load()
             # Longest first, as sentence-transformers does, so each batch pads little.

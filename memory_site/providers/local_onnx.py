@@ -41,6 +41,7 @@ import onnxruntime
 from filelock import FileLock
 from tokenizers import Tokenizer
 
+from memory_site.metrics import EMBEDDED_TEXTS
 from memory_site.providers.base import ProviderError
 
 logger = logging.getLogger(__name__)
@@ -346,6 +347,7 @@ class OnnxEmbedder:
                 results = list(pool.map(run, passes))
         except Exception as exc:  # runtime/tokenizer failures surface as provider errors
             raise ProviderError(f"local embedder failed: {exc}") from exc
+        EMBEDDED_TEXTS.labels("onnx").inc(len(texts))
         vectors: list[list[float]] = [[] for _ in texts]
         for indexes, result in zip(passes, results, strict=True):
             for index, vector in zip(indexes, result, strict=True):

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import openai
 
+from memory_site.metrics import EMBEDDED_TEXTS
 from memory_site.providers.base import (
     ChatResult,
     JsonResult,
@@ -131,6 +132,7 @@ class OpenAIEmbedder:
         self.batch_size = batch_size
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        EMBEDDED_TEXTS.labels("openai").inc(len(texts))
         vectors: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])

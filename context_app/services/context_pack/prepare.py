@@ -40,6 +40,7 @@ from context_app.services.context_pack.segments import (
 from context_app.services.topics import (
     TopicChoice,
 )
+from memory_site import metrics
 from memory_site.tokens import count_tokens
 from sessions_app.models import ChatSession, Message
 
@@ -119,6 +120,9 @@ def prepare_context(
     finally:
         if query_embedding is not None:
             query_embedding.cancel()  # unused (skipped, another query): not worth computing
+    metrics.PACK_SECONDS.labels(str(pack.status)).observe(deadline.elapsed_ms() / 1000)
+    for part in pack.skipped:
+        metrics.PACK_PARTS_SKIPPED.labels(part.split(":", 1)[0]).inc()
     if context_settings.verbose_logging:
         logger.info(
             "context session=%s turn=%d status=%s reason=%s chars=%d topic=%s elapsed_ms=%.1f",

@@ -35,6 +35,7 @@ from ingestion_app.services.imports.entity_backfill import import_entities_enque
 from ingestion_app.services.imports.passage_vectors import import_passage_vectors_enqueue
 from ingestion_app.services.imports.writer import ChunkWriter, ImportOutcome
 from memory_site.db_locks import advisory_transaction_lock
+from memory_site.metrics import IMPORTED_PAIRS
 from memory_site.providers import ProviderError
 
 logger = logging.getLogger(__name__)
@@ -278,10 +279,12 @@ def _import_conversations(
             if pairs_in_batch >= PAIRS_PER_ROUND:
                 writer.write(batch)
                 progress.pairs_done(pairs_in_batch)
+                IMPORTED_PAIRS.inc(pairs_in_batch)
                 batch, pairs_in_batch = [], 0
         if batch:
             writer.write(batch)
             progress.pairs_done(pairs_in_batch)
+            IMPORTED_PAIRS.inc(pairs_in_batch)
         writer.finish()
         writer.outcome.skipped = skipped
     except BaseException:

@@ -15,10 +15,12 @@ runs out and is resumed by the next start's resume schedule.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 from django.conf import settings
@@ -67,6 +69,13 @@ class Command(BaseCommand):
                 settings.DATA_DIR, min_cosine=settings.EMBEDDING_ONNX_PARITY_MIN_COSINE
             )
         env = {**os.environ, "MNEMO_WARM_EMBEDDER": "1"}
+        # Prometheus multi-process mode: every web worker and task worker writes its samples
+        # here, a scrape of any web worker sums them (memory_site.metrics). Emptied at start:
+        # samples of processes from a previous run would be counted again.
+        metrics_dir = Path(settings.DATA_DIR) / "metrics"
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+        metrics_dir.mkdir(parents=True, exist_ok=True)
+        env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(metrics_dir))
         if q_workers is not None:
             env["Q_WORKERS"] = str(q_workers)
         processes: dict[str, subprocess.Popen] = {}

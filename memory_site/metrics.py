@@ -1,0 +1,205 @@
+"""Prometheus metrics: what an operator scrapes from GET /metrics.
+
+Every process records into `prometheus_client`'s default registry; with
+PROMETHEUS_MULTIPROC_DIR set (`manage.py serve` sets it for the web workers and the task
+cluster it starts) each process writes its samples there and a scrape sums them
+(prometheus_client's multi-process mode), so one scrape of any web worker sees the whole node.
+Queue depths are read from the database at scrape time. The endpoint answers only a request
+with `Authorization: Bearer <MNEMO_METRICS_TOKEN>` (or from an address in
+MNEMO_METRICS_ALLOW); docs/OPERATIONS.md says what to alert on.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import time
+
+from django.conf import settings
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+from prometheus_client.core import GaugeMetricFamily
+
+METRICS_PATH = "/metrics"
+# Seconds; from a cached pack (~5 ms) to a slow upstream turn (tens of seconds).
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+SEARCH_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.25, 0.5, 1)
+
+REQUESTS = Counter(
+    "mnemo_http_requests_total", "HTTP requests answered.", ["route", "method", "status"]
+)
+REQUEST_SECONDS = Histogram(
+    "mnemo_http_request_duration_seconds",
+    "Time to the end of the response (a stream: to its last byte).",
+    ["route", "method"],
+    buckets=LATENCY_BUCKETS,
+)
+SEARCH_SECONDS = Histogram(
+    "mnemo_search_duration_seconds",
+    "memory_search: the database and ranking, the query embedding apart.",
+    ["mode"],
+    buckets=SEARCH_BUCKETS,
+)
+SEARCH_EMBEDDING_SECONDS = Histogram(
+    "mnemo_search_embedding_duration_seconds",
+    "Query embeddings memory_search made itself.",
+    buckets=SEARCH_BUCKETS,
+)
+PACK_SECONDS = Histogram(
+    "mnemo_context_pack_duration_seconds",
+    "prepare_context, by outcome (built, reused, skipped, failed).",
+    ["status"],
+    buckets=LATENCY_BUCKETS,
+)
+PACK_PARTS_SKIPPED = Counter(
+    "mnemo_context_pack_parts_skipped_total",
+    "Parts a pack left out to stay within its latency budget.",
+    ["part"],
+)
+EMBEDDED_TEXTS = Counter(
+    "mnemo_embedded_texts_total", "Texts embedded, by embedder backend.", ["backend"]
+)
+IMPORTED_PAIRS = Counter("mnemo_imported_pairs_total", "Exchange pairs stored by imports.")
+
+
+def route_of(path: str) -> str:
+    """A bounded label for a request path: the URL pattern Django resolves it to, "/mcp", or
+    "other" (so a scan of random paths cannot blow up the series count)."""
+    if path == "/mcp" or path.startswith("/mcp/"):
+        return "/mcp"
+    if path.startswith("/static/"):
+        return "/static/"
+    from django.urls import Resolver404, resolve
+
+    try:
+        match = resolve(path)
+    except Resolver404:
+        return "other"
+    return "/" + match.route if match.route else (match.view_name or "other")
+
+
+class QueueCollector:
+    """Backlogs read at scrape time: the task queue, deferred embeddings, failed tasks."""
+
+    def collect(self):
+        from django.db import DatabaseError, connection
+        from django_q.models import Failure, OrmQ
+
+        from ingestion_app.models import MemoryItem
+
+        try:
+            queued = OrmQ.objects.count() if "orm" in settings.Q_CLUSTER else None
+            failed = Failure.objects.count()
+            unembedded = MemoryItem.objects.filter(embedding__isnull=True).count()
+        except DatabaseError:
+            yield GaugeMetricFamily(
+                "mnemo_database_up", "Whether the scrape could read the database.", value=0
+            )
+            return
+        finally:
+            connection.close_if_unusable_or_obsolete()
+        yield GaugeMetricFamily(
+            "mnemo_database_up", "Whether the scrape could read the database.", value=1
+        )
+        if queued is not None:
+            yield GaugeMetricFamily(
+                "mnemo_task_queue_depth", "Tasks waiting in the django-q queue.", value=queued
+            )
+        yield GaugeMetricFamily(
+            "mnemo_tasks_failed", "Failed django-q tasks kept for inspection.", value=failed
+        )
+        yield GaugeMetricFamily(
+            "mnemo_memories_without_vector",
+            "Stored memories whose embedding is still to come (deferred or failed).",
+            value=unembedded,
+        )
+
+
+def _registry() -> CollectorRegistry:
+    registry = CollectorRegistry()
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        from prometheus_client import REGISTRY
+
+        registry = REGISTRY
+    return registry
+
+
+_queue_collector = QueueCollector()
+
+
+def metrics_text() -> bytes:
+    """The exposition text: every process's samples (multi-process mode) and the queues."""
+    registry = _registry()
+    body = generate_latest(registry)
+    extra = CollectorRegistry()
+    extra.register(_queue_collector)
+    return body + generate_latest(extra)
+
+
+def metrics_allowed(headers: dict[bytes, bytes], client_host: str | None) -> bool:
+    token = settings.MNEMO_METRICS_TOKEN
+    sent = headers.get(b"authorization", b"").decode("latin-1")
+    if token and hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
+        return True
+    return bool(client_host) and client_host in settings.MNEMO_METRICS_ALLOW
+
+
+class MetricsASGI:
+    """Outermost ASGI layer: serves GET /metrics and times every other HTTP request."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        path = scope.get("path", "")
+        if path == METRICS_PATH:
+            return await self._serve(scope, send)
+        started = time.perf_counter()
+        status = {"code": 500}
+
+        async def timed_send(message):
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, timed_send)
+        finally:
+            route, method = route_of(path), scope.get("method", "")
+            REQUESTS.labels(route, method, str(status["code"])).inc()
+            REQUEST_SECONDS.labels(route, method).observe(time.perf_counter() - started)
+
+    async def _serve(self, scope, send):
+        from asgiref.sync import sync_to_async
+
+        headers = dict(scope.get("headers") or [])
+        client = scope.get("client") or (None, None)
+        if not metrics_allowed(headers, client[0]):
+            body = b'{"error": {"code": "not_authenticated", "message": "Send Authorization: Bearer <MNEMO_METRICS_TOKEN>."}}'
+            return await _respond(send, 401, body, b"application/json")
+        body = await sync_to_async(metrics_text, thread_sensitive=False)()
+        return await _respond(send, 200, body, CONTENT_TYPE_LATEST.encode())
+
+
+async def _respond(send, status: int, body: bytes, content_type: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", content_type),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
