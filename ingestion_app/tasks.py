@@ -19,7 +19,7 @@ from ingestion_app.services.imports.passage_vectors import (
     import_files_passage_vectors_resume,
     import_passage_vectors_continue,
 )
-from ingestion_app.services.inline import chunk_header_backfill
+from ingestion_app.services.inline import chunk_header_backfill, chunk_headers_resume_stalled
 from sessions_app.services.sessions import sessions_close_resume_abandoned
 
 logger = logging.getLogger(__name__)
@@ -38,14 +38,15 @@ def document_ingest_job_task(job_id: str) -> dict:
 
 
 def jobs_resume_abandoned_task() -> dict:
-    """Every minute: queue again the imports, ingests, session closes and the entity and
-    passage-vector backfills of imports whose worker died."""
+    """Every minute: queue again the imports, ingests, session closes, the entity and
+    passage-vector backfills of imports and the chunk headers whose worker died."""
     return {
         "imports": import_jobs_resume_abandoned(),
         "ingests": document_ingest_jobs_resume_abandoned(),
         "closes": sessions_close_resume_abandoned(),
         "import_entities": import_files_entities_resume(),
         "import_passage_vectors": import_files_passage_vectors_resume(),
+        "chunk_headers": chunk_headers_resume_stalled(),
     }
 
 

@@ -11,8 +11,8 @@ worker thread and awaited for MNEMO_INLINE_HEADER_BUDGET_SECONDS; past that, the
 local header is stored as a placeholder, the chunk is embedded on the user prompt alone, and
 the model's header is written when that same call answers (`_late_header_apply`): the model is
 asked once per chunk. Only when that call fails does `chunk_header_backfill` (a django-q2 task)
-ask again; a call still running when its process stops leaves the placeholder header, which is
-final from then on. Offline the local header is instant and final.
+ask again, and a chunk whose call died with its process is found by the minute's resume sweep
+(`chunk_headers_resume_stalled`). Offline the local header is instant and final.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import concurrent.futures
 import logging
 import threading
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, close_old_connections, transaction
@@ -346,6 +347,31 @@ def _header_within_budget(
     if answer is None:
         logger.warning("header for %s: the model gave none; placeholder stored", chunk.chunk_id)
     return answer, None
+
+
+# Per run of the resume sweep: chunks whose late header never came.
+STALLED_PER_RUN = 200
+
+
+def chunk_headers_resume_stalled(*, now=None) -> int:
+    """Queue the backfill of chunks still waiting for a header after their model call must
+    have ended (its timeout and retries, plus a minute): the process that held the call died.
+    Returns how many were queued; the backfill's conditional update makes a late duplicate a
+    no-op."""
+    stalled_after = settings.LLM_TIMEOUT_SECONDS * (settings.LLM_MAX_RETRIES + 1) + 60
+    cutoff = (now or timezone.now()) - timedelta(seconds=stalled_after)
+    ids = list(
+        MemoryItem.objects.filter(
+            source=MemoryItem.Source.CHUNK,
+            metadata__header_status=HeaderStatus.PENDING,
+            updated_at__lt=cutoff,
+        )
+        .order_by("id")
+        .values_list("id", flat=True)[:STALLED_PER_RUN]
+    )
+    for item_id in ids:
+        _backfill_queue(item_id)
+    return len(ids)
 
 
 def _backfill_queue(item_id: int) -> None:

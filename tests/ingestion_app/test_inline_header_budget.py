@@ -133,3 +133,33 @@ def test_a_failing_model_keeps_the_local_header_as_final(
     assert "brisket" in chunk.header.lower()
     expected = get_embedder().embed([f"{chunk.header}\n\n{PROMPT}"])[0]
     assert cosine(chunk.embedding, expected) > 0.999
+
+
+def test_a_late_header_lost_with_its_process_is_resumed_by_the_sweep(
+    user, fake_openai, settings, django_capture_on_commit_callbacks
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from ingestion_app.services.inline import chunk_headers_resume_stalled
+
+    fake_openai.json_responder = header_responder
+    fake_openai.gate = threading.Event()
+    settings.MNEMO_INLINE_HEADER_BUDGET_SECONDS = 0.2
+    session = open_session(user)
+    add_message(session, "user", PROMPT)
+    with django_capture_on_commit_callbacks(execute=False):
+        add_message(session, "assistant", REPLY)  # its late answer's callback never runs
+    fake_openai.gate.set()
+    chunk = pair_chunks(user).get()
+    assert chunk.metadata["header_status"] == "pending"
+
+    assert chunk_headers_resume_stalled() == 0  # the call may still be running
+    later = timezone.now() + timedelta(
+        seconds=settings.LLM_TIMEOUT_SECONDS * (settings.LLM_MAX_RETRIES + 1) + 61
+    )
+    assert chunk_headers_resume_stalled(now=later) == 1  # queued, run inline in tests
+    chunk.refresh_from_db()
+    assert chunk.header == MODEL_HEADER and chunk.metadata["header_status"] == "llm"
+    assert chunk_headers_resume_stalled(now=later) == 0
