@@ -470,6 +470,8 @@ class Scores:
         self.search_ms: list[float] = []
         self.search_ms_by_category: dict[int, list[float]] = {c: [] for c in ld.SCORED_CATEGORIES}
         self.search_cpu_ms: list[float] = []
+        # CPU ms (process + database backend) of each search stage (SearchResult.stage_ms).
+        self.stage_cpu_ms: dict[str, list[float]] = {}
         self.embed_ms: list[float] = []
         self.chars_used: list[int] = []
         self.items_used: list[int] = []
@@ -572,7 +574,9 @@ def evaluate(
             vector = embedder.embed([text])[0]
             scores.embed_ms.append((time.perf_counter() - started) * 1000)
 
-            def search_as(owner, question=question, vector=vector, text=text, as_of=as_of):
+            def search_as(
+                owner, question=question, vector=vector, text=text, as_of=as_of, clock=None
+            ):
                 return memory_search(
                     user=owner,
                     query=question.question,
@@ -584,10 +588,13 @@ def evaluate(
                     query_embedding=vector,
                     query_embedding_text=text,
                     as_of=as_of,
+                    stage_clock=clock,
                 )
 
             cpu_search = clock.now_ms()
-            result = search_as(user)
+            result = search_as(user, clock=clock.now_ms)
+            for stage, spent in result.stage_ms.items():
+                scores.stage_cpu_ms.setdefault(stage, []).append(spent)
             scores.search_ms.append(result.search_ms)
             scores.search_ms_by_category[question.category].append(result.search_ms)
             cpu_ended = clock.now_ms()
@@ -796,6 +803,15 @@ def main() -> None:
             f"p50 {ld.percentile(scores.search_cpu_ms, 50):.1f} ms, "
             f"p95 {ld.percentile(scores.search_cpu_ms, 95):.1f} ms"
         )
+    if scores.stage_cpu_ms:
+        print(
+            "search CPU per stage, mean ms (candidates: the legs' SQL; fuse: fusion and the "
+            "candidates' load; rerank: trust rules; pack: packing, hits, trim): "
+            + ", ".join(
+                f"{stage} {Scores.mean(values):.2f}"
+                for stage, values in scores.stage_cpu_ms.items()
+            )
+        )
     if any(name not in ld.CATEGORY_NAMES.values() for name in scores.by_type):
         print(f"\n{'question type':<28}{'questions':>10}{'mnemo@2000':>12}{'mnemo@10':>10}")
         for name, values in sorted(scores.by_type.items()):
@@ -878,6 +894,12 @@ def main() -> None:
             for name, values in sorted(scores.by_type.items())
         },
         "turn1_pack_rate": TURN_ONE.get("pack_rate"),
+        "search_cpu_p95_ms": round(ld.percentile(scores.search_cpu_ms, 95), 2)
+        if scores.search_cpu_ms
+        else None,
+        "stage_cpu_ms": {
+            stage: round(Scores.mean(values), 3) for stage, values in scores.stage_cpu_ms.items()
+        },
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(summary))

@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -146,6 +147,27 @@ class SearchResult:
     search_ms: float
     # Entities the query names (the entity leg's input), most mentioned first.
     entities: list[QueryEntity] = field(default_factory=list)
+    # With a `stage_clock`: its ms per stage (candidates: the legs' SQL; fuse: fusion and the
+    # candidates' load; rerank: the trust rules and their reads; pack: packing, the hits'
+    # load, trimming and the budget).
+    stage_ms: dict[str, float] = field(default_factory=dict)
+
+
+class _StageTimes:
+    """Differences of a caller's clock between the search's stages (nothing without one)."""
+
+    def __init__(self, clock: Callable[[], float | None] | None):
+        self.clock = clock
+        self.elapsed: dict[str, float] = {}
+        self._last = clock() if clock else None
+
+    def mark(self, stage: str) -> None:
+        if self.clock is None:
+            return
+        now = self.clock()
+        if now is not None and self._last is not None:
+            self.elapsed[stage] = round(now - self._last, 3)
+        self._last = now
 
 
 def _named_speakers(query: str, speakers: list[str]) -> list[str]:
@@ -301,6 +323,7 @@ def memory_search(
     min_relevance: float | None = None,
     trim: bool = True,
     gists: bool = True,
+    stage_clock: Callable[[], float | None] | None = None,
 ) -> SearchResult:
     """Rank the caller's memories for `query`; never reads another user's or app's rows.
 
@@ -320,6 +343,8 @@ def memory_search(
     (search_quality.gist_trim; `trimmed`; trim=False: every item whole; gists=False: no
     gists); between two memories about the same subject the one said later (at or before
     `as_of`, default now) comes first and the older is `superseded`.
+    `stage_clock` (benchmarks): a clock in ms read between the stages (candidates, fuse,
+    rerank, pack), whose differences come back in `stage_ms`.
     `query_embedding`: the vector of `query_embedding_text` (default: of `query`), embedded by
     the caller; the search embeds nothing when that is the text its vector leg searches with
     (`search_vector_text`), and makes at most one embedding call otherwise.
@@ -356,6 +381,7 @@ def memory_search(
             given_text=query_embedding_text,
         )
         vector = search_candidates.vector_literal(query_vector)
+    stages = _StageTimes(stage_clock)
     # SET LOCAL needs a transaction; inside the caller's (the context pack's build) no
     # savepoint is taken: a failed search fails the caller's transaction, as the pack wants.
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
@@ -394,6 +420,7 @@ def memory_search(
             if vector
             else []
         )
+        stages.mark("candidates")
         if mode == "hybrid":
             fused = _rrf(keyword_rows, KEYWORD_WEIGHT)
             for item_id, value in _rrf(vector_rows, VECTOR_WEIGHT).items():
@@ -429,6 +456,7 @@ def memory_search(
         search_quality.relevance_assign(
             candidates, keyword_rows=keyword_rows, vector_rows=vector_rows
         )
+        stages.mark("fuse")
         now = (as_of or timezone.now()).timestamp()
         search_quality.assistant_weight_apply(candidates, query)
         ranked = _rank(
@@ -476,6 +504,7 @@ def memory_search(
             )
         if search_quality.is_aggregate_query(query):
             ranked = search_quality.aggregate_order(ranked)
+        stages.mark("rerank")
         packed = _pack(ranked, top_k=top_k)
         window = [c.id for c in packed[: search_quality.SUPERSEDE_WINDOW]]
         packed, superseded = search_quality.supersede_order(
@@ -495,6 +524,7 @@ def memory_search(
         superseded,
         {c.id: datetime.fromtimestamp(c.occurred_epoch, tz=UTC) for c in packed},
     )
+    stages.mark("pack")
     search_ms = (time.perf_counter() - started) * 1000 - embed_ms
     metrics.SEARCH_SECONDS.labels(mode).observe(search_ms / 1000)
     if embed_ms:
@@ -505,6 +535,7 @@ def memory_search(
         query_embedding_ms=round(embed_ms, 2),
         search_ms=round(search_ms, 2),
         entities=query_entities,
+        stage_ms=stages.elapsed,
     )
 
 
