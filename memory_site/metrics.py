@@ -1,8 +1,8 @@
 """Prometheus metrics: what an operator scrapes from GET /metrics.
 
 Every process records into `prometheus_client`'s default registry; with
-PROMETHEUS_MULTIPROC_DIR set (`manage.py serve` sets it for the web workers and the task
-cluster it starts) each process writes its samples there and a scrape sums them
+PROMETHEUS_MULTIPROC_DIR set (`manage.py serve` sets it, one folder per run under
+DATA_DIR/metrics, for the web workers and the task cluster it starts) each process writes its samples there and a scrape sums them
 (prometheus_client's multi-process mode), so one scrape of any web worker sees the whole node.
 Queue depths are read from the database at scrape time. The endpoint answers only a request
 with `Authorization: Bearer <MNEMO_METRICS_TOKEN>` (or from an address in

@@ -120,3 +120,25 @@ def test_a_scrape_sums_every_process_in_multiprocess_mode(tmp_path):
         text=True,
     ).stdout
     assert sample(scraped, "mnemo_embedded_texts_total", backend="onnx") == 10
+
+
+def test_each_serve_run_gets_its_own_sample_folder(tmp_path):
+    """A run's samples are never summed with a previous run's, and two `serve` commands on one
+    data folder keep theirs apart."""
+    import os
+    import subprocess
+
+    from memory_site.management.commands.serve import _metrics_dir
+
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    stale = tmp_path / "metrics" / str(ended.pid)
+    (stale / "counter_1.db").parent.mkdir(parents=True)
+    (stale / "counter_1.db").write_bytes(b"old")
+    alive = tmp_path / "metrics" / "1"  # pid 1 is always running: another serve
+    alive.mkdir()
+
+    mine = _metrics_dir(tmp_path)
+
+    assert mine == tmp_path / "metrics" / str(os.getpid()) and list(mine.iterdir()) == []
+    assert not stale.exists() and alive.exists()

@@ -69,13 +69,11 @@ class Command(BaseCommand):
                 settings.DATA_DIR, min_cosine=settings.EMBEDDING_ONNX_PARITY_MIN_COSINE
             )
         env = {**os.environ, "MNEMO_WARM_EMBEDDER": "1"}
-        # Prometheus multi-process mode: every web worker and task worker writes its samples
-        # here, a scrape of any web worker sums them (memory_site.metrics). Emptied at start:
-        # samples of processes from a previous run would be counted again.
-        metrics_dir = Path(settings.DATA_DIR) / "metrics"
-        shutil.rmtree(metrics_dir, ignore_errors=True)
-        metrics_dir.mkdir(parents=True, exist_ok=True)
-        env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(metrics_dir))
+        # Prometheus multi-process mode: every web worker and task worker of this command
+        # writes its samples here, a scrape of any web worker sums them (memory_site.metrics).
+        # One folder per run (a previous run's samples would be counted again, and a second
+        # `serve` on the same data folder keeps its own); those of runs that ended are removed.
+        env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(_metrics_dir(Path(settings.DATA_DIR))))
         if q_workers is not None:
             env["Q_WORKERS"] = str(q_workers)
         processes: dict[str, subprocess.Popen] = {}
@@ -176,6 +174,19 @@ def processes_stop(processes: list[subprocess.Popen]) -> None:
         except subprocess.TimeoutExpired:
             pass
     psutil.wait_procs(list(descendants), timeout=1)
+
+
+def _metrics_dir(data_dir: Path) -> Path:
+    """A fresh folder for this run's metric samples, the folders of ended runs removed."""
+    root = data_dir / "metrics"
+    root.mkdir(parents=True, exist_ok=True)
+    for folder in root.iterdir():
+        if not (folder.name.isdigit() and psutil.pid_exists(int(folder.name))):
+            shutil.rmtree(folder, ignore_errors=True)
+    mine = root / str(os.getpid())
+    shutil.rmtree(mine, ignore_errors=True)
+    mine.mkdir()
+    return mine
 
 
 def _descendants(processes: list[subprocess.Popen]) -> set[psutil.Process]:
