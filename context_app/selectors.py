@@ -206,9 +206,16 @@ def search_vector_text(
     scope, params = search_scope.scope_sql(
         user_id=user.pk, app_id=app_id, sources=sources, filters=filters or SearchFilters()
     )
+    return _vector_text(query, _scope_speakers_named(scope, params, query)[1])
+
+
+def _scope_speakers_named(
+    scope: str, params: dict, query: str
+) -> tuple[search_scope.ScopeStats, list[str]]:
+    """(the scope's stats, cached briefly; the scope's speakers the query names)."""
     with connection.cursor() as cursor:
         stats = search_scope.scope_stats(cursor, scope=scope, params=params)
-    return _vector_text(query, _named_speakers(query[:MAX_KEYWORD_QUERY_CHARS], stats.speakers))
+    return stats, _named_speakers(query[:MAX_KEYWORD_QUERY_CHARS], stats.speakers)
 
 
 def _query_vector(
@@ -367,9 +374,7 @@ def memory_search(
     named: list[str] = []
     stats = None
     if mode in ("hybrid", "keyword") and query.strip():
-        with connection.cursor() as cursor:
-            stats = search_scope.scope_stats(cursor, scope=scope, params=params)
-        named = _named_speakers(query[:MAX_KEYWORD_QUERY_CHARS], stats.speakers)
+        stats, named = _scope_speakers_named(scope, params, query)
     if mode in ("hybrid", "semantic"):
         # Before the transaction: a model that fails fails the search, not the caller's
         # transaction.

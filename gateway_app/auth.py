@@ -44,6 +44,16 @@ class EndUserTokenAuthentication(TokenAuthentication):
     (gateway_app.services.end_users): an app lists, searches and erases one end user's memory
     with its one key. A refused identity is a 401."""
 
+    def authenticate_credentials(self, key):
+        """DRF's lookup, with the key's end-user grant read in the same query."""
+        try:
+            token = Token.objects.select_related("user", "user__end_user_grant").get(key=key)
+        except Token.DoesNotExist:
+            raise AuthenticationFailed("Invalid token.") from None
+        if not token.user.is_active:
+            raise AuthenticationFailed("User inactive or deleted.")
+        return token.user, token
+
     def authenticate(self, request):
         found = super().authenticate(request)
         if found is None:

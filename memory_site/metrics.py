@@ -14,6 +14,7 @@ from __future__ import annotations
 import hmac
 import os
 import time
+from functools import lru_cache
 
 from django.conf import settings
 from prometheus_client import (
@@ -68,9 +69,11 @@ EMBEDDED_TEXTS = Counter(
 IMPORTED_PAIRS = Counter("mnemo_imported_pairs_total", "Exchange pairs stored by imports.")
 
 
+@lru_cache(maxsize=4096)
 def route_of(path: str) -> str:
     """A bounded label for a request path: the URL pattern Django resolves it to, "/mcp", or
-    "other" (so a scan of random paths cannot blow up the series count)."""
+    "other" (so a scan of random paths cannot blow up the series count). Cached: it runs
+    before Django's own resolve of the same path, on every request."""
     if path == "/mcp" or path.startswith("/mcp/"):
         return "/mcp"
     if path.startswith("/static/"):

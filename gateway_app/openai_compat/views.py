@@ -32,12 +32,11 @@ from gateway_app.openai_compat.upstream import (
 from gateway_app.services.end_users import EndUserRefused, acting_user, lower_headers
 from gateway_app.services.turns import (
     ProxyTurn,
-    proxy_turn_discard,
+    proxy_turn_failed,
     proxy_turn_finish,
     proxy_turn_hooks,
     proxy_turn_record,
     proxy_turn_start,
-    proxy_turn_task_forget,
 )
 from ingestion_app.services.deferred_embeddings import EmbeddingsHold, embeddings_hold
 from memory_site.errors import DomainError
@@ -267,7 +266,7 @@ async def _chat_completions(request: HttpRequest, hold: EmbeddingsHold) -> HttpR
         if not stream:
             hold.release()  # the pack is built; a reply read whole gives no first token
         # The first call of a new session indexes nothing before the upstream has answered:
-        # a failed call then leaves no session behind (proxy_turn_discard).
+        # a failed call then leaves no session behind (proxy_turn_failed).
         hooks = (
             _done()
             if stream or turn.logged.new_session
@@ -284,15 +283,11 @@ async def _chat_completions(request: HttpRequest, hold: EmbeddingsHold) -> HttpR
             ):
                 upstream = await _whole_reply_as_stream(upstream)
         except BaseException:
-            # A turn that continued its session stays stored (a retry does not store it
-            # twice) and indexed; one that opened its session is forgotten with it.
+            # A turn that continued its session stays stored and indexed; one that opened its
+            # session is forgotten with it (proxy_turn_failed).
             await _settle(hooks)
-            if await asyncio.shield(sync_to_async(proxy_turn_discard)(turn)):
+            if await asyncio.shield(sync_to_async(proxy_turn_failed)(turn)):
                 turn = None
-            elif not turn.indexed:
-                await asyncio.shield(sync_to_async(proxy_turn_task_forget)(turn))
-            else:
-                await asyncio.shield(sync_to_async(proxy_turn_hooks)(turn))
             raise
         if stream:
             response = StreamingHttpResponse(

@@ -304,10 +304,10 @@ def _fork_key_set(conversation: GatewayConversation, key: str) -> None:
         pass
 
 
-def _regenerates(stored: list[str], incoming: list[str], common: int) -> bool:
-    """Whether `incoming` asks again for the stored transcript's last reply (a regeneration,
-    a retry, a repeated call) or replaces it: the same messages up to that reply."""
-    return common >= len(stored) - 1 and len(incoming) >= common
+def _regenerates(stored: list[str], common: int) -> bool:
+    """Whether a call sharing `common` messages with the stored transcript asks again for its
+    last reply (a regeneration, a retry, a repeated call) or replaces it."""
+    return common >= len(stored) - 1
 
 
 def _common_prefix(stored: list[str], incoming: list[str]) -> int:
@@ -371,11 +371,11 @@ def conversation_turn_log(
         session = explicit or continued
         common = _common_prefix(stored, incoming_hashes)
         fork_of = ""
+        # Only a chat known by its opening alone can turn out to be another chat.
+        by_transcript = explicit is None and not chat_id and not app_task
         if (
-            session is not None
-            and explicit is None
-            and not chat_id
-            and not app_task
+            by_transcript
+            and session is not None
             and common == len(incoming_hashes) < len(stored) - 1
         ):
             # Only the opening of a longer stored chat (shorter than a regeneration): a new
@@ -388,12 +388,10 @@ def conversation_turn_log(
             stored, common = [], 0
         forks = 0
         while (
-            session is not None
-            and explicit is None
-            and not chat_id
-            and not app_task
+            by_transcript
+            and session is not None
             and common < min(len(stored), len(incoming_hashes))
-            and not _regenerates(stored, incoming_hashes, common)
+            and not _regenerates(stored, common)
             and forks < MAX_FORKS
         ):
             # Departs from the stored transcript before its end: another chat that opened the
@@ -471,8 +469,8 @@ def conversation_reply_store(
     wins, so a retried request never leaves two replies to one question. A call repeated
     after its turn was answered (the SDK's retry of a lost response, an app resending) whose
     reply is the stored one word for word keeps that one; a different reply is a regeneration:
-    it replaces the stored one (`_reply_replace`). Usage is always recorded (the tokens were spent). Returns the stored
-    message or None; hooks not run.
+    it replaces the stored one (`_reply_replace`). Usage is always recorded (the tokens were
+    spent). Returns the stored message or None; hooks not run.
     """
     message = None
     content = text[:MAX_MESSAGE_CHARS]

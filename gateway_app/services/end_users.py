@@ -40,8 +40,9 @@ def acting_user(app_user, headers: Mapping[str, str], openai_user: object = None
 
     `headers`: the request's headers with lower-case names; `openai_user`: the body's `user`
     field of an OpenAI-style call (None elsewhere)."""
-    grant = EndUserGrant.objects.filter(app_user=app_user).first()
-    if grant is None:
+    try:  # loaded with the token where the caller selected it (EndUserTokenAuthentication)
+        grant = app_user.end_user_grant
+    except EndUserGrant.DoesNotExist:
         return app_user
     token = headers.get(JWT_HEADER, "")
     # Open WebUI URL-encodes the name it forwards.
@@ -101,9 +102,8 @@ def _end_user(app_user, external_id: str, *, email: str, name: str):
     username = f"{app_user.username[:100]}~{digest}"
     try:
         with transaction.atomic():
+            # No password given: create_user stores an unusable one (no login to the pages).
             user = get_user_model().objects.create_user(username=username, email=email)
-            user.set_unusable_password()
-            user.save(update_fields=["password"])
             EndUser.objects.create(
                 app_user=app_user, external_id=external_id, user=user, email=email, name=name
             )

@@ -106,11 +106,8 @@ QUERY_CHARS = 1500
 
 def _pack_query(messages: list[dict]) -> str:
     """The newest user turns, oldest first, the newest whole, within QUERY_CHARS."""
-    turns = [
-        message_text(message)
-        for message in messages
-        if message.get("role") == Message.Role.USER and message_text(message).strip()
-    ][-QUERY_USER_TURNS:]
+    texts = (message_text(m) for m in messages if m.get("role") == Message.Role.USER)
+    turns = [text for text in texts if text.strip()][-QUERY_USER_TURNS:]
     if not turns:
         return ""
     newest, earlier = turns[-1][:QUERY_CHARS], turns[:-1]
@@ -241,23 +238,20 @@ def proxy_turn_hooks(turn: ProxyTurn) -> None:
         message_run_hooks(message=message)
 
 
-def proxy_turn_discard(turn: ProxyTurn) -> bool:
-    """After a failed upstream call: forget the session the call opened, if it did (its pack
-    is not recorded either); True when it did. See `conversation_turn_discard`."""
-    if not conversation_turn_discard(user=turn.user, turn=turn.logged):
+def proxy_turn_failed(turn: ProxyTurn) -> bool:
+    """After a failed upstream call, what the call stored: forgotten with its session when the
+    call opened it (`conversation_turn_discard`; True: the session is gone), its text deleted
+    when it was a side task, else kept and indexed (a retry does not store it twice)."""
+    if turn.logged.new_session or not turn.indexed:
+        if turn.pack is not None:
+            turn.pack.pending_record = None
+        turn.hooks_pending = []
+        if conversation_turn_discard(user=turn.user, turn=turn.logged):
+            return True
+        conversation_task_forget(user=turn.user, turn=turn.logged)
         return False
-    if turn.pack is not None:
-        turn.pack.pending_record = None
-    turn.hooks_pending = []
-    return True
-
-
-def proxy_turn_task_forget(turn: ProxyTurn) -> None:
-    """A side-task call whose upstream failed keeps nothing of its text either."""
-    if turn.pack is not None:
-        turn.pack.pending_record = None
-    turn.hooks_pending = []
-    conversation_task_forget(user=turn.user, turn=turn.logged)
+    proxy_turn_hooks(turn)
+    return False
 
 
 def messages_hooks_run(*, message_ids: list[int]) -> int:

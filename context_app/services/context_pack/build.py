@@ -186,15 +186,21 @@ def _ended_chats_vectors_wait(session: ChatSession, timeout: float) -> None:
         pending_embeddings_wait(timeout, user_id=session.user_id, session_ids=ended)
 
 
-def _query_vector(
+def _wait_left_s(deadline: _Deadline) -> float:
+    """Seconds the build may still wait (for the embedding, for earlier chats' vectors) while
+    leaving room for the search and the assembly."""
+    reserve_ms = max(EMBEDDING_RESERVE_MS, deadline.budget_ms * 0.25)
+    return max(deadline.remaining_ms() - reserve_ms, 0) / 1000
+
+
+def _ready_query_embedding(
     *, session: ChatSession, query_future, deadline: _Deadline, skipped: list[str]
 ) -> list[float] | None:
     """The query's embedding if it is ready while the budget still leaves room for the search
     and the assembly, else None (and why, in `skipped`): a slow embedder costs the vector leg,
     not the memories."""
-    reserve_ms = max(EMBEDDING_RESERVE_MS, deadline.budget_ms * 0.25)
     try:
-        return query_future.result(timeout=max(deadline.remaining_ms() - reserve_ms, 0) / 1000)
+        return query_future.result(timeout=_wait_left_s(deadline))
     except FutureTimeout:
         logger.info(
             "context: keyword-only memories for session %s (query embedding not ready within "
@@ -227,12 +233,11 @@ def _relevant_memory_lines(
     Hybrid search when the query's embedding is ready in time, else the keyword leg alone
     (`skipped` says so): the memories are always consulted."""
     embedding_started = time.perf_counter()
-    embedding = _query_vector(
+    embedding = _ready_query_embedding(
         session=session, query_future=query_future, deadline=deadline, skipped=skipped
     )
-    reserve_ms = max(EMBEDDING_RESERVE_MS, deadline.budget_ms * 0.25)
     if embedding is not None:
-        _ended_chats_vectors_wait(session, max(deadline.remaining_ms() - reserve_ms, 0) / 1000)
+        _ended_chats_vectors_wait(session, _wait_left_s(deadline))
     waited_ms = (time.perf_counter() - embedding_started) * 1000
     top_k = context_settings.memory_top_k
     if top_k <= 0:
