@@ -61,6 +61,7 @@ QUERY_PARAMETERS: dict[str, tuple[str, ...]] = {
     "entities": ("type", "bucket", "q", "app_id", *PAGINATION),
     "summaries-context": ("app_id",),
     "usage": ("since", "until"),
+    "profile": ("app_id", "include_history"),
 }
 # Pages outside the versioned API take their own parameters (the schema's ?format=, ?lang=).
 UNCHECKED_QUERY_URL_NAMES = {"schema", "api-docs"}

@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "sessions_app",
     "ingestion_app",
     "context_app",
+    "profile_app",
     "privacy_app",
     "web_app",
     "gateway_app",
@@ -355,7 +356,15 @@ MNEMO_ENTITY_TASKS = env_bool("MNEMO_ENTITY_TASKS", True)
 MNEMO_AFTER_MESSAGE_HOOKS = [
     "ingestion_app.services.indexing.message_items_index",
     "context_app.services.consolidation.consolidation_check",
+    "profile_app.services.profile.profile_message_learn",
 ]
+# The user profile (standing instructions, preferences, who the user is) learned from the
+# user's own messages, commits and imports; off: nothing is learned (entries the user adds
+# stay and are packed).
+MNEMO_PROFILE_ENABLED = env_bool("MNEMO_PROFILE_ENABLED", True)
+# With a model configured, the model also reads each user message for the profile (in a
+# background task, after the rules have read it in the request).
+MNEMO_PROFILE_MODEL = env_bool("MNEMO_PROFILE_MODEL", True)
 # The OpenAI-compatible endpoint (/v1): a pack from this user turn of a conversation on (chat
 # apps cannot open a session early), and the model list /v1/models shows when set (otherwise
 # the upstream's own list, or the one it last gave while it is down).

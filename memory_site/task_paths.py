@@ -32,11 +32,20 @@ IMPORT_PASSAGE_VECTORS_TASK = "ingestion_app.tasks.import_passage_vectors_task"
 CLOSE_STALE_SESSIONS_TASK = "sessions_app.tasks.close_stale_sessions_task"
 RETENTION_TASK = "sessions_app.tasks.retention_task"
 
+# profile_app: the model's reading of a user message; the statements of an imported file's
+# user turns and of the facts a commit wrote.
+PROFILE_MESSAGE_READ_TASK = "profile_app.tasks.profile_message_read_task"
+PROFILE_IMPORT_READ_TASK = "profile_app.tasks.profile_import_read_task"
+PROFILE_MEMORIES_READ_TASK = "profile_app.tasks.profile_memories_read_task"
+
 # gateway_app: the after-message hooks of the older messages a chat app's call brings along.
 GATEWAY_BACKLOG_INDEX_TASK = "gateway_app.tasks.messages_hooks_task"
 
 TASK_PATHS = (
     GATEWAY_BACKLOG_INDEX_TASK,
+    PROFILE_MESSAGE_READ_TASK,
+    PROFILE_IMPORT_READ_TASK,
+    PROFILE_MEMORIES_READ_TASK,
     SESSION_CLOSE_TASK,
     SESSION_RESUMMARIZE_TASK,
     USER_ROLLUPS_REBUILD_TASK,

@@ -13,6 +13,7 @@ api_v1 = [
     path("", include("sessions_app.api.urls")),
     path("", include("ingestion_app.api.urls")),
     path("", include("context_app.api.urls")),
+    path("", include("profile_app.api.urls")),
     path("", include("privacy_app.api.urls")),
 ]
 

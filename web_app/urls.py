@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from web_app.views import chat, entities, imports, memories, sessions, settings_page
+from web_app.views import chat, entities, imports, memories, profile, sessions, settings_page
 
 app_name = "web"
 
@@ -17,6 +17,13 @@ urlpatterns = [
     path("memories/sessions/<uuid:session_id>/", sessions.session_detail, name="session-detail"),
     path("memories/entities/", entities.entity_list, name="entities"),
     path("memories/entities/<int:entity_id>/", entities.entity_detail, name="entity-detail"),
+    path("memories/profile/", profile.profile_page, name="profile"),
+    path("memories/profile/add/", profile.profile_entry_add_view, name="profile-add"),
+    path(
+        "memories/profile/<int:entry_id>/delete/",
+        profile.profile_entry_delete_view,
+        name="profile-delete",
+    ),
     path("memories/imports/", imports.import_list, name="imports"),
     path("memories/imports/<uuid:import_id>/", imports.import_detail, name="import-detail"),
     path("settings/", settings_page.settings_page, name="settings"),

@@ -68,6 +68,12 @@ class ContextSettings(models.Model):
     memories_cap_chars = models.PositiveIntegerField(
         default=1200, help_text="[Relevant memories] segment cap."
     )
+    profile_cap_chars = models.PositiveIntegerField(
+        default=600,
+        validators=[MaxValueValidator(10_000)],
+        help_text="[Profile] segment cap: standing instructions, preferences, who the user is. "
+        "Shown first and the last to give way to the total cap; 0 leaves the profile out.",
+    )
     max_context_share = models.FloatField(
         default=0.35,
         validators=[MinValueValidator(0.05), MaxValueValidator(0.9)],

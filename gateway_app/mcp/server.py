@@ -30,7 +30,12 @@ from pydantic import AfterValidator, ConfigDict, Field
 
 from context_app.models import ContextSettings
 from context_app.selectors import format_for_prompt, memory_search
-from context_app.services.context_pack.segments import Segment, clip_text, render_pack
+from context_app.services.context_pack.segments import (
+    PROFILE_SEGMENT,
+    Segment,
+    clip_text,
+    render_pack,
+)
 from context_app.services.context_pack.snapshots import user_context_snapshot
 from ingestion_app.selectors import memories_for_user
 from ingestion_app.selectors.scope import SearchFilters
@@ -40,6 +45,7 @@ from ingestion_app.services.memories import memory_delete, memory_update
 from memory_site.errors import DomainError
 from memory_site.parsers import is_unstorable
 from memory_site.providers import ProviderError
+from profile_app.selectors import profile_as_dict, profile_for_pack
 from sessions_app.selectors import sessions_for_user
 
 # A tool's argument errors go to the model as text: pydantic's documentation link after each
@@ -195,7 +201,11 @@ def _context(user, *, query: str) -> dict:
         mode="semantic",
     ).items
     memory_lines = [format_for_prompt([hit]) for hit in hits]
+    profile = profile_for_pack(
+        user_id=user.id, app_id=settings.MNEMO_DEFAULT_APP_ID, cap_chars=caps.profile_cap_chars
+    )
     parts = [
+        (PROFILE_SEGMENT, profile.text, caps.profile_cap_chars),
         ("Recent context", snapshot["recent"], caps.recent_cap_chars),
         ("Long-term history", snapshot["history"], caps.history_cap_chars),
     ]
@@ -214,7 +224,13 @@ def _context(user, *, query: str) -> dict:
         if memory_lines:
             memory_lines.pop()
         else:
-            parts = [(name, text, cap // 2) for name, text, cap in parts]
+            # The profile keeps its cap: the summaries give way first.
+            parts = [
+                (name, text, cap if name == PROFILE_SEGMENT else cap // 2)
+                for name, text, cap in parts
+            ]
+            if all(cap < 60 for name, _, cap in parts if name != PROFILE_SEGMENT):
+                parts = [(name, text, cap // 2) for name, text, cap in parts]
     return {
         "query": query,
         "pack": pack,
@@ -222,7 +238,12 @@ def _context(user, *, query: str) -> dict:
         "cap_chars": caps.total_cap_chars,
         "segments": [segment.summary() for segment in segments],
         "memory_ids": [hit.id for hit in hits[: len(memory_lines)]],
+        "profile_entry_ids": profile.entry_ids,
     }
+
+
+def _profile(user) -> dict:
+    return profile_as_dict(user=user, app_id=settings.MNEMO_DEFAULT_APP_ID)
 
 
 def _sessions(user, *, limit: int, offset: int, status: str | None) -> dict:
@@ -249,7 +270,7 @@ def _sessions(user, *, limit: int, offset: int, status: str | None) -> dict:
 
 
 def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
-    """The MCP server with Mnemo's seven tools; `resolve_user(ctx)` gives the caller (or None)."""
+    """The MCP server with Mnemo's eight tools; `resolve_user(ctx)` gives the caller (or None)."""
     server = MCPServer("mnemo", instructions=INSTRUCTIONS, version="1.0")
     read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 
@@ -453,6 +474,13 @@ def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
         long-term summaries and the most relevant memories, within the configured size caps.
         Use it once at the start of a task to know the user."""
         return await _run(resolve_user, ctx, lambda user: _context(user, query=query))
+
+    @server.tool(annotations=read_only)
+    async def get_profile(ctx: Context) -> dict:
+        """The user's profile: the standing instructions they gave (follow them), their
+        preferences and facts about who they are (name, home, work, family, pets), newest
+        first. Every context pack carries it; read it at the start of a task."""
+        return await _run(resolve_user, ctx, _profile)
 
     @server.tool(annotations=read_only)
     async def list_sessions(

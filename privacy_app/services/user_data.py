@@ -76,6 +76,7 @@ SECTIONS = {
     "ingestion_app.Entity": "entities",
     "ingestion_app.EntityMention": "entity_mentions",
     "ingestion_app.CrossReference": "cross_references",
+    "profile_app.ProfileEntry": "profile",
     "context_app.TopicSummary": "topics",
     "context_app.TopicOverride": "topic_overrides",
     "context_app.OptOut": "opt_out",
@@ -325,6 +326,7 @@ def user_export(*, user) -> dict:
         "tags",
         "memories",
         "chunks",
+        "profile",
         "topics",
         "imports",
     ):

@@ -30,6 +30,7 @@ TOOLS = {
     "update_memory",
     "delete_memory",
     "get_context",
+    "get_profile",
     "list_sessions",
 }
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,6 +79,7 @@ async def exercise_every_tool(client: Client) -> dict:
     )
     seen["context"] = structured(await call(client, "get_context", query="visiting my sister Anna"))
     seen["sessions"] = structured(await call(client, "list_sessions"))
+    seen["profile"] = structured(await call(client, "get_profile"))
     seen["invalid"] = await call(client, "search_memory", query="")
     # JSON true is not an id: it must not delete (or edit) the memory whose id is 1.
     seen["boolean_id"] = await call(client, "delete_memory", memory_id=True)
@@ -104,6 +106,10 @@ def assert_every_tool_worked(seen: dict) -> None:
     assert "Porto" in seen["context"]["pack"]
     assert seen["context"]["chars"] <= seen["context"]["cap_chars"]
     assert seen["sessions"]["sessions"][0]["title"] == "Trip planning"
+    assert [e["text"] for e in seen["profile"]["preferences"]] == [
+        "I prefer window seats on long flights."
+    ]
+    assert "I prefer window seats" in seen["context"]["pack"].split("\n\n")[1]
     assert seen["invalid"].is_error and "query" in seen["invalid"].content[0].text
     assert seen["boolean_id"].is_error and "memory_id" in seen["boolean_id"].content[0].text
     assert seen["boolean_limit"].is_error and "limit" in seen["boolean_limit"].content[0].text
@@ -116,6 +122,7 @@ def test_http_transport_serves_every_tool_in_the_users_scope(
 ):
     session = open_session(user, title="Trip planning")
     add_message(session, "user", "I am planning a trip to Portugal.")
+    add_message(session, "user", "I prefer window seats on long flights.")
     alice, bob = token_for(user), token_for(other_user)
 
     async def run():
@@ -137,6 +144,7 @@ def test_http_transport_serves_every_tool_in_the_users_scope(
                 "context": structured(
                     await call(client, "get_context", query="where does the user live")
                 ),
+                "profile": structured(await call(client, "get_profile")),
             }
         return seen, kept, probes
 
@@ -153,6 +161,7 @@ def test_http_transport_serves_every_tool_in_the_users_scope(
     assert probes["update"].is_error and "not found" in probes["update"].content[0].text
     assert probes["delete"].is_error and "not found" in probes["delete"].content[0].text
     assert "Berlin" not in probes["context"]["pack"]
+    assert probes["profile"]["preferences"] == []
     assert MemoryItem.objects.get(id=kept["memory_id"]).content == "The user lives in Berlin."
 
 
@@ -169,6 +178,7 @@ def test_http_transport_refuses_missing_and_bad_keys(live_url, db):
 def test_stdio_transport_serves_every_tool(user, fake_embedder, settings):
     session = open_session(user, title="Trip planning")
     add_message(session, "user", "I am planning a trip to Portugal.")
+    add_message(session, "user", "I prefer window seats on long flights.")
     db = connection.settings_dict
     env = {
         **os.environ,

@@ -209,6 +209,7 @@ def test_allowed_query_parameters_match_the_schema():
         "/api/v1/memories": "memories",
         "/api/v1/memory/stats": "memory-stats",
         "/api/v1/entities": "entities",
+        "/api/v1/profile": "profile",
         "/api/v1/summaries/context": "summaries-context",
         "/api/v1/usage": "usage",
     }

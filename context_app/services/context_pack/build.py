@@ -25,6 +25,7 @@ from django.db import connection, transaction
 from context_app.models import ContextSettings, InjectionLog
 from context_app.selectors import SOURCES, SearchFilters, format_for_prompt, memory_search
 from context_app.services.context_pack.segments import (
+    PROFILE_SEGMENT,
     ContextPack,
     Segment,
     SegmentSource,
@@ -47,6 +48,7 @@ from ingestion_app.services.deferred_embeddings import (
 from memory_site.providers import get_embedder
 from memory_site.redaction import redact
 from memory_site.text.third_person import third_person_text
+from profile_app.selectors import ProfilePack, profile_for_pack
 from sessions_app.models import ChatSession, Message
 from sessions_app.selectors import sessions_ended_among
 
@@ -155,6 +157,15 @@ def query_embedding_start(query: str) -> QueryEmbedding | None:
     if not text.strip():
         return None
     return QueryEmbedding(text=text, future=_embedding_pool.submit(_embed_query, text))
+
+
+def pack_profile(*, session: ChatSession, context_settings: ContextSettings) -> ProfilePack:
+    """The profile segment of a pack in `session`'s scope (one query)."""
+    return profile_for_pack(
+        user_id=session.user_id,
+        app_id=session.app_id,
+        cap_chars=context_settings.profile_cap_chars,
+    )
 
 
 def _known_entity_lines(*, session: ChatSession, query: str, memory_ids: list[int]) -> str:
@@ -363,11 +374,15 @@ def _build(
     matched: tuple[list[tuple[str, dict]], float, list[str]] | None = None,
     query_future: Future | None = None,
     skipped: list[str] | None = None,
+    profile: ProfilePack | None = None,
 ) -> tuple[list[Segment], list[dict], str, TopicChoice | None, str, float, list]:
     """Read and assemble, inside the caller's build transaction (see `_prepare`).
 
+    The [Profile] segment comes first and is the last to give way to the total cap: the
+    user's standing instructions and preferences shape every answer, whatever the query.
     `matched`: the memory lines, embedding time and skipped parts when the caller already
-    matched them this turn; `query_future`: the query's embedding when it was started earlier;
+    matched them this turn; `profile`: the profile when the caller already read it;
+    `query_future`: the query's embedding when it was started earlier;
     `skipped` collects the parts left out to stay within the budget. Raises DatabaseError only;
     the only write is an upserted topic summary.
     """
@@ -378,6 +393,8 @@ def _build(
     elif query_future is None:
         query_future = _embedding_pool.submit(_embed_query, query)
     try:
+        if profile is None:
+            profile = pack_profile(session=session, context_settings=context_settings)
         rollups = user_rollups(user=session.user, app_id=session.app_id)
         topic, topic_reason = topic_infer(
             session=session,
@@ -424,6 +441,13 @@ def _build(
     recent = rollups.get("recent")
     history = rollups.get("history")
     sources = [
+        SegmentSource(
+            PROFILE_SEGMENT,
+            context_settings.profile_cap_chars,
+            priority=5,
+            text=profile.text,
+            entry_ids=profile.entry_ids,
+        ),
         SegmentSource(
             "Recent context",
             context_settings.recent_cap_chars,
@@ -604,6 +628,7 @@ def _reuse(
                 item.get("truncated", False),
                 chars=item.get("chars", 0),
                 hash=item.get("hash", ""),
+                entry_ids=item.get("entry_ids", []),
             )
             for item in previous.segments
         ],

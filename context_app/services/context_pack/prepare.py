@@ -25,6 +25,7 @@ from context_app.services.context_pack.build import (
     _restore_statement_timeout,
     _reuse,
     carried_state,
+    pack_profile,
     pack_query,
 )
 from context_app.services.context_pack.refresh import (
@@ -33,6 +34,7 @@ from context_app.services.context_pack.refresh import (
     turn_state,
 )
 from context_app.services.context_pack.segments import (
+    PROFILE_SEGMENT,
     ContextPack,
     max_pack_tokens,
     pack_hash,
@@ -174,6 +176,7 @@ def _match_and_build(
         state=state, turn=turn, override=override_choice, context_settings=context_settings, now=now
     )
     matched = None
+    profile = None
     if decision is None:
         # The summary segments keep their cadence, but memories are matched every turn: the
         # last pack is reused only when its memory lines would not change.
@@ -186,6 +189,10 @@ def _match_and_build(
         )
         if _memory_ids(matched[0]) != state.get("memory_ids", []):
             decision = "memories_changed"
+        else:
+            profile = pack_profile(session=session, context_settings=context_settings)
+            if profile.entry_ids != state.get("profile_ids", []):
+                decision = "profile_changed"
     if decision is None:
         reused = _reuse(
             session=session,
@@ -218,6 +225,7 @@ def _match_and_build(
         matched=matched,
         query_future=query_future,
         defer_record=defer_record,
+        profile=profile,
     )
 
 
@@ -239,6 +247,7 @@ def _build_and_record(
     matched=None,
     query_future=None,
     defer_record=False,
+    profile=None,
 ) -> ContextPack:
     """The rebuild path, inside the build transaction: build, compare with the last pack's
     hash (an identical pack is marked reused), record."""
@@ -257,6 +266,7 @@ def _build_and_record(
         matched=matched,
         query_future=query_future,
         skipped=skipped,
+        profile=profile,
     )
     digest = pack_hash(text) if text else ""
     unchanged = bool(digest) and digest == state.get("hash")
@@ -285,6 +295,9 @@ def _build_and_record(
         "override": override_choice,
         "chars": len(text),
         "memory_ids": _memory_ids(memory_lines),
+        "profile_ids": next(
+            (segment.entry_ids for segment in segments if segment.name == PROFILE_SEGMENT), []
+        ),
         CARRIED_KEY: carried_state(memory_lines),
     }
     return _record(

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 from django.utils import timezone
+from django_q.tasks import async_task
 
 from ingestion_app.models import MemoryCommitLog
 from ingestion_app.selectors import session_project_id
@@ -39,6 +40,7 @@ from ingestion_app.services.commit.distill import (
 from memory_site.db_locks import advisory_transaction_lock
 from memory_site.errors import UpstreamError
 from memory_site.providers import ProviderError, get_llm, model_or_offline
+from memory_site.task_paths import PROFILE_MEMORIES_READ_TASK
 from sessions_app.selectors import session_get_for_user, session_messages
 
 logger = logging.getLogger("ingestion_app.services.commit")
@@ -130,6 +132,12 @@ def memory_commit(
             log.duplicates_skipped += duplicates
             log.last_commit_at = timezone.now()
             log.save()
+            if committed:
+                # The profile reads the facts' statements after the commit, in a task.
+                fact_ids = [fact.id for fact in committed]
+                transaction.on_commit(
+                    lambda: async_task(PROFILE_MEMORIES_READ_TASK, fact_ids, "commit")
+                )
     except ProviderError as exc:
         logger.warning("commit to memory failed for session %s: %s", session.id, exc)
         raise UpstreamError(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from django.db import connection, transaction
 from django.utils import timezone
+from django_q.tasks import async_task
 
 from ingestion_app.chunking.workers import prepare_worker_init
 from ingestion_app.models import ImportFile, ImportJob
@@ -37,6 +38,7 @@ from ingestion_app.services.imports.writer import ChunkWriter, ImportOutcome
 from memory_site.db_locks import advisory_transaction_lock
 from memory_site.metrics import IMPORTED_PAIRS
 from memory_site.providers import ProviderError
+from memory_site.task_paths import PROFILE_IMPORT_READ_TASK
 
 logger = logging.getLogger(__name__)
 
@@ -176,6 +178,14 @@ def import_file_process(
                     # Entities are extracted after the commit, outside the file's transaction.
                     transaction.on_commit(
                         lambda: import_entities_enqueue(import_file_id=import_file.id)
+                    )
+                    # So are the profile's statements (the user's own turns).
+                    transaction.on_commit(
+                        lambda: async_task(
+                            PROFILE_IMPORT_READ_TASK,
+                            import_file.id,
+                            task_name=f"profile-import-{import_file.id}",
+                        )
                     )
                 import_file.passage_vectors_pending = outcome.passages_deferred > 0
                 if outcome.passages_deferred:
