@@ -70,6 +70,7 @@ UNKNOWN_PARAMETER = (
 SESSION_NOT_FOUND = ("session_not_found", "Session 6f1c1f56-... not found.", "session_id")
 SESSION_NOT_OPEN = ("session_not_open", "Session 6f1c1f56-... is closed.", None)
 PAGE_NOT_FOUND = ("not_found", "Invalid page.", None)
+PROFILE_ENTRY_NOT_FOUND = ("profile_entry_not_found", "No profile entry 42.", "entry_id")
 
 # Per operation (method, path): the extra errors it can return beyond 400/401/503 (and
 # 413/415 for operations with a body). Each list's first entry is the example shown first.
@@ -154,6 +155,12 @@ OPERATION_ERRORS: dict[tuple[str, str], dict[str, list[tuple]]] = {
     ("get", "/api/v1/memories/{memory_id}/history"): {
         "404": [("memory_not_found", "Memory 42 not found.", "memory_id")]
     },
+    ("patch", "/api/v1/profile"): {"404": [PROFILE_ENTRY_NOT_FOUND]},
+    **{
+        (method, "/api/v1/profile/entries/{entry_id}"): {"404": [PROFILE_ENTRY_NOT_FOUND]}
+        for method in ("get", "patch", "delete")
+    },
+    ("get", "/api/v1/profile/entries/{entry_id}/history"): {"404": [PROFILE_ENTRY_NOT_FOUND]},
     ("get", "/api/v1/entities"): {"400": [UNKNOWN_PARAMETER], "404": [PAGE_NOT_FOUND]},
     **{
         (method, "/api/v1/entities/{entity_id}"): {

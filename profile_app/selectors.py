@@ -40,7 +40,9 @@ def profile_entry_get_for_user(*, user, entry_id: int) -> ProfileEntry:
     """The user's own entry; another user's or a missing one is a 404."""
     entry = ProfileEntry.objects.filter(id=entry_id, user=user).first()
     if entry is None:
-        raise NotFound(f"No profile entry {entry_id}.")
+        raise NotFound(
+            f"No profile entry {entry_id}.", code="profile_entry_not_found", field="entry_id"
+        )
     return entry
 
 
@@ -108,10 +110,13 @@ def profile_as_dict(*, user, app_id: str, include_history: bool = False) -> dict
 
 @dataclass
 class ProfilePack:
-    """The profile's segment text and the entries it carries (for the injection log)."""
+    """The profile's segment text and the entries it carries (for the injection log); `lines`
+    are the text's lines per entry (a kind's heading joined to its first entry) with the
+    entry's source message ids, for benchmarks that score what a pack carries."""
 
     text: str = ""
     entry_ids: list[int] = field(default_factory=list)
+    lines: list[tuple[str, list[int]]] = field(default_factory=list)
 
 
 def _line(entry: ProfileEntry) -> str:
@@ -128,24 +133,23 @@ def profile_for_pack(*, user_id: int, app_id: str, cap_chars: int) -> ProfilePac
         ProfileEntry.objects.filter(
             user_id=user_id, app_id=app_id, status=ProfileEntry.Status.ACTIVE
         )
-        .only("id", "kind", "text", "stated_at")
+        .only("id", "kind", "text", "stated_at", "source_message_ids")
         .order_by("-stated_at", "-id")
     )
-    lines: list[str] = []
-    ids: list[int] = []
+    pack = ProfilePack()
     used = 0
     for kind in KIND_ORDER:
         entries = [row for row in rows if row.kind == kind][:PACK_MAX_PER_KIND]
         heading = KIND_HEADINGS[kind]
-        kept: list[str] = []
+        first = True
         for entry in entries:
-            line = _line(entry)
-            cost = len(line) + 1 + (0 if kept else len(heading) + 1)
+            line = _line(entry) if not first else f"{heading}\n{_line(entry)}"
+            cost = len(line) + (1 if pack.lines else 0)
             if used + cost > cap_chars:
                 continue
-            kept.append(line)
-            ids.append(entry.id)
+            pack.lines.append((line, list(entry.source_message_ids or [])))
+            pack.entry_ids.append(entry.id)
             used += cost
-        if kept:
-            lines.extend([heading, *kept])
-    return ProfilePack(text="\n".join(lines), entry_ids=ids)
+            first = False
+    pack.text = "\n".join(line for line, _ in pack.lines)
+    return pack

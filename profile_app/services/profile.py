@@ -347,7 +347,11 @@ def profile_entry_update(*, user, entry_id: int, text: str) -> ProfileEntry:
         _lock(user.id, entry.app_id)
         entry = ProfileEntry.objects.select_for_update().get(id=entry.id)
         if entry.status != ProfileEntry.Status.ACTIVE:
-            raise NotFound(f"No current profile entry {entry_id}: it was replaced.")
+            raise NotFound(
+                f"No current profile entry {entry_id}: it was replaced.",
+                code="profile_entry_not_found",
+                field="entry_id",
+            )
         statement = _user_statement(entry.kind, text)
         new = ProfileEntry.objects.create(
             user_id=user.id,

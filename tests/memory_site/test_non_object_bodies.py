@@ -10,6 +10,7 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 
 from ingestion_app.models import Entity, MemoryItem
+from profile_app.models import ProfileEntry
 from tests.factories import add_message, open_session
 
 pytestmark = pytest.mark.django_db
@@ -42,7 +43,11 @@ def owned_ids(user, fake_embedder) -> dict[str, str]:
     add_message(session, "user", "My sister Ines is getting married in Lisbon in June.")
     memory = MemoryItem.objects.create(user=user, source="fact", content="Lives in Paris.")
     entity = Entity.objects.get(user=user, normalized_name="ines")
+    entry = ProfileEntry.objects.create(
+        user=user, kind="preference", origin="user", text="I like tea."
+    )
     return {
+        "{entry_id}": str(entry.id),
         "{session_id}": str(session.id),
         "{memory_id}": str(memory.id),
         "{entity_id}": str(entity.id),

@@ -217,7 +217,7 @@ def test_another_users_profile_is_a_404_and_never_shown(api, other_api, user, ot
     ):
         response = call()
         assert response.status_code == 404, response.content
-        assert response.json()["error"]["code"] == "not_found"
+        assert response.json()["error"]["code"] == "profile_entry_not_found"
     assert ProfileEntry.objects.filter(id=entry.id, text=entry.text).exists()
 
 
