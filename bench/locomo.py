@@ -139,6 +139,11 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--no-baselines", action="store_true", help="skip the baselines (tuning)")
     parser.add_argument(
+        "--no-profile",
+        action="store_true",
+        help="score the search results alone (without the profile a pack carries first)",
+    )
+    parser.add_argument(
         "--torch-threads", type=int, default=1, help="torch intra-op threads (0: torch default)"
     )
     return parser.parse_args()
@@ -332,6 +337,7 @@ def import_conversation(conversation: ld.Conversation, directory: Path):
 
     from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
     from ingestion_app.services.imports.passage_vectors import import_job_passage_vectors
+    from profile_app.services.profile import profile_import_read
 
     User = get_user_model()
     User.objects.filter(username=USER_PREFIX + conversation.sample_id).delete()
@@ -342,6 +348,9 @@ def import_conversation(conversation: ld.Conversation, directory: Path):
     job = import_job_run(job_id=job.id)
     if job.status != "done":
         raise RuntimeError(f"importing {conversation.sample_id}: {job.status}")
+    # The profile's reading of each file, queued on commit like the passage vectors.
+    for import_file in job.files.all():
+        profile_import_read(import_file_id=import_file.id)
     # The passages' vectors, which a worker embeds after each file (queued on commit; the
     # queue is emptied after the ingest, as no worker runs here).
     import_job_passage_vectors(job=job)
@@ -377,6 +386,25 @@ def hit_dia_ids(hit, dia_of: dict, pairs: dict) -> frozenset:
     return frozenset(covered)
 
 
+def pack_profile_items(user, dia_of: dict, pairs: dict, cap_chars: int) -> list:
+    """The profile lines a pack carries first, each covering the evidence ids of the message
+    (chat ingest) or imported chunk that stated it."""
+    from ingestion_app.models import MemoryItem
+    from profile_app.selectors import profile_for_pack
+
+    pack = profile_for_pack(user_id=user.id, app_id=APP_ID, cap_chars=cap_chars)
+    memory_ids = [entry.source_memory_id for _, entry in pack.lines if entry.source_memory_id]
+    memories = {item.id: item for item in MemoryItem.objects.filter(id__in=memory_ids)}
+    items = []
+    for line, entry in pack.lines:
+        covered = {dia_of[m] for m in entry.source_message_ids if m in dia_of}
+        memory = memories.get(entry.source_memory_id)
+        if memory is not None:
+            covered |= hit_dia_ids(memory, dia_of, pairs)
+        items.append(ld.RetrievedItem(line, frozenset(covered)))
+    return items
+
+
 def turn_one_pack_has_memories(session, message) -> float:
     """1 when the context pack of a chat's first user message holds memory lines."""
     from context_app.services.context_pack.build import NO_RELEVANT_MEMORIES
@@ -403,11 +431,15 @@ def ingest(conversations: Sequence[ld.Conversation], reuse: bool) -> dict[str, o
         "close_task_ms": [],
         "turn1_pack": [],
     }
+    from profile_app.services.profile import profile_rebuild
+
     started = time.perf_counter()
     for conversation in conversations:
         user = User.objects.filter(username=USER_PREFIX + conversation.sample_id).first()
         if reuse and user is not None and conversation_ingested(user, conversation, INGEST_MODE):
             users[conversation.sample_id] = user
+            # Read again with today's rules (an earlier ingest may predate them).
+            profile_rebuild(user=user, app_id=APP_ID)
             continue
         conversation_started = time.perf_counter()
         if INGEST_MODE == "import":
@@ -481,6 +513,8 @@ class Scores:
         self.by_type: dict[str, dict[str, list[float]]] = {}
         # 1 when the question asked of another conversation's user returned nothing.
         self.unrelated_empty: list[float] = []
+        # Characters of the 2,000-character budget the profile took (0 with --no-profile).
+        self.profile_chars: list[int] = []
 
     def type_add(self, name: str, budget: float, at10: float) -> None:
         entry = self.by_type.setdefault(name, {"budget": [], "at10": []})
@@ -508,6 +542,7 @@ class Scores:
             f"unrelated_empty_rate {self.mean(self.unrelated_empty):.3f} "
             f"fill {self.mean(self.items_used):.1f} items {self.mean(self.chars_used):.0f} chars "
             f"answer words {self.mean(self.answer_words):.3f} "
+            f"profile share {self.mean(self.profile_chars) / ld.BUDGET_CHARS:.3f} "
             f"search p95 {ld.percentile(self.search_ms, 95):.1f} ms [{types}]"
         )
 
@@ -521,7 +556,9 @@ def evaluate(
     sources: list[str] | None,
     unrelated: bool = True,
     dump: list | None = None,
+    profile: bool = True,
 ) -> Scores:
+    from context_app.models import ContextSettings
     from context_app.selectors import (
         SOURCES,
         format_date,
@@ -559,6 +596,12 @@ def evaluate(
             Message.objects.filter(user=user).values_list("id", "metadata__dia_id").iterator()
         )
         pairs = import_pairs_dia_ids(conversation, EXPORT_DIR) if INGEST_MODE == "import" else {}
+        # What every pack for this user carries first, whatever the question.
+        profile_items = (
+            pack_profile_items(user, dia_of, pairs, ContextSettings.current().profile_cap_chars)
+            if profile
+            else []
+        )
         for question in conversation.questions:
             if question.category not in ld.SCORED_CATEGORIES:
                 continue
@@ -604,7 +647,9 @@ def evaluate(
                 ld.RetrievedItem(format_hit(hit), hit_dia_ids(hit, dia_of, pairs))
                 for hit in result.items
             ]
-            budget = ld.recall_within_budget(ranked, question.evidence)
+            # The budget holds the profile first, then the results; @10 counts results only.
+            budget = ld.recall_within_budget([*profile_items, *ranked], question.evidence)
+            scores.profile_chars.append(sum(len(item.text) for item in profile_items))
             at10 = ld.recall_at_k(ranked, question.evidence)
             scores.budget[question.category].append(budget)
             scores.at10[question.category].append(at10)
@@ -737,14 +782,14 @@ def main() -> None:
     for spec in filter(None, (v.strip() for v in args.variants.split(";"))):
         previous = apply_variant(spec)
         try:
-            variant = evaluate(conversations, users, sources)
+            variant = evaluate(conversations, users, sources, profile=not args.no_profile)
         finally:
             restore(previous)
         print(f"variant {spec}: {variant.summary_line()}", flush=True)
 
     apply_variant(args.set)
     dump: list | None = [] if args.dump_relevance else None
-    scores = evaluate(conversations, users, sources, dump=dump)
+    scores = evaluate(conversations, users, sources, dump=dump, profile=not args.no_profile)
     print(f"mnemo (before the baselines run): {scores.summary_line()}", flush=True)
     if dump is not None:
         Path(args.dump_relevance).write_text(json.dumps(dump))

@@ -112,11 +112,11 @@ def profile_as_dict(*, user, app_id: str, include_history: bool = False) -> dict
 class ProfilePack:
     """The profile's segment text and the entries it carries (for the injection log); `lines`
     are the text's lines per entry (a kind's heading joined to its first entry) with the
-    entry's source message ids, for benchmarks that score what a pack carries."""
+    entry, for benchmarks that score what a pack carries."""
 
     text: str = ""
     entry_ids: list[int] = field(default_factory=list)
-    lines: list[tuple[str, list[int]]] = field(default_factory=list)
+    lines: list[tuple[str, ProfileEntry]] = field(default_factory=list)
 
 
 def _line(entry: ProfileEntry) -> str:
@@ -133,7 +133,7 @@ def profile_for_pack(*, user_id: int, app_id: str, cap_chars: int) -> ProfilePac
         ProfileEntry.objects.filter(
             user_id=user_id, app_id=app_id, status=ProfileEntry.Status.ACTIVE
         )
-        .only("id", "kind", "text", "stated_at", "source_message_ids")
+        .only("id", "kind", "text", "stated_at", "source_message_ids", "source_memory_id")
         .order_by("-stated_at", "-id")
     )
     pack = ProfilePack()
@@ -147,7 +147,7 @@ def profile_for_pack(*, user_id: int, app_id: str, cap_chars: int) -> ProfilePac
             cost = len(line) + (1 if pack.lines else 0)
             if used + cost > cap_chars:
                 continue
-            pack.lines.append((line, list(entry.source_message_ids or [])))
+            pack.lines.append((line, entry))
             pack.entry_ids.append(entry.id)
             used += cost
             first = False

@@ -37,6 +37,7 @@ from memory_site.text.profile_statements import (
 from profile_app.models import ProfileEntry
 from profile_app.selectors import profile_entry_get_for_user
 from sessions_app.models import Message
+from sessions_app.selectors import chat_sessions
 from sessions_app.services.usage import usage_record_json
 
 logger = logging.getLogger(__name__)
@@ -481,4 +482,55 @@ def profile_memories_read(*, memory_ids: list[int], origin: str) -> int:
                 ),
             )
         )
+    return made
+
+
+def profile_rebuild(*, user, app_id: str) -> int:
+    """Read the profile again from everything the user said, oldest first: every user
+    message of their chats and every imported file's user turns. Entries the user added or
+    edited stay; learned ones are replaced. For rows written before the profile existed
+    (`manage.py profile_rebuild`); returns the entries made."""
+    learned = [ProfileEntry.Origin.CHAT, ProfileEntry.Origin.IMPORT, ProfileEntry.Origin.COMMIT]
+    said: list[tuple] = []
+    messages = (
+        Message.objects.filter(
+            session__in=chat_sessions(user=user).filter(app_id=app_id),
+            role=Message.Role.USER,
+        )
+        .only("id", "content_sanitized", "created_at")
+        .order_by("created_at", "id")
+    )
+    for message in messages.iterator(chunk_size=1000):
+        source = StatementSource(
+            user_id=user.id,
+            app_id=app_id,
+            origin=ProfileEntry.Origin.CHAT,
+            stated_at=message.created_at,
+            message_id=message.id,
+            message_ids=(message.id,),
+        )
+        said.append((message.created_at, message.content_sanitized, source))
+    chunks = (
+        MemoryItem.objects.filter(
+            user=user, app_id=app_id, source=MemoryItem.Source.CHUNK, chat_session__isnull=True
+        )
+        .exclude(metadata__import_file_id=None)
+        .values("id", "header", "embedding_text", "occurred_at")
+    )
+    for item in chunks.iterator(chunk_size=1000):
+        source = StatementSource(
+            user_id=user.id,
+            app_id=app_id,
+            origin=ProfileEntry.Origin.IMPORT,
+            stated_at=item["occurred_at"],
+            memory_id=item["id"],
+        )
+        said.append((item["occurred_at"], _user_turns(item), source))
+    said.sort(key=lambda row: row[0])
+    with transaction.atomic():
+        _lock(user.id, app_id)
+        ProfileEntry.objects.filter(user=user, app_id=app_id, origin__in=learned).delete()
+    made = 0
+    for _, text, source in said:
+        made += len(profile_learn(text=text, source=source))
     return made
