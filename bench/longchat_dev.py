@@ -13,7 +13,9 @@ same on every run; nothing is taken from the benchmark files. Run:
     python bench/longchat_dev.py --out /tmp/longchat-dev.json
     python bench/locomo.py --data /tmp/longchat-dev.json --data-dir /tmp/longchat_data
 
-The questions have a `question_type` (instruction, preference, user-fact, update, order), so
+The questions have a `question_type` (instruction, preference, user-fact, update, order, and
+instruction-applies / preference-applies: a later request the statement must shape, sharing no
+words with it), so
 bench/locomo.py imports the chats as an export (its default for such files); `--ingest chat`
 sends them message by message instead.
 """
@@ -56,6 +58,10 @@ PROJECTS = [
             "When is the team demo now?",
             "April 9",
         ),
+        "later": (
+            "Could you show me how to implement a password reset feature?",
+            "Which package should I add for parsing dates in receipts?",
+        ),
         "order": (
             ["the CSV import", "the category chart", "the recurring payments job"],
             "In what order did I build the CSV import, the category chart and the "
@@ -90,6 +96,10 @@ PROJECTS = [
             ("The site should launch on May 1.", "The launch date slipped to May 20."),
             "When does the site launch now?",
             "May 20",
+        ),
+        "later": (
+            "Write the About page copy for me.",
+            "How do I add a server-side contact form handler?",
         ),
         "order": (
             ["the gallery page", "the dark theme", "the blog section"],
@@ -127,6 +137,10 @@ PROJECTS = [
             ),
             "How often does the pipeline run now?",
             "every six hours",
+        ),
+        "later": (
+            "What should we use to monitor the pipeline in production?",
+            "Add a transformation that deduplicates the orders feed.",
         ),
         "order": (
             ["the ingestion DAG", "the data quality checks", "the Slack alerts"],
@@ -281,6 +295,22 @@ def project_conversation(project: dict, index: int, rng: random.Random) -> dict:
             "evidence": [planted["order_0"], planted["order_1"], planted["order_2"]],
             "category": 2,
             "question_type": "order",
+        },
+        # A later request the instruction or preference must shape, sharing no words with it:
+        # only a profile brings the statement back.
+        {
+            "question": project["later"][0],
+            "answer": project["instruction"][0],
+            "evidence": [planted["instruction"]],
+            "category": 4,
+            "question_type": "instruction-applies",
+        },
+        {
+            "question": project["later"][1],
+            "answer": project["preference"][0],
+            "evidence": [planted["preference"]],
+            "category": 4,
+            "question_type": "preference-applies",
         },
         {
             "question": "What am I building?",

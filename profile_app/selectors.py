@@ -16,12 +16,11 @@ KIND_ORDER = (
     ProfileEntry.Kind.PREFERENCE,
     ProfileEntry.Kind.FACT,
 )
+# Short: the pack's preamble already says to follow the profile; every heading character is
+# one the memories below do not get.
 KIND_HEADINGS = {
-    ProfileEntry.Kind.INSTRUCTION: (
-        "Standing instructions the user gave (follow them unless the current request says "
-        "otherwise):"
-    ),
-    ProfileEntry.Kind.PREFERENCE: "The user's preferences:",
+    ProfileEntry.Kind.INSTRUCTION: "Standing instructions:",
+    ProfileEntry.Kind.PREFERENCE: "Preferences:",
     ProfileEntry.Kind.FACT: "About the user:",
 }
 # Entries of one kind a pack reads at most (newest first); the cap usually stops sooner.

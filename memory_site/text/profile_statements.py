@@ -65,6 +65,8 @@ class _Fact:
 class _Rules:
     markers: frozenset[str]
     openers: frozenset[str]
+    # "Always <verb>" / "Never <verb>": an imperative even though "always" opens it.
+    always_verb: re.Pattern
     lead: re.Pattern
     instruction: tuple[re.Pattern, ...]
     instruction_exclude: tuple[re.Pattern, ...]
@@ -72,6 +74,9 @@ class _Rules:
     preference: tuple[re.Pattern, ...]
     preference_exclude: tuple[re.Pattern, ...]
     reactions: tuple[re.Pattern, ...]
+    tastes: re.Pattern
+    weak_verbs: re.Pattern
+    weak_objects: re.Pattern
     slots: tuple[tuple[str, re.Pattern], ...]
     facts: tuple[_Fact, ...]
     refused_values: frozenset[str]
@@ -84,8 +89,14 @@ def _rules() -> _Rules:
     data = tomllib.loads(_DATA.read_text(encoding="utf-8"))
     subject = data["subject"]
 
+    instruction = data["instruction"]
+    verb = "(?:" + "|".join(re.escape(v) for v in instruction["verbs"].split()) + ")"
+
     def compiled(patterns: list[str], flags: int = 0) -> tuple[re.Pattern, ...]:
-        return tuple(re.compile(p.replace("{subject}", subject), flags) for p in patterns)
+        return tuple(
+            re.compile(p.replace("{subject}", subject).replace("{verb}", verb), flags)
+            for p in patterns
+        )
 
     facts = tuple(
         _Fact(
@@ -96,11 +107,11 @@ def _rules() -> _Rules:
         )
         for fact in data["facts"]
     )
-    instruction = data["instruction"]
     preference = data["preference"]
     return _Rules(
         markers=frozenset(data["marker_words"].split()),
         openers=frozenset(instruction["imperative_openers"].split()),
+        always_verb=re.compile(rf"^(?:always|never) (?:please )?{verb}\b"),
         lead=re.compile(instruction["lead"]),
         instruction=compiled(instruction["patterns"]),
         instruction_exclude=compiled(instruction["exclude"]),
@@ -108,6 +119,9 @@ def _rules() -> _Rules:
         preference=compiled(preference["patterns"]),
         preference_exclude=compiled(preference["exclude"]),
         reactions=compiled(preference["reaction_objects"]),
+        tastes=re.compile(preference["tastes"]),
+        weak_verbs=re.compile(preference["weak_verbs"]),
+        weak_objects=re.compile(preference["weak_objects"]),
         slots=tuple((name, re.compile(pattern)) for name, pattern in data["slots"].items()),
         facts=facts,
         refused_values=frozenset(data["fact_values"]["refused"].split()),
@@ -155,7 +169,11 @@ def _without_lead(lowered: str, lead: re.Pattern) -> str:
 def _addressed(lowered: str, rules: _Rules) -> bool:
     """Whether a sentence speaks to the assistant: an imperative, or "you"/"please"."""
     first = lowered.split(" ", 1)[0].strip(",:;!")
-    return first in rules.openers or bool(re.search(r"\b(?:you|your|please)\b", lowered))
+    return (
+        first in rules.openers
+        or bool(rules.always_verb.match(lowered))
+        or bool(re.search(r"\b(?:you|your|please)\b", lowered))
+    )
 
 
 def _instruction(lowered: str, full: str, rules: _Rules) -> bool:
@@ -174,9 +192,16 @@ def _preference(lowered: str, rules: _Rules) -> bool:
         match = pattern.search(lowered)
         if match is None:
             continue
-        thing = (match.groupdict().get("object") or "").strip(" ,.!;:")
-        if not any(reaction.search(thing) for reaction in rules.reactions):
-            return True
+        groups = match.groupdict()
+        thing = (groups.get("object") or "").strip(" ,.!;:")
+        if any(reaction.search(thing) for reaction in rules.reactions):
+            continue
+        verb = groups.get("verb") or ""
+        if rules.tastes.match(verb):
+            continue
+        if rules.weak_verbs.match(verb) and rules.weak_objects.match(thing):
+            continue
+        return True
     return False
 
 
@@ -186,7 +211,7 @@ def _facts(sentence: str, rules: _Rules) -> list[ProfileStatement]:
         match = fact.pattern.search(sentence)
         if match is None:
             continue
-        value = match.group("value").strip(" ,.'")
+        value = re.sub(r"'s?$", "", match.group("value")).strip(" ,.'")
         if not value or value.split()[0] in rules.refused_values:
             continue
         relation = (match.groupdict().get("relation") or "").lower()
