@@ -70,6 +70,7 @@ UNKNOWN_PARAMETER = (
 SESSION_NOT_FOUND = ("session_not_found", "Session 6f1c1f56-... not found.", "session_id")
 SESSION_NOT_OPEN = ("session_not_open", "Session 6f1c1f56-... is closed.", None)
 PAGE_NOT_FOUND = ("not_found", "Invalid page.", None)
+WEBHOOK_NOT_FOUND = ("webhook_not_found", "No webhook endpoint 6f1c1f56-....", "endpoint_id")
 PROFILE_ENTRY_NOT_FOUND = ("profile_entry_not_found", "No profile entry 42.", "entry_id")
 
 # Per operation (method, path): the extra errors it can return beyond 400/401/503 (and
@@ -142,6 +143,10 @@ OPERATION_ERRORS: dict[tuple[str, str], dict[str, list[tuple]]] = {
         ],
     },
     ("get", "/api/v1/memories"): {"400": [UNKNOWN_PARAMETER], "404": [PAGE_NOT_FOUND]},
+    ("post", "/api/v1/memories"): {
+        "400": [("invalid_input", "The memory text must not be empty.", "text")],
+        "502": [("memory_upstream_error", "The model failed; nothing was stored.", None)],
+    },
     **{
         (method, "/api/v1/memories/{memory_id}"): {
             "404": [("memory_not_found", "Memory 42 not found.", "memory_id")]
@@ -161,6 +166,16 @@ OPERATION_ERRORS: dict[tuple[str, str], dict[str, list[tuple]]] = {
         for method in ("get", "patch", "delete")
     },
     ("get", "/api/v1/profile/entries/{entry_id}/history"): {"404": [PROFILE_ENTRY_NOT_FOUND]},
+    **{
+        (method, path): {"404": [WEBHOOK_NOT_FOUND]}
+        for method, path in (
+            ("get", "/api/v1/webhooks/{endpoint_id}"),
+            ("patch", "/api/v1/webhooks/{endpoint_id}"),
+            ("delete", "/api/v1/webhooks/{endpoint_id}"),
+            ("post", "/api/v1/webhooks/{endpoint_id}/secret"),
+            ("get", "/api/v1/webhooks/{endpoint_id}/deliveries"),
+        )
+    },
     ("get", "/api/v1/entities"): {"400": [UNKNOWN_PARAMETER], "404": [PAGE_NOT_FOUND]},
     **{
         (method, "/api/v1/entities/{entity_id}"): {

@@ -93,6 +93,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_q",
     "memory_site",
+    "webhooks_app",
     "sessions_app",
     "ingestion_app",
     "context_app",
@@ -365,6 +366,18 @@ MNEMO_PROFILE_ENABLED = env_bool("MNEMO_PROFILE_ENABLED", True)
 # With a model configured, the model also reads each user message for the profile (in a
 # background task, after the rules have read it in the request).
 MNEMO_PROFILE_MODEL = env_bool("MNEMO_PROFILE_MODEL", True)
+# Webhooks: a delivery's request times out after this many seconds; a failed one is retried
+# after each wait in turn (seconds, about a day in all), then given up and its endpoint disabled.
+MNEMO_WEBHOOK_TIMEOUT_SECONDS = env_float("MNEMO_WEBHOOK_TIMEOUT_SECONDS", 10.0)
+MNEMO_WEBHOOK_RETRY_SECONDS = [
+    int(value)
+    for value in env_list(
+        "MNEMO_WEBHOOK_RETRY_SECONDS",
+        ["30", "120", "600", "1800", "3600", "10800", "21600", "43200"],
+    )
+]
+# Off: an endpoint on a private or loopback address is refused when registered.
+MNEMO_WEBHOOK_ALLOW_PRIVATE = env_bool("MNEMO_WEBHOOK_ALLOW_PRIVATE", True)
 # The OpenAI-compatible endpoint (/v1): a pack from this user turn of a conversation on (chat
 # apps cannot open a session early), and the model list /v1/models shows when set (otherwise
 # the upstream's own list, or the one it last gave while it is down).

@@ -38,12 +38,18 @@ PROFILE_MESSAGE_READ_TASK = "profile_app.tasks.profile_message_read_task"
 PROFILE_IMPORT_READ_TASK = "profile_app.tasks.profile_import_read_task"
 PROFILE_MEMORIES_READ_TASK = "profile_app.tasks.profile_memories_read_task"
 
+# webhooks_app: one delivery's attempt, and the minute sweep of the retries that are due.
+WEBHOOK_DELIVER_TASK = "webhooks_app.tasks.webhook_deliver_task"
+WEBHOOKS_DUE_TASK = "webhooks_app.tasks.webhooks_deliver_due_task"
+
 # gateway_app: the after-message hooks of the older messages a chat app's call brings along.
 GATEWAY_BACKLOG_INDEX_TASK = "gateway_app.tasks.messages_hooks_task"
 
 TASK_PATHS = (
     GATEWAY_BACKLOG_INDEX_TASK,
     PROFILE_MESSAGE_READ_TASK,
+    WEBHOOK_DELIVER_TASK,
+    WEBHOOKS_DUE_TASK,
     PROFILE_IMPORT_READ_TASK,
     PROFILE_MEMORIES_READ_TASK,
     SESSION_CLOSE_TASK,

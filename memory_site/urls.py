@@ -14,6 +14,7 @@ api_v1 = [
     path("", include("ingestion_app.api.urls")),
     path("", include("context_app.api.urls")),
     path("", include("profile_app.api.urls")),
+    path("", include("webhooks_app.api.urls")),
     path("", include("privacy_app.api.urls")),
 ]
 

@@ -41,6 +41,7 @@ from memory_site.text.summaries import fold_summaries, summarize
 from memory_site.tokens import count_tokens
 from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag
 from sessions_app.services.usage import usage_record_json
+from webhooks_app.services.events import SESSION_CLOSED, event_emit
 
 logger = logging.getLogger(__name__)
 
@@ -452,7 +453,26 @@ def session_close_run(*, session_id) -> str:
             return "failed"
         if stored and fallback:
             ChatSession.objects.filter(id=session_id).update(close_error=fallback)
+        if stored:
+            _session_closed_emit(session=session, digest=digest)
     return "closed" if stored else "skipped"
+
+
+def _session_closed_emit(*, session: ChatSession, digest: SessionDigest) -> None:
+    closed = ChatSession.objects.filter(id=session.id).values("title", "closed_at").first() or {}
+    event_emit(
+        user_id=session.user_id,
+        event=SESSION_CLOSED,
+        data={
+            "session_id": str(session.id),
+            "app_id": session.app_id,
+            "title": closed.get("title") or digest.title,
+            "summary": digest.summary,
+            "tags": [tag for tag, _ in digest.tags],
+            "message_count": digest.message_count,
+            "closed_at": closed.get("closed_at"),
+        },
+    )
 
 
 def _max_close_attempts() -> int:

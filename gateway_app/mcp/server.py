@@ -364,21 +364,7 @@ def mcp_server_build(*, resolve_user: UserResolver) -> MCPServer:
         "updated"); otherwise it is added."""
 
         def work(user):
-            result = memory_fact_add(user=user, text=text, project_id=project_id)
-            status = {
-                "ADD": "added",
-                "UPDATE": "updated",
-                "NOOP": "known",
-                "DUPLICATE": "duplicate",
-            }
-            body = {
-                "status": status[result.event],
-                "memory_id": result.memory_id,
-                "content": result.content,
-            }
-            if result.previous_content:
-                body["previous_content"] = result.previous_content
-            return body
+            return memory_fact_add(user=user, text=text, project_id=project_id).as_dict()
 
         return await _run(resolve_user, ctx, work)
 

@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from ingestion_app.models import FactHistory, MemoryItem
 from ingestion_app.selectors import memories_for_user, memory_get_for_user, memory_history
+from ingestion_app.services.commit.add import memory_fact_add
 from ingestion_app.services.memories import memory_delete, memory_update
 from memory_site.api_fields import (
     FieldAliasMixin,
@@ -92,6 +93,33 @@ class MemoryListApi(ListAPIView):
     )
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
+
+    class MemoryAddInput(serializers.Serializer):
+        text = StrictCharField(max_length=10_000)
+        project_id = StrictCharField(required=False, allow_blank=True, max_length=128, default="")
+
+    class MemoryAddOutput(serializers.Serializer):
+        status = serializers.ChoiceField(choices=["added", "updated", "known", "duplicate"])
+        memory_id = serializers.IntegerField(allow_null=True)
+        content = serializers.CharField()
+        previous_content = serializers.CharField(required=False)
+
+    @extend_schema(
+        tags=["memories"],
+        request=MemoryAddInput,
+        responses={201: MemoryAddOutput, 200: MemoryAddOutput},
+        description="Remember one fact, by Commit to Memory's rules: 201 `added` or `updated` "
+        "(a new value of a stored fact, whose old text goes to its history); 200 `duplicate` "
+        "(nearly the same as memory `memory_id`) or `known`.",
+    )
+    def post(self, request, *args, **kwargs):
+        serializer = self.MemoryAddInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        result = memory_fact_add(user=request.user, **serializer.validated_data)
+        created = result.event in ("ADD", "UPDATE")
+        return Response(
+            result.as_dict(), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
 
     def get_queryset(self):
         filters = self.MemoryListFilter(data=self.request.query_params)

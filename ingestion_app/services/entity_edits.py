@@ -19,6 +19,7 @@ from memory_site.providers.base import ProviderError
 from memory_site.redaction import redact
 from memory_site.text.entities import ENTITY_TYPES, normalize_entity_name
 from sessions_app.services.usage import usage_record_json
+from webhooks_app.services.events import ENTITY_MERGED, event_emit
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,21 @@ def entity_merge(*, user, target_id: int, source_ids: Sequence[int]) -> Entity:
         _recount([target.id])
         target.save(update_fields=["aliases", "type", "description", "description_history"])
         target.refresh_from_db()
+        event_emit(
+            user_id=user.id,
+            event=ENTITY_MERGED,
+            data={
+                "entity": {
+                    "id": target.id,
+                    "name": target.name,
+                    "type": target.type,
+                    "aliases": target.aliases,
+                    "mention_count": target.mention_count,
+                },
+                "merged_ids": sources,
+                "merged_names": [entity.name for entity in merged],
+            },
+        )
     return target
 
 

@@ -10,6 +10,12 @@ from ingestion_app.services.memory_store import memory_item_content_set
 from memory_site.errors import InvalidInput, UpstreamError
 from memory_site.providers import ProviderError, get_embedder
 from memory_site.redaction import redact
+from webhooks_app.services.events import (
+    MEMORY_DELETED,
+    MEMORY_UPDATED,
+    event_emit,
+    memory_as_event,
+)
 
 
 def memory_update(
@@ -73,6 +79,11 @@ def memory_update(
                 new_content=new_content,
                 reason=reason or "Edited by the user.",
             )
+        event_emit(
+            user_id=user.pk,
+            event=MEMORY_UPDATED,
+            data={"memory": memory_as_event(memory), "previous_content": previous},
+        )
     return MemoryItem.objects.defer("embedding", "raw_content").get(id=memory.id)
 
 
@@ -90,4 +101,6 @@ def memory_delete(*, user, memory_id: int) -> None:
     go (nothing is kept for recovery). Raises NotFound (not the caller's)."""
     with transaction.atomic():
         memory = memory_get_for_user(user=user, memory_id=memory_id, lock=True)
+        gone = {"id": memory.id, "source": memory.source, "app_id": memory.app_id}
         memory.delete()
+        event_emit(user_id=user.pk, event=MEMORY_DELETED, data={"memory": gone})

@@ -12,6 +12,7 @@ from drf_spectacular.generators import SchemaGenerator
 from ingestion_app.models import Entity, MemoryItem
 from profile_app.models import ProfileEntry
 from tests.factories import add_message, open_session
+from webhooks_app.models import WebhookEndpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -46,8 +47,10 @@ def owned_ids(user, fake_embedder) -> dict[str, str]:
     entry = ProfileEntry.objects.create(
         user=user, kind="preference", origin="user", text="I like tea."
     )
+    endpoint = WebhookEndpoint.objects.create(user=user, url="http://127.0.0.1:9/", secret="x")
     return {
         "{entry_id}": str(entry.id),
+        "{endpoint_id}": str(endpoint.id),
         "{session_id}": str(session.id),
         "{memory_id}": str(memory.id),
         "{entity_id}": str(entity.id),

@@ -30,6 +30,19 @@ class FactAddResult:
     memory_id: int | None = None
     previous_content: str = ""
 
+    # How the API and MCP name the outcome.
+    STATUS = {"ADD": "added", "UPDATE": "updated", "NOOP": "known", "DUPLICATE": "duplicate"}
+
+    def as_dict(self) -> dict:
+        body = {
+            "status": self.STATUS[self.event],
+            "memory_id": self.memory_id,
+            "content": self.content,
+        }
+        if self.previous_content:
+            body["previous_content"] = self.previous_content
+        return body
+
 
 def memory_fact_add(*, user, text: str, project_id: str = "") -> FactAddResult:
     """Store one fact given as text by Commit to Memory's rules.

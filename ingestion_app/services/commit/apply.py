@@ -19,6 +19,12 @@ from ingestion_app.services.memory_store import (
 )
 from memory_site.text.keywords import tags
 from sessions_app.models import ChatSession, Message
+from webhooks_app.services.events import (
+    MEMORY_CREATED,
+    MEMORY_UPDATED,
+    event_emit,
+    memory_as_event,
+)
 
 
 @dataclass
@@ -160,4 +166,16 @@ def decisions_apply(
     )
     committed = [CommittedFact(id=item.id, content=item.content, event="ADD") for item in created]
     committed.extend(updated_rows.values())
+    for item in created:
+        event_emit(user_id=user.pk, event=MEMORY_CREATED, data={"memory": memory_as_event(item)})
+    if updated_rows:
+        for item in MemoryItem.objects.filter(id__in=list(updated_rows)).defer("embedding"):
+            event_emit(
+                user_id=user.pk,
+                event=MEMORY_UPDATED,
+                data={
+                    "memory": memory_as_event(item),
+                    "previous_content": updated_rows[item.id].previous_content,
+                },
+            )
     return committed, updates, noops

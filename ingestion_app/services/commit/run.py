@@ -42,6 +42,7 @@ from memory_site.errors import UpstreamError
 from memory_site.providers import ProviderError, get_llm, model_or_offline
 from memory_site.task_paths import PROFILE_MEMORIES_READ_TASK
 from sessions_app.selectors import session_get_for_user, session_messages
+from webhooks_app.services.events import COMMIT_COMPLETED, event_emit
 
 logger = logging.getLogger("ingestion_app.services.commit")
 
@@ -132,6 +133,18 @@ def memory_commit(
             log.duplicates_skipped += duplicates
             log.last_commit_at = timezone.now()
             log.save()
+            event_emit(
+                user_id=user.pk,
+                event=COMMIT_COMPLETED,
+                data={
+                    "session_id": str(session.id),
+                    "messages_read": len(messages),
+                    "facts_added": [f.id for f in committed if f.event == "ADD"],
+                    "facts_updated": [f.id for f in committed if f.event != "ADD"],
+                    "duplicates_skipped": duplicates,
+                    "high_water_mark": log.high_water_mark,
+                },
+            )
             if committed:
                 # The profile reads the facts' statements after the commit, in a task.
                 fact_ids = [fact.id for fact in committed]

@@ -37,6 +37,7 @@ from ingestion_app.services.memory_store import memory_store_vacuum
 from memory_site.errors import InvalidInput, NotFound
 from memory_site.leases import LeaseKeeper, lease_expired_before, lease_held
 from memory_site.task_paths import IMPORT_TASK
+from webhooks_app.services.events import IMPORT_COMPLETED, IMPORT_FAILED, event_emit
 
 logger = logging.getLogger(__name__)
 
@@ -354,7 +355,20 @@ def _import_job_files(
     finally:
         workers.discard()
     job.finished_at = timezone.now()
-    job.save(update_fields=["status", "error", "summary", "finished_at"])
+    with transaction.atomic():
+        job.save(update_fields=["status", "error", "summary", "finished_at"])
+        if job.status in (ImportJob.Status.DONE, ImportJob.Status.PARTIAL, ImportJob.Status.FAILED):
+            event_emit(
+                user_id=job.user_id,
+                event=IMPORT_FAILED if job.status == ImportJob.Status.FAILED else IMPORT_COMPLETED,
+                data={
+                    "import_id": str(job.id),
+                    "status": job.status,
+                    "error": job.error,
+                    "summary": job.summary,
+                    "finished_at": job.finished_at,
+                },
+            )
     return True
 
 

@@ -10,6 +10,7 @@ from memory_site.task_paths import (
     EMBED_MISSING_TASK,
     JOBS_RESUME_TASK,
     RETENTION_TASK,
+    WEBHOOKS_DUE_TASK,
 )
 
 # name -> (dotted function path, schedule type, minutes)
@@ -20,6 +21,7 @@ SCHEDULES = {
     "mnemo-resume-abandoned-jobs": (JOBS_RESUME_TASK, Schedule.MINUTES, 1),
     # Chat items left without a vector (embedding thread's process died, embedder failed).
     "mnemo-embed-missing": (EMBED_MISSING_TASK, Schedule.MINUTES, 1),
+    "mnemo-webhooks-due": (WEBHOOKS_DUE_TASK, Schedule.MINUTES, 1),
 }
 
 
