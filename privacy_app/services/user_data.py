@@ -77,6 +77,9 @@ SECTIONS = {
     "ingestion_app.EntityMention": "entity_mentions",
     "ingestion_app.CrossReference": "cross_references",
     "profile_app.ProfileEntry": "profile",
+    "webhooks_app.WebhookEndpoint": "webhooks",
+    "webhooks_app.WebhookDelivery": "webhook_deliveries",
+    "webhooks_app.WebhookAttempt": "webhook_attempts",
     "context_app.TopicSummary": "topics",
     "context_app.TopicOverride": "topic_overrides",
     "context_app.OptOut": "opt_out",
@@ -92,7 +95,7 @@ CHUNK_SOURCES = {MemoryItem.Source.CHUNK, MemoryItem.Source.DOCUMENT}
 # Rows of these models are also nested under their parent row (fact history under its memory).
 NESTED = {"ingestion_app.FactHistory": ("ingestion_app.MemoryItem", "memory_id", "history")}
 # Credentials are never exported; derived columns (vectors, full-text index) are left out.
-SECRET_FIELDS = {"authtoken.Token": {"key"}}
+SECRET_FIELDS = {"authtoken.Token": {"key"}, "webhooks_app.WebhookEndpoint": {"secret"}}
 USER_SECRET_FIELDS = {"password"}
 DERIVED_FIELD_TYPES = (VectorField, HalfVectorField, SparseVectorField, BitField)
 # Columns with these in their name may hold a path to uploaded bytes (see user_upload_paths).

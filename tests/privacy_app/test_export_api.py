@@ -70,6 +70,7 @@ def test_export_leaves_out_credentials_and_vectors(api, user, upload_root):
     assert "password" not in document["user"]
     assert user.password not in text
     assert user.auth_token.key not in text
+    assert "whsec_alicemark" not in text  # a webhook's signing secret
     assert all("embedding" not in row for row in document["memories"] + document["chunks"])
     omitted = document["export"]["omitted_fields"]
     assert "embedding" in omitted["ingestion_app.MemoryItem"]

@@ -18,6 +18,7 @@ from ingestion_app.models import FactHistory, MemoryItem
 from privacy_app.services.user_data import user_owned_models
 from sessions_app.services.usage import usage_record
 from tests.factories import add_message, open_session
+from webhooks_app.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 
 def _value(field: models.Field, *, user, marker: str, made: dict):
@@ -114,6 +115,13 @@ def fill_every_owned_table(user, *, marker: str) -> dict[str, int]:
         embedding=[1.0] + [0.0] * (settings.EMBEDDING_DIMENSIONS - 1),
     )
     usage_record(user=user, session=session, model="gpt-4o-mini", tokens_in=10, tokens_out=5)
+    endpoint = WebhookEndpoint.objects.create(
+        user=user, url=f"https://{marker}.example.com/hooks", secret=f"whsec_{marker}"
+    )
+    delivery = WebhookDelivery.objects.create(
+        endpoint=endpoint, event="memory.created", body=f'{{"data": "{marker}"}}'
+    )
+    WebhookAttempt.objects.create(delivery=delivery, status_code=200, response_snippet=marker)
 
     owned = user_owned_models()
     made = {type(user): user, type(session): session, type(message): message, MemoryItem: memory}
