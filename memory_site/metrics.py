@@ -67,6 +67,14 @@ EMBEDDED_TEXTS = Counter(
     "mnemo_embedded_texts_total", "Texts embedded, by embedder backend.", ["backend"]
 )
 IMPORTED_PAIRS = Counter("mnemo_imported_pairs_total", "Exchange pairs stored by imports.")
+WEBHOOK_ATTEMPTS = Counter(
+    "mnemo_webhook_attempts_total",
+    "Webhook delivery attempts by event and outcome (delivered, retry, failed).",
+    ["event", "outcome"],
+)
+WEBHOOK_SECONDS = Histogram(
+    "mnemo_webhook_attempt_duration_seconds", "Time a receiver took to answer an attempt."
+)
 
 
 @lru_cache(maxsize=4096)
@@ -95,11 +103,13 @@ class QueueCollector:
         from django_q.models import Failure, OrmQ
 
         from ingestion_app.models import MemoryItem
+        from webhooks_app.models import WebhookDelivery
 
         try:
             queued = OrmQ.objects.count() if "orm" in settings.Q_CLUSTER else None
             failed = Failure.objects.count()
             unembedded = MemoryItem.objects.filter(embedding__isnull=True).count()
+            webhooks_pending = WebhookDelivery.objects.filter(status="pending").count()
         except DatabaseError:
             yield GaugeMetricFamily(
                 "mnemo_database_up", "Whether the scrape could read the database.", value=0
@@ -122,6 +132,29 @@ class QueueCollector:
             "Stored memories whose embedding is still to come (deferred or failed).",
             value=unembedded,
         )
+        yield GaugeMetricFamily(
+            "mnemo_webhook_deliveries_pending",
+            "Webhook deliveries not yet delivered nor given up (first attempt or a retry due).",
+            value=webhooks_pending,
+        )
+        yield from _pool_gauges(connection)
+
+
+def _pool_gauges(connection):
+    """The database pool of the process answering the scrape: its size, idle connections and
+    requests waiting for one (saturation: waiting > 0 while available == 0)."""
+    pool = getattr(connection, "pool", None)
+    if pool is None:
+        return
+    stats = pool.get_stats()
+    for name, key, help_text in (
+        ("mnemo_db_pool_size", "pool_size", "Connections the database pool holds."),
+        ("mnemo_db_pool_available", "pool_available", "Idle connections in the pool."),
+        ("mnemo_db_pool_waiting", "requests_waiting", "Requests waiting for a connection."),
+        ("mnemo_db_pool_max", None, "The pool's maximum size."),
+    ):
+        value = pool.max_size if key is None else stats.get(key, 0)
+        yield GaugeMetricFamily(name, help_text, value=value)
 
 
 def _registry() -> CollectorRegistry:

@@ -110,7 +110,7 @@ def test_a_drifted_operation_is_caught(schema, monkeypatch):
 def test_a_scripted_session_with_the_sync_client(live_url, user, tmp_path, settings):
     settings.MNEMO_UPLOAD_DIR = tmp_path / "uploads"
     with Mnemo(live_url, token_for(user), timeout=20) as mnemo:
-        session = mnemo.sessions.new(title="Trip planning")
+        session = mnemo.sessions.create(title="Trip planning")
         events = list(
             mnemo.chat_stream(
                 [
@@ -134,8 +134,10 @@ def test_a_scripted_session_with_the_sync_client(live_url, user, tmp_path, setti
         assert memory["content"] == "The user's favourite tea is genmaicha."
         mnemo.memories.update(added["memory_id"], content="The user's favourite tea is sencha.")
         assert mnemo.memories.history(added["memory_id"])["count"] >= 2
-        hits = mnemo.search("Which tea does the user like?", top_k=5)["items"]
-        assert hits and "sencha" in hits[0]["content"]
+        hits = mnemo.memories.search("Which tea does the user like?", top_k=5)
+        assert hits and "sencha" in hits[0]["content"] and hits[0]["why"]
+        logged = mnemo.sessions.add_message(session["session_id"], role="user", content="Thanks!")
+        assert logged["role"] == "user"
         listed = mnemo.memories.list(source="fact")
         assert added["memory_id"] in [m["id"] for m in listed["results"]]
 
@@ -143,7 +145,7 @@ def test_a_scripted_session_with_the_sync_client(live_url, user, tmp_path, setti
             tmp_path / "conversations.json",
             [chatgpt_linear("Garden", [("I planted tomatoes on the balcony.", "Nice!")])],
         )
-        job = mnemo.imports.upload([export])
+        job = mnemo.imports.upload(export)
         assert job["status"] in ("queued", "running", "done")
         # The worker's part (when the test run did not do it in the request), beside the
         # client while it waits.

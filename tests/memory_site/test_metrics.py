@@ -7,8 +7,13 @@ import re
 
 import httpx
 import pytest
+from django.utils import timezone
 
 from tests.factories import add_message, open_session
+from webhooks_app.models import WebhookDelivery, WebhookEndpoint
+from webhooks_app.services.deliveries import deliveries_due_send
+from webhooks_app.services.endpoints import new_secret
+from webhooks_app.services.events import event_emit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -79,6 +84,22 @@ def test_metrics_move_with_requests_searches_and_packs(live_url, settings, user,
     # An unknown path is one series, whatever the path.
     httpx.get(f"{live_url}/no/such/page/{'x' * 20}")
     assert 'route="other"' in scrape(live_url)
+
+
+def test_webhook_outcomes_and_pending_deliveries_are_counted(live_url, settings, user):
+    settings.MNEMO_METRICS_TOKEN = TOKEN
+    WebhookEndpoint.objects.create(user=user, url="http://127.0.0.1:9/", secret=new_secret())
+    event_emit(user_id=user.id, event="import.failed", data={"import_id": "x"})
+    before = scrape(live_url)
+    assert sample(before, "mnemo_webhook_deliveries_pending") == 1
+    WebhookDelivery.objects.update(next_attempt_at=timezone.now())  # its retry is due
+    deliveries_due_send()
+    after = scrape(live_url)
+    labels = {"event": "import.failed", "outcome": "retry"}
+    assert sample(after, "mnemo_webhook_attempts_total", **labels) == (
+        sample(before, "mnemo_webhook_attempts_total", **labels) + 1
+    )
+    assert sample(after, "mnemo_webhook_attempt_duration_seconds_count") >= 1
 
 
 INCREMENT = """

@@ -21,6 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
+from memory_site import metrics
 from webhooks_app.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 logger = logging.getLogger(__name__)
@@ -129,6 +130,8 @@ def delivery_attempt(*, delivery_id) -> str:
                     f"last answer: {reason}"
                 )[:1000],
             )
+    metrics.WEBHOOK_ATTEMPTS.labels(delivery.event, outcome).inc()
+    metrics.WEBHOOK_SECONDS.observe(attempt.latency_ms / 1000)
     if not ok:
         logger.info(
             "webhook %s to %s: attempt %d %s (%s)",

@@ -8,7 +8,7 @@
  *
  *   import { Mnemo } from "mnemo-client";
  *   const mnemo = new Mnemo({ baseUrl: "http://127.0.0.1:8000", apiKey: "..." });
- *   const session = await mnemo.sessions.new({ title: "Trip planning" });
+ *   const session = await mnemo.sessions.create({ title: "Trip planning" });
  *   for await (const event of mnemo.chatStream([{ role: "user", content: "Hi" }], { sessionId: session.session_id })) {}
  */
 import type { paths } from "./schema.js";
@@ -129,7 +129,7 @@ export declare class Mnemo {
     /** @internal The JSON of a success; MnemoError for anything else. */
     call<T>(call: Call): Promise<T>;
     readonly sessions: {
-        new: (body?: Body<Op<"/api/v1/chat/new", "post">>) => Promise<{
+        create: (body?: Body<Op<"/api/v1/chat/new", "post">>) => Promise<{
             session_id: string;
             status?: import("./schema.js").components["schemas"]["SessionStatusEnum"];
             title?: string;
@@ -152,7 +152,12 @@ export declare class Mnemo {
             status: import("./schema.js").components["schemas"]["CloseOutputStatusEnum"];
             close_error: string;
         }>;
-        message: (sessionId: string, role: ChatMessage["role"], content: string, model?: string) => Promise<{
+        /** Log one turn (for apps that call their own model). */
+        addMessage: (sessionId: string, turn: {
+            role: ChatMessage["role"];
+            content: string;
+            model?: string;
+        }) => Promise<{
             readonly id: number;
             session_id: string;
             role: import("./schema.js").components["schemas"]["RoleEnum"];
@@ -237,6 +242,32 @@ export declare class Mnemo {
             readonly updated_at: string;
         }>;
         delete: (memoryId: number) => Promise<void>;
+        /** The ranked results of `search` (each with `content`, `relevance`, `why`). */
+        search: (query: string, options?: Omit<SearchRequest, "query"> & {
+            topK?: number;
+        }) => Promise<{
+            type?: string;
+            id: number;
+            source: string;
+            content: string;
+            bucket: string;
+            score: number;
+            relevance: number;
+            why: import("./schema.js").components["schemas"]["WhyOutput"][];
+            similarity: number | null;
+            keyword_rank: number | null;
+            created_at: string;
+            occurred_at: string;
+            readonly provenance: string | null;
+            superseded: import("./schema.js").components["schemas"]["SupersededOutput"] | null;
+            trimmed: import("./schema.js").components["schemas"]["TrimmedOutput"] | null;
+            metadata: {
+                [key: string]: unknown;
+            };
+            cross_references?: {
+                [key: string]: unknown;
+            }[];
+        }[]>;
         history: (memoryId: number) => Promise<{
             memory_id: number;
             count: number;
@@ -246,8 +277,9 @@ export declare class Mnemo {
         }>;
     };
     readonly imports: {
-        /** Upload chat exports (ChatGPT, Claude, Gemini... or zips): the queued job. */
-        upload: (files: Array<{
+        /** Upload chat exports (ChatGPT, Claude, Gemini... or zips): a file path (Node), or files
+         * with their bytes. Answers with the job. */
+        upload: (files: string | Array<string | {
             name: string;
             data: Blob | Uint8Array | string;
         }>, options?: {
@@ -279,9 +311,9 @@ export declare class Mnemo {
             started_at?: string | null;
             finished_at?: string | null;
         }>;
-        /** Poll until the job is done, partial or failed. */
+        /** Poll until the job is done, partial or failed; `timeout` in seconds (default 600). */
         wait: (importId: string, options?: {
-            timeoutMs?: number;
+            timeout?: number;
             intervalMs?: number;
         }) => Promise<{
             readonly import_id: string;

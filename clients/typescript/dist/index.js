@@ -44,6 +44,12 @@ export class MnemoError extends Error {
 }
 const RETRY_STATUSES = new Set([502, 503, 504]);
 const TERMINAL_IMPORT = new Set(["done", "partial", "failed"]);
+/** A file's bytes through Node's fs (a path is a Node-only way to name a file). */
+async function readFileBytes(path) {
+    const fsModule = "node:fs/promises"; // not resolved at build time: no @types/node needed
+    const fs = (await import(fsModule));
+    return fs.readFile(path);
+}
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 function clean(values) {
     return Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined));
@@ -187,7 +193,7 @@ export class Mnemo {
         return (text ? JSON.parse(text) : undefined);
     }
     sessions = {
-        new: (body = {}) => this.call({ method: "POST", path: "/api/v1/chat/new", json: body }),
+        create: (body = {}) => this.call({ method: "POST", path: "/api/v1/chat/new", json: body }),
         heartbeat: (sessionId) => this.call({
             method: "POST",
             path: "/api/v1/chat/heartbeat",
@@ -198,10 +204,11 @@ export class Mnemo {
             path: "/api/v1/chat/close",
             json: { session_id: sessionId },
         }),
-        message: (sessionId, role, content, model) => this.call({
+        /** Log one turn (for apps that call their own model). */
+        addMessage: (sessionId, turn) => this.call({
             method: "POST",
             path: "/api/v1/chat/messages",
-            json: clean({ session_id: sessionId, role, content, model }),
+            json: clean({ session_id: sessionId, role: turn.role, content: turn.content, model: turn.model }),
         }),
         list: (query = {}) => this.call({ method: "GET", path: "/api/v1/chat/sessions", query }),
         get: (sessionId) => this.call({
@@ -221,6 +228,11 @@ export class Mnemo {
             json: changes,
         }),
         delete: (memoryId) => this.call({ method: "DELETE", path: "/api/v1/memories/{memory_id}", pathParams: { memory_id: memoryId } }),
+        /** The ranked results of `search` (each with `content`, `relevance`, `why`). */
+        search: async (query, options = {}) => {
+            const { topK, ...rest } = options;
+            return (await this.search(query, { ...rest, top_k: rest.top_k ?? topK })).items;
+        },
         history: (memoryId) => this.call({
             method: "GET",
             path: "/api/v1/memories/{memory_id}/history",
@@ -228,10 +240,15 @@ export class Mnemo {
         }),
     };
     imports = {
-        /** Upload chat exports (ChatGPT, Claude, Gemini... or zips): the queued job. */
-        upload: (files, options = {}) => {
+        /** Upload chat exports (ChatGPT, Claude, Gemini... or zips): a file path (Node), or files
+         * with their bytes. Answers with the job. */
+        upload: async (files, options = {}) => {
             const form = new FormData();
-            for (const file of files) {
+            for (const file of Array.isArray(files) ? files : [files]) {
+                if (typeof file === "string") {
+                    form.append("files", new Blob([(await readFileBytes(file))]), file.split(/[\\/]/).pop());
+                    continue;
+                }
                 const blob = file.data instanceof Blob ? file.data : new Blob([file.data]);
                 form.append("files", blob, file.name);
             }
@@ -242,9 +259,9 @@ export class Mnemo {
             return this.call({ method: "POST", path: "/api/v1/imports", form });
         },
         get: (importId) => this.call({ method: "GET", path: "/api/v1/imports/{import_id}", pathParams: { import_id: importId } }),
-        /** Poll until the job is done, partial or failed. */
+        /** Poll until the job is done, partial or failed; `timeout` in seconds (default 600). */
         wait: async (importId, options = {}) => {
-            const deadline = Date.now() + (options.timeoutMs ?? 600_000);
+            const deadline = Date.now() + (options.timeout ?? 600) * 1000;
             for (;;) {
                 const job = await this.imports.get(importId);
                 if (TERMINAL_IMPORT.has(job.status ?? ""))

@@ -8,7 +8,7 @@
  *
  *   import { Mnemo } from "mnemo-client";
  *   const mnemo = new Mnemo({ baseUrl: "http://127.0.0.1:8000", apiKey: "..." });
- *   const session = await mnemo.sessions.new({ title: "Trip planning" });
+ *   const session = await mnemo.sessions.create({ title: "Trip planning" });
  *   for await (const event of mnemo.chatStream([{ role: "user", content: "Hi" }], { sessionId: session.session_id })) {}
  */
 import type { paths } from "./schema.js";
@@ -121,6 +121,13 @@ interface Call {
   form?: FormData;
   headers?: Record<string, string>;
   stream?: boolean;
+}
+
+/** A file's bytes through Node's fs (a path is a Node-only way to name a file). */
+async function readFileBytes(path: string): Promise<Uint8Array> {
+  const fsModule = "node:fs/promises"; // not resolved at build time: no @types/node needed
+  const fs = (await import(fsModule)) as { readFile(path: string): Promise<Uint8Array> };
+  return fs.readFile(path);
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -263,7 +270,7 @@ export class Mnemo {
   }
 
   readonly sessions = {
-    new: (body: Body<Op<"/api/v1/chat/new", "post">> = {}) =>
+    create: (body: Body<Op<"/api/v1/chat/new", "post">> = {}) =>
       this.call<Session>({ method: "POST", path: "/api/v1/chat/new", json: body }),
     heartbeat: (sessionId: string) =>
       this.call<Ok<Op<"/api/v1/chat/heartbeat", "post">, 200>>({
@@ -277,11 +284,12 @@ export class Mnemo {
         path: "/api/v1/chat/close",
         json: { session_id: sessionId },
       }),
-    message: (sessionId: string, role: ChatMessage["role"], content: string, model?: string) =>
+    /** Log one turn (for apps that call their own model). */
+    addMessage: (sessionId: string, turn: { role: ChatMessage["role"]; content: string; model?: string }) =>
       this.call<StoredMessage>({
         method: "POST",
         path: "/api/v1/chat/messages",
-        json: clean({ session_id: sessionId, role, content, model }),
+        json: clean({ session_id: sessionId, role: turn.role, content: turn.content, model: turn.model }),
       }),
     list: (query: Query<Op<"/api/v1/chat/sessions", "get">> = {}) =>
       this.call<Ok<Op<"/api/v1/chat/sessions", "get">, 200>>({ method: "GET", path: "/api/v1/chat/sessions", query }),
@@ -309,6 +317,11 @@ export class Mnemo {
       }),
     delete: (memoryId: number) =>
       this.call<void>({ method: "DELETE", path: "/api/v1/memories/{memory_id}", pathParams: { memory_id: memoryId } }),
+    /** The ranked results of `search` (each with `content`, `relevance`, `why`). */
+    search: async (query: string, options: Omit<SearchRequest, "query"> & { topK?: number } = {}) => {
+      const { topK, ...rest } = options;
+      return (await this.search(query, { ...rest, top_k: rest.top_k ?? topK })).items;
+    },
     history: (memoryId: number) =>
       this.call<MemoryHistory>({
         method: "GET",
@@ -318,10 +331,18 @@ export class Mnemo {
   };
 
   readonly imports = {
-    /** Upload chat exports (ChatGPT, Claude, Gemini... or zips): the queued job. */
-    upload: (files: Array<{ name: string; data: Blob | Uint8Array | string }>, options: { appId?: string; projectId?: string } = {}) => {
+    /** Upload chat exports (ChatGPT, Claude, Gemini... or zips): a file path (Node), or files
+     * with their bytes. Answers with the job. */
+    upload: async (
+      files: string | Array<string | { name: string; data: Blob | Uint8Array | string }>,
+      options: { appId?: string; projectId?: string } = {},
+    ) => {
       const form = new FormData();
-      for (const file of files) {
+      for (const file of Array.isArray(files) ? files : [files]) {
+        if (typeof file === "string") {
+          form.append("files", new Blob([(await readFileBytes(file)) as BlobPart]), file.split(/[\\/]/).pop());
+          continue;
+        }
         const blob = file.data instanceof Blob ? file.data : new Blob([file.data as BlobPart]);
         form.append("files", blob, file.name);
       }
@@ -331,9 +352,9 @@ export class Mnemo {
     },
     get: (importId: string) =>
       this.call<ImportJob>({ method: "GET", path: "/api/v1/imports/{import_id}", pathParams: { import_id: importId } }),
-    /** Poll until the job is done, partial or failed. */
-    wait: async (importId: string, options: { timeoutMs?: number; intervalMs?: number } = {}) => {
-      const deadline = Date.now() + (options.timeoutMs ?? 600_000);
+    /** Poll until the job is done, partial or failed; `timeout` in seconds (default 600). */
+    wait: async (importId: string, options: { timeout?: number; intervalMs?: number } = {}) => {
+      const deadline = Date.now() + (options.timeout ?? 600) * 1000;
       for (;;) {
         const job = await this.imports.get(importId);
         if (TERMINAL_IMPORT.has(job.status ?? "")) return job;

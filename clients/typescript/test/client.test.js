@@ -17,7 +17,7 @@ test("every operation the client calls is in the live schema", async () => {
 });
 
 test("a scripted session: open, chat, commit, search, import and wait, delete", async () => {
-  const session = await mnemo.sessions.new({ title: "Garden" });
+  const session = await mnemo.sessions.create({ title: "Garden" });
   const events = [];
   for await (const event of mnemo.chatStream(
     [{ role: "user", content: "My neighbour Ines grows chili peppers on her balcony." }],
@@ -35,13 +35,19 @@ test("a scripted session: open, chat, commit, search, import and wait, delete", 
   assert.equal(added.status, "added");
   await mnemo.memories.update(added.memory_id, { content: "The user's favourite pepper is the jalapeño." });
   assert.ok((await mnemo.memories.history(added.memory_id)).count >= 2);
-  const found = await mnemo.search("Which pepper does the user like best?", { top_k: 5 });
-  assert.match(found.items[0].content, /jalapeño/);
+  const found = await mnemo.memories.search("Which pepper does the user like best?", { topK: 5 });
+  assert.match(found[0].content, /jalapeño/);
+  assert.ok(found[0].why.length > 0);
+  const logged = await mnemo.sessions.addMessage(session.session_id, { role: "user", content: "Thanks!" });
+  assert.equal(logged.role, "user");
 
-  const data = await readFile(process.env.MNEMO_TEST_EXPORT);
-  const job = await mnemo.imports.upload([{ name: "conversations.json", data: new Uint8Array(data) }]);
-  const done = await mnemo.imports.wait(job.import_id, { timeoutMs: 60_000, intervalMs: 200 });
+  const job = await mnemo.imports.upload(process.env.MNEMO_TEST_EXPORT);
+  const done = await mnemo.imports.wait(job.import_id, { timeout: 60, intervalMs: 200 });
   assert.equal(done.status, "done");
+  const again = await mnemo.imports.upload([
+    { name: "conversations.json", data: new Uint8Array(await readFile(process.env.MNEMO_TEST_EXPORT)) },
+  ]);
+  assert.ok(again.import_id);
 
   await mnemo.memories.delete(added.memory_id);
   await assert.rejects(mnemo.memories.get(added.memory_id), (error) => {

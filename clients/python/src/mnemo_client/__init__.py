@@ -3,7 +3,7 @@
     from mnemo_client import Mnemo
 
     with Mnemo("http://127.0.0.1:8000", api_key="...") as mnemo:
-        session = mnemo.sessions.new(title="Trip planning")
+        session = mnemo.sessions.create(title="Trip planning")
         for event in mnemo.chat_stream(
             [{"role": "user", "content": "I'm flying to Lisbon in May."}],
             session_id=session["session_id"],

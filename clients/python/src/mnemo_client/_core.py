@@ -149,7 +149,7 @@ class _Group:
 
 
 class Sessions(_Group):
-    def new(self, *, title=None, app_id=None, agent_id=None, project_id=None, metadata=None):
+    def create(self, *, title=None, app_id=None, agent_id=None, project_id=None, metadata=None):
         return self._call(
             "sessions.new",
             title=title,
@@ -165,7 +165,8 @@ class Sessions(_Group):
     def close(self, session_id: str):
         return self._call("sessions.close", session_id=str(session_id))
 
-    def message(self, session_id: str, role: str, content: str, *, model=None):
+    def add_message(self, session_id: str, *, role: str, content: str, model=None):
+        """Log one turn (for apps that call their own model); hooks index it at once."""
         return self._call(
             "sessions.message", session_id=str(session_id), role=role, content=content, model=model
         )
@@ -266,10 +267,12 @@ class Me(_Group):
         return self._call("me.erase", confirm=confirm)
 
 
-def upload_request(paths: Iterable, *, app_id=None, project_id=None, agent_id=None) -> Request:
-    """The multipart request of `imports.upload` (files opened by the caller's transport)."""
+def upload_request(paths, *, app_id=None, project_id=None, agent_id=None) -> Request:
+    """The multipart request of `imports.upload`: one path or several (files are opened by
+    the caller's transport)."""
     request = Request("POST", "/api/v1/imports")
-    request.files = [str(path) for path in paths]
+    single = isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__")
+    request.files = [str(path) for path in ([paths] if single else paths)]
     request.data = _clean({"app_id": app_id, "project_id": project_id, "agent_id": agent_id})
     return request
 

@@ -32,7 +32,7 @@ from mnemo_client._core import (
     transport_error,
 )
 from mnemo_client.errors import MnemoError, error_from_response
-from mnemo_client.models import ChatEvent, CommitResult, ImportJob, SearchResult
+from mnemo_client.models import ChatEvent, CommitResult, ImportJob, SearchHit, SearchResult
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 # The header a chat app's key names its end user with (the key's end-user grant says which).
@@ -51,6 +51,17 @@ def _mem0_turns(messages) -> list[dict]:
     if isinstance(messages, str):
         return [{"role": "user", "content": messages}]
     return [{"role": m["role"], "content": m["content"]} for m in messages]
+
+
+class SyncMemories(Memories):
+    def search(self, query: str, *, top_k: int | None = None, **options) -> list[SearchHit]:
+        """The ranked results of `Mnemo.search` (each with `content`, `relevance`, `why`)."""
+        return self._client.search(query, top_k=top_k, **options)["items"]
+
+
+class AsyncMemories(Memories):
+    async def search(self, query: str, *, top_k: int | None = None, **options) -> list[SearchHit]:
+        return (await self._client.search(query, top_k=top_k, **options))["items"]
 
 
 class Imports:
@@ -112,7 +123,7 @@ class Mnemo:
             transport=transport,
         )
         self.sessions = Sessions(self)
-        self.memories = Memories(self)
+        self.memories = SyncMemories(self)
         self.entities = Entities(self)
         self.profile = Profile(self)
         self.webhooks = Webhooks(self)
@@ -272,7 +283,7 @@ class AsyncMnemo:
             transport=transport,
         )
         self.sessions = Sessions(self)
-        self.memories = Memories(self)
+        self.memories = AsyncMemories(self)
         self.entities = Entities(self)
         self.profile = Profile(self)
         self.webhooks = Webhooks(self)
