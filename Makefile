@@ -63,8 +63,9 @@ test: install browser-deps redis-deps embedder
 test-external: install redis-deps
 	$(PY) -m tests.deploy.external -q
 
+# Style, formatting, and the import contracts (pyproject.toml [tool.importlinter]).
 lint: install
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports
 
 # Stop the embedded PostgreSQL (it outlives `make run` so restarts are instant).
 db-stop:

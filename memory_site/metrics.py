@@ -14,6 +14,7 @@ from __future__ import annotations
 import hmac
 import os
 import time
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 from django.conf import settings
@@ -95,21 +96,28 @@ def route_of(path: str) -> str:
     return "/" + match.route if match.route else (match.view_name or "other")
 
 
+# Scrape-time gauges of the apps' own tables (a backlog, a queue), registered by each app's
+# AppConfig.ready(): this module sits beneath every app and reads none of their models.
+SCRAPE_GAUGES: list[Callable[[], Iterable]] = []
+
+
+def scrape_gauges_register(gauges: Callable[[], Iterable]) -> None:
+    """Add a function yielding metric families, called at every scrape (once per process)."""
+    if gauges not in SCRAPE_GAUGES:
+        SCRAPE_GAUGES.append(gauges)
+
+
 class QueueCollector:
-    """Backlogs read at scrape time: the task queue, deferred embeddings, failed tasks."""
+    """Backlogs read at scrape time: the task queue, failed tasks, the apps' own gauges."""
 
     def collect(self):
         from django.db import DatabaseError, connection
         from django_q.models import Failure, OrmQ
 
-        from ingestion_app.models import MemoryItem
-        from webhooks_app.models import WebhookDelivery
-
         try:
             queued = OrmQ.objects.count() if "orm" in settings.Q_CLUSTER else None
             failed = Failure.objects.count()
-            unembedded = MemoryItem.objects.filter(embedding__isnull=True).count()
-            webhooks_pending = WebhookDelivery.objects.filter(status="pending").count()
+            families = [family for gauges in SCRAPE_GAUGES for family in gauges()]
         except DatabaseError:
             yield GaugeMetricFamily(
                 "mnemo_database_up", "Whether the scrape could read the database.", value=0
@@ -127,16 +135,7 @@ class QueueCollector:
         yield GaugeMetricFamily(
             "mnemo_tasks_failed", "Failed django-q tasks kept for inspection.", value=failed
         )
-        yield GaugeMetricFamily(
-            "mnemo_memories_without_vector",
-            "Stored memories whose embedding is still to come (deferred or failed).",
-            value=unembedded,
-        )
-        yield GaugeMetricFamily(
-            "mnemo_webhook_deliveries_pending",
-            "Webhook deliveries not yet delivered nor given up (first attempt or a retry due).",
-            value=webhooks_pending,
-        )
+        yield from families
         yield from _pool_gauges(connection)
 
 
