@@ -559,15 +559,15 @@ def evaluate(
     profile: bool = True,
 ) -> Scores:
     from context_app.models import ContextSettings
-    from context_app.selectors import (
+    from memory_site.providers import get_embedder
+    from memory_site.tokens import count_tokens
+    from retrieval.search import (
         SOURCES,
         format_date,
         format_hit,
         memory_search,
         search_vector_text,
     )
-    from memory_site.providers import get_embedder
-    from memory_site.tokens import count_tokens
     from sessions_app.models import Message
 
     embedder = get_embedder()
@@ -724,8 +724,9 @@ def _relevance_row(hit) -> dict:
 def tunable_module(name: str):
     """The module that owns a ranking setting: fusion weights live with memory_search, BM25
     settings with the store's candidate SQL."""
-    from context_app import search_quality, selectors
-    from ingestion_app.selectors import search_candidates
+    from retrieval import candidates as search_candidates
+    from retrieval import search as selectors
+    from retrieval import trust as search_quality
 
     for module in (selectors, search_quality):
         if hasattr(module, name):

@@ -279,10 +279,11 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
-from context_app import search_quality, selectors  # noqa: E402
 from ingestion_app.selectors import scope as search_scope  # noqa: E402
-from ingestion_app.selectors import search_candidates  # noqa: E402
 from memory_site.text.entities import normalize_entity_name  # noqa: E402
+from retrieval import candidates as search_candidates  # noqa: E402
+from retrieval import search as selectors  # noqa: E402
+from retrieval import trust as search_quality  # noqa: E402
 
 
 def log(message: str) -> None:
@@ -1366,7 +1367,7 @@ def code_version() -> dict:
         "root": str(root),
         "commit": git("rev-parse", "--short", "HEAD"),
         "selectors_dirty": bool(
-            git("status", "--porcelain", "context_app/selectors.py", "ingestion_app/selectors")
+            git("status", "--porcelain", "retrieval", "ingestion_app/selectors")
         ),
     }
 

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
 from context_app.models import ContextSettings, OptOut, TopicOverride
-from context_app.selectors import SOURCES
+from retrieval.search import SOURCES
 from sessions_app.models import ChatSession
 
 MAX_TOPICS = 20

@@ -13,13 +13,11 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 
 from django.contrib.auth import get_user_model
-from django.db import connection
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import Substr
 from django.http import Http404
 from django.utils import timezone
 
-from context_app.selectors import SOURCES, SearchFilters, SearchHit, memory_search
 from ingestion_app.models import Document, ImportFile, ImportJob, MemoryItem
 from ingestion_app.selectors import (
     countable_memories,
@@ -27,11 +25,13 @@ from ingestion_app.selectors import (
     memory_count_by_session,
     memory_count_by_source,
     memory_get_for_user,
+    memory_topics_most_used,
 )
 from ingestion_app.services.imports.jobs import import_job_get_for_user
 from memory_site.errors import NotFound
 from memory_site.providers import ProviderError, get_embedder
 from privacy_app.selectors import can_browse_all
+from retrieval.search import SOURCES, SearchFilters, SearchHit, memory_search
 from sessions_app.models import ChatSession, Message
 from sessions_app.selectors import chat_sessions, session_get_for_user
 
@@ -150,14 +150,11 @@ def memory_filter_choices(*, user) -> dict[str, list[str]]:
         .values_list("project_id", flat=True)
         .distinct()[:200]
     )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """SELECT topic FROM rag_store, unnest(topics) AS topic WHERE user_id = %s
-               GROUP BY topic ORDER BY count(*) DESC, topic LIMIT 100""",
-            [user.pk],
-        )
-        topics = [row[0] for row in cursor.fetchall()]
-    return {"projects": projects, "apps": user_app_ids(user=user), "topics": topics}
+    return {
+        "projects": projects,
+        "apps": user_app_ids(user=user),
+        "topics": memory_topics_most_used(user=user),
+    }
 
 
 def memory_for_viewer(*, viewer, memory_id: int) -> MemoryItem:

@@ -13,7 +13,6 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from context_app.selectors import MODES, SOURCES, SearchFilters, memory_search, search_entities
 from ingestion_app.selectors import memory_stats
 from ingestion_app.selectors.entities import cross_references_of_items
 from ingestion_app.services.deferred_embeddings import READ_WAIT_SECONDS, pending_embeddings_wait
@@ -26,6 +25,7 @@ from memory_site.api_fields import (
 )
 from memory_site.errors import InvalidInput, UpstreamError
 from memory_site.providers import ProviderError
+from retrieval.search import MODES, SOURCES, SearchFilters, memory_search, search_entities
 
 MAX_TOP_K = 50
 

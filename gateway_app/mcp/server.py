@@ -29,7 +29,6 @@ from mcp.types import ToolAnnotations
 from pydantic import AfterValidator, ConfigDict, Field
 
 from context_app.models import ContextSettings
-from context_app.selectors import format_for_prompt, memory_search
 from context_app.services.context_pack.segments import (
     PROFILE_SEGMENT,
     Segment,
@@ -46,6 +45,7 @@ from memory_site.errors import DomainError
 from memory_site.parsers import is_unstorable
 from memory_site.providers import ProviderError
 from profile_app.selectors import profile_as_dict, profile_for_pack
+from retrieval.search import format_for_prompt, memory_search
 from sessions_app.selectors import sessions_for_user
 
 # A tool's argument errors go to the model as text: pydantic's documentation link after each

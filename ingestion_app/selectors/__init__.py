@@ -2,8 +2,9 @@
 
 - memories: browsing, one item and its history, nearest facts, commit bookkeeping, totals;
 - scope: the WHERE clause and statistics every search statement starts from;
-- search_candidates: the keyword (BM25) and vector candidate SQL of memory_search;
 - entities: the entity leg of memory_search, entity lists and pages, cross-references.
+
+Search itself (its candidate SQL, fusion, ranking, display) is the `retrieval` package's.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ingestion_app.selectors.memories import (
     memory_get_for_user,
     memory_history,
     memory_stats,
+    memory_topics_most_used,
     session_project_id,
 )
 
@@ -35,5 +37,6 @@ __all__ = [
     "memory_get_for_user",
     "memory_history",
     "memory_stats",
+    "memory_topics_most_used",
     "session_project_id",
 ]

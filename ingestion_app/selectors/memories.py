@@ -11,8 +11,7 @@ from django.db.models import Count, F, Q, QuerySet
 
 from ingestion_app.models import FactHistory, MemoryCommitLog, MemoryItem, ProjectContext
 from ingestion_app.selectors.entities import entity_stats
-from ingestion_app.selectors.scope import SOURCES
-from ingestion_app.selectors.search_candidates import vector_literal
+from ingestion_app.selectors.scope import SOURCES, vector_literal
 from memory_site.errors import NotFound
 from memory_site.text.accents import fold_accents
 from sessions_app.models import ChatSession
@@ -227,3 +226,14 @@ def memory_stats(*, user, app_id: str | None = None, top_topics: int = 50) -> di
         "by_topic": by_topic,
         **entity_stats(user=user, app_id=app_id, items=items),
     }
+
+
+def memory_topics_most_used(*, user, limit: int = 100) -> list[str]:
+    """The user's topic tags, most used first (the memory browser's topic filter)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT topic FROM rag_store, unnest(topics) AS topic WHERE user_id = %s
+               GROUP BY topic ORDER BY count(*) DESC, topic LIMIT %s""",
+            [user.pk, limit],
+        )
+        return [row[0] for row in cursor.fetchall()]

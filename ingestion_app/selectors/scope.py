@@ -209,3 +209,9 @@ def without_user_index(scope: str) -> str:
     """The scope with its user condition written so no btree on user_id can serve it (the
     condition still filters every row the HNSW scan returns)."""
     return scope.replace(USER_CONDITION, "user_id + 0 = %(s_user)s", 1)
+
+
+def vector_literal(embedding) -> str:
+    """A pgvector literal ('[0.1,...]') of an embedding, 7 significant digits: what every
+    vector query here sends (float32 precision, a third of repr's length)."""
+    return "[" + ",".join(f"{x:.7g}" for x in embedding) + "]"

@@ -9,18 +9,19 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from context_app.selectors import (
+from ingestion_app.models import MemoryItem
+from ingestion_app.selectors import memory_stats
+from ingestion_app.selectors import scope as search_scope
+from memory_site.errors import InvalidInput
+from memory_site.providers import get_embedder
+from memory_site.tokens import count_tokens
+from retrieval import candidates as search_candidates
+from retrieval.search import (
     SearchFilters,
     format_for_prompt,
     memory_search,
     search_vector_text,
 )
-from ingestion_app.models import MemoryItem
-from ingestion_app.selectors import memory_stats, search_candidates
-from ingestion_app.selectors import scope as search_scope
-from memory_site.errors import InvalidInput
-from memory_site.providers import get_embedder
-from memory_site.tokens import count_tokens
 from tests.factories import add_message, open_session
 
 pytestmark = pytest.mark.django_db
@@ -315,7 +316,7 @@ def test_a_question_naming_a_speaker_is_embedded_once_without_the_name(user, mon
             ("Melanie", "Good, thanks!"),
         ],
     )
-    from context_app import selectors
+    from retrieval import search as selectors
 
     counting = CountingEmbedder(get_embedder())
     monkeypatch.setattr(selectors, "get_embedder", lambda: counting)

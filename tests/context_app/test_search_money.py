@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from context_app import search_quality
-from context_app.selectors import memory_search
+from retrieval import trust
+from retrieval.search import memory_search
 from tests.context_app.test_search_names import remember
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +23,7 @@ def test_the_memory_stating_the_amount_comes_before_one_that_only_talks_about_it
         chatter.id,
     ]
     # The words alone put the chatter first ("much" twice): the amount is what lifts the answer.
-    monkeypatch.setattr(search_quality, "MONEY_WEIGHT", 1.0)
+    monkeypatch.setattr(trust, "MONEY_WEIGHT", 1.0)
     assert [hit.id for hit in memory_search(user=user, query=QUESTION).items][:2] == [
         chatter.id,
         paid.id,
@@ -31,8 +31,8 @@ def test_the_memory_stating_the_amount_comes_before_one_that_only_talks_about_it
 
 
 def test_amounts_in_any_currency_and_only_for_questions_about_money():
-    assert search_quality.MONEY_QUERY.search("What did the new tires cost me?")
-    assert not search_quality.MONEY_QUERY.search("Where did I buy the new tires?")
+    assert trust.MONEY_QUERY.search("What did the new tires cost me?")
+    assert not trust.MONEY_QUERY.search("Where did I buy the new tires?")
     for text in ("It was $80.", "paid €1,200 upfront", "about 300 dollars", "£15 a month"):
-        assert search_quality._AMOUNT.search(text), text
-    assert not search_quality._AMOUNT.search("We met at 10 and left at 12.")
+        assert trust._AMOUNT.search(text), text
+    assert not trust._AMOUNT.search("We met at 10 and left at 12.")

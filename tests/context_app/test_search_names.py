@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connection
 
-from context_app import search_quality
-from context_app.selectors import SOURCES, SearchFilters, memory_search
 from ingestion_app.models import MemoryItem
-from ingestion_app.selectors import search_candidates
 from ingestion_app.selectors.scope import scope_sql
 from memory_site.tokens import count_tokens
+from retrieval import candidates as search_candidates
+from retrieval import trust
+from retrieval.search import SOURCES, SearchFilters, memory_search
 from tests.fake_openai import hashed_embedding
 
 pytestmark = pytest.mark.django_db
@@ -66,10 +66,8 @@ def test_the_scope_is_checked_for_names_no_candidate_holds(user, other_user):
     scope, params = scope_of(user)
 
     with connection.cursor() as cursor:
-        missing = search_quality.names_missing(
-            cursor, scope=scope, params=params, names=["Priya", "Zorvak"]
-        )
-        none_left = search_quality.names_missing(
+        missing = trust.names_missing(cursor, scope=scope, params=params, names=["Priya", "Zorvak"])
+        none_left = trust.names_missing(
             cursor, scope=scope, params=params, names=["Zorvak"], found={"Zorvak"}
         )
 
@@ -91,7 +89,7 @@ def test_a_name_never_mentioned_lowers_relevance_a_mentioned_one_does_not(
     assert known.items and "Priya" in known.items[0].content
     best_known = max(hit.relevance for hit in known.items)
     best_unknown = max((hit.relevance for hit in unknown.items), default=0.0)
-    assert best_unknown <= best_known * search_quality.MISSING_NAME_FACTOR + 1e-9
+    assert best_unknown <= best_known * trust.MISSING_NAME_FACTOR + 1e-9
 
 
 def test_a_question_about_a_kind_of_thing_finds_a_memory_of_that_kind(api):
@@ -127,7 +125,7 @@ def test_a_nationality_in_the_question_is_not_a_name_never_mentioned(user, fake_
 
     found = memory_search(user=user, query="What European countries has Maria been to?")
 
-    assert search_quality.query_names("What European countries has Maria been to?") == ["Maria"]
+    assert trust.query_names("What European countries has Maria been to?") == ["Maria"]
     assert spain.id in [hit.id for hit in found.items]
 
 
@@ -140,4 +138,4 @@ def test_a_nationality_in_the_question_is_not_a_name_never_mentioned(user, fake_
     ],
 )
 def test_titles_month_abbreviations_and_nationalities_are_not_names(query, names):
-    assert search_quality.query_names(query) == names
+    assert trust.query_names(query) == names

@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from context_app import search_quality
-from context_app.selectors import format_hit, memory_search
 from ingestion_app.models import MemoryItem
 from ingestion_app.services.memory_store import MemoryScope, memory_item_create
 from memory_site.tokens import count_tokens
+from retrieval import display, trust
+from retrieval.search import format_hit, memory_search
 from tests.fake_openai import hashed_embedding
 
 pytestmark = pytest.mark.django_db
@@ -125,7 +125,7 @@ def test_long_item_comes_back_as_its_matching_passage(api, user, fake_embedder):
 
     hit = next(hit for hit in body["items"] if hit["id"] == item.id)
     assert "passport number ends in 4471" in hit["content"]
-    assert len(hit["content"]) <= 2 * search_quality.TRIM_CHARS
+    assert len(hit["content"]) <= 2 * trust.TRIM_CHARS
     assert hit["trimmed"]["length"] == len(content)
     assert content[hit["trimmed"]["start"] : hit["trimmed"]["end"]].strip() in content
 
@@ -141,7 +141,7 @@ def test_trim_finds_the_sentence_with_the_query_words_not_a_word_that_starts_lik
         f"windowsill. {filler}"
     )
 
-    text, trimmed = search_quality.passage_trim(content, "what is my cat called?")
+    text, trimmed = display.passage_trim(content, "what is my cat called?")
 
     assert "My cat Miso sleeps" in text
     assert "category" not in text
@@ -298,7 +298,7 @@ def test_chat_turn_comes_back_without_its_closing_question_to_the_other_person(
     ],
 )
 def test_chatter_trim_keeps_what_tells_something(content):
-    assert search_quality.chatter_trim(content) == (content, None)
+    assert display.chatter_trim(content) == (content, None)
 
 
 def test_a_move_said_moments_later_replaces_the_old_home(api, user, fake_embedder):
@@ -429,7 +429,7 @@ def test_results_below_the_first_three_come_as_their_gist_so_the_budget_holds_mo
     ],
 )
 def test_gist_trim_leaves_what_it_cannot_shorten(content, query):
-    assert search_quality.gist_trim(content, query) == (content, None)
+    assert display.gist_trim(content, query) == (content, None)
 
 
 def test_gist_of_a_turn_without_the_query_words_is_its_first_sentence_that_tells_something():
@@ -438,7 +438,7 @@ def test_gist_of_a_turn_without_the_query_words_is_its_first_sentence_that_tells
         "kids. Everyone loved the evening by the fire and nobody wanted to go home. How about you?"
     )
 
-    text, trimmed = search_quality.gist_trim(content, "Where has Melanie gone camping?")
+    text, trimmed = display.gist_trim(content, "Where has Melanie gone camping?")
 
     assert text == (
         "Melanie: … We spent the whole weekend at a lake in the mountains with the kids. …"

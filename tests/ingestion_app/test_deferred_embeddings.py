@@ -14,7 +14,6 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from context_app.selectors import memory_search
 from ingestion_app.models import MemoryItem
 from ingestion_app.services import deferred_embeddings
 from ingestion_app.services.deferred_embeddings import (
@@ -24,6 +23,7 @@ from ingestion_app.services.deferred_embeddings import (
 )
 from ingestion_app.tasks import embed_missing_task
 from memory_site.providers import ProviderError, get_embedder
+from retrieval.search import memory_search
 from sessions_app.models import Message
 from tests.context_app.stream_helpers import generous_budget, stream_turn  # noqa: F401
 

@@ -11,11 +11,11 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from context_app.selectors import memory_search
 from ingestion_app.models import MemoryItem
 from ingestion_app.services.documents import document_ingest
 from ingestion_app.services.memory_store import MemoryScope, memory_item_create
 from memory_site.providers.local import NO_MODEL_NOTICE
+from retrieval.search import memory_search
 from tests.factories import add_message, open_session
 from tests.ingestion_app.export_builders import chatgpt_linear, write_json
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from context_app.selectors import memory_search
 from ingestion_app.models import MemoryItem
 from ingestion_app.services.message_index import message_index
+from retrieval.search import memory_search
 from tests.factories import add_message, open_session
 
 pytestmark = pytest.mark.django_db

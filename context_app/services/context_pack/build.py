@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 
 from context_app.models import ContextSettings, InjectionLog
-from context_app.selectors import SOURCES, SearchFilters, format_for_prompt, memory_search
 from context_app.services.context_pack.segments import (
     PROFILE_SEGMENT,
     ContextPack,
@@ -49,6 +48,7 @@ from memory_site.providers import get_embedder
 from memory_site.redaction import redact
 from memory_site.text.third_person import third_person_text
 from profile_app.selectors import ProfilePack, profile_for_pack
+from retrieval.search import SOURCES, SearchFilters, format_for_prompt, memory_search
 from sessions_app.models import ChatSession, Message
 from sessions_app.selectors import sessions_ended_among
 

@@ -11,7 +11,6 @@ from django.db import connections
 from django.utils import timezone
 from django_q.conf import Conf
 
-from context_app.selectors import memory_search
 from ingestion_app.models import ImportFile, MemoryItem
 from ingestion_app.services.imports import passage_vectors
 from ingestion_app.services.imports.entity_backfill import import_file_entities_backfill
@@ -22,6 +21,7 @@ from ingestion_app.services.imports.passage_vectors import (
 )
 from ingestion_app.tasks import import_passage_vectors_task
 from memory_site.db_locks import advisory_lock_key
+from retrieval.search import memory_search
 from tests.ingestion_app.export_builders import chatgpt_linear, write_json
 
 pytestmark = pytest.mark.django_db

@@ -1,7 +1,7 @@
-"""What memory_search does after fusion so a user can trust its results: a relevance floor,
-one slot per exchange, questions below the statements that answer them, newer over older,
-pieces of a multi-session answer together, long items cut to the passage that matches and
-chat turns without the reactions and questions around what they tell.
+"""The rerank stage's rules, applied after fusion so a user can trust the results: a
+relevance floor, one slot per exchange, questions below the statements that answer them, newer
+over older, pieces of a multi-session answer together. (Cutting long items to the passage that
+matches is display: `retrieval.display`.)
 
 Pure functions over the fused candidates and the hits' text (one SQL helper reads the
 pairwise similarity of the top items). Constants were calibrated with bench/locomo.py on
@@ -10,12 +10,9 @@ locomo-dev.json and longmemeval-dev.json; each change was kept only when it held
 
 from __future__ import annotations
 
-import bisect
 import math
 import re
-from datetime import datetime
 
-from ingestion_app.selectors.search_candidates import Candidate, SearchHit
 from memory_site.text.accents import fold_accents
 from memory_site.text.entity_names import ABBREVIATIONS, NATIONALITIES
 from memory_site.text.fact_updates import (
@@ -24,8 +21,7 @@ from memory_site.text.fact_updates import (
     statements_replaced,
     user_statements,
 )
-from memory_site.text.sentences import is_chatter
-from memory_site.tokens import count_tokens
+from retrieval.candidates import Candidate
 
 # Relevance of a candidate in [0, 1]: the stronger of its two legs. The vector leg maps
 # cosine similarity linearly from VECTOR_ZERO (0) to VECTOR_ONE (1) (all-MiniLM-L6-v2: an
@@ -105,6 +101,12 @@ _STOP_WORDS = frozenset(
     was we were what when where which who why will with would you your about any some just
     like also into been being over more most much many""".split()
 )
+
+
+def _terms(text: str) -> set[str]:
+    """The query-matching words of `text`: accents folded, the first six letters of each."""
+    folded = fold_accents(text.lower())
+    return {word[:6] for word in _WORD.findall(folded) if word not in _STOP_WORDS}
 
 
 # --------------------------------------------------------------------------------------------
@@ -462,270 +464,3 @@ def supersede_order(
         for position, candidate in zip(positions, said + later, strict=True):
             order[position] = candidate
     return order + packed[SUPERSEDE_WINDOW:], superseded
-
-
-# --------------------------------------------------------------------------------------------
-# Passages
-# --------------------------------------------------------------------------------------------
-
-
-def _terms(text: str) -> set[str]:
-    """The query-matching words of `text`: accents folded, the first six letters of each."""
-    folded = fold_accents(text.lower())
-    return {word[:6] for word in _WORD.findall(folded) if word not in _STOP_WORDS}
-
-
-_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
-
-
-def _term_positions(lowered: str, terms: set[str]) -> list[tuple[int, str]]:
-    """Where each of `terms` occurs in `lowered` as `_terms` would find it (a six-letter term
-    starts a word, a shorter one is a whole word): str.find per term, ~10x faster on a long
-    item than splitting each of its sentences into words."""
-    found = []
-    for term in terms:
-        position = lowered.find(term)
-        while position != -1:
-            end = position + len(term)
-            if (position == 0 or lowered[position - 1] not in _ALNUM) and (
-                len(term) >= 6 or end == len(lowered) or lowered[end] not in _ALNUM
-            ):
-                found.append((position, term))
-            position = lowered.find(term, end)
-    return found
-
-
-def _sentence_spans(content: str, start: int = 0) -> list[tuple[int, int]]:
-    """(start, end) of each sentence of `content` from `start` on, without the gaps."""
-    spans = []
-    for match in _SENTENCE.finditer(content, start):
-        gap_start, gap_end = match.span(1) if match.group(1) else match.span(2)
-        if gap_start > start:
-            spans.append((start, gap_start))
-        start = gap_end
-    if start < len(content):
-        spans.append((start, len(content)))
-    return spans
-
-
-def _sentence_scores(content: str, spans: list[tuple[int, int]], wanted: set[str]) -> list[float]:
-    """How many query words (`_terms`, longer ones weigh more) each sentence of `spans` holds."""
-    lowered = fold_accents(content.lower())
-    # Offsets of `lowered` are the content's unless a character's lower case or its folded
-    # form is longer ("é" folds to one letter, "ﬁ" to two).
-    if len(lowered) != len(content):
-        found = [_terms(content[a:b]) & wanted for a, b in spans]
-    else:
-        found = [set() for _ in spans]
-        starts = [a for a, _ in spans]
-        for position, term in _term_positions(lowered, wanted):
-            index = bisect.bisect_right(starts, position) - 1
-            if index >= 0 and position < spans[index][1]:
-                found[index].add(term)
-    return [sum(1.0 + math.log(len(t)) for t in terms) for terms in found]
-
-
-def _query_window(
-    content: str, spans: list[tuple[int, int]], query: str, limit: int
-) -> tuple[int, int] | None:
-    """(first, last) index of the sentences around the one that shares most words with the
-    query (ties: the earlier), grown toward the neighbour with more of them (ties: the next)
-    while the window is at most `limit` characters; None when no sentence shares a word."""
-    wanted = _terms(query)
-    if not wanted or len(spans) < 2:
-        return None
-    scores = _sentence_scores(content, spans, wanted)
-    best = max(range(len(spans)), key=lambda i: (scores[i], -i))
-    if scores[best] <= 0:
-        return None
-    low = high = best
-    while True:
-        grow_before = low > 0 and spans[high][1] - spans[low - 1][0] <= limit
-        grow_after = high + 1 < len(spans) and spans[high + 1][1] - spans[low][0] <= limit
-        if grow_after and (not grow_before or scores[high + 1] >= scores[low - 1]):
-            high += 1
-        elif grow_before:
-            low -= 1
-        else:
-            break
-    return low, high
-
-
-def _cut(content: str, begin: int, end: int, *, keep: int = 0) -> tuple[str, dict]:
-    """content[begin:end] with an ellipsis where text was cut (the first `keep` characters,
-    a chat turn's speaker label, stay in front)."""
-    text = content[begin:end].strip()
-    if begin > keep:
-        text = ELLIPSIS + " " + text
-    if end < len(content.rstrip()):
-        text = text + " " + ELLIPSIS
-    return content[:keep] + text, {"start": begin, "end": end, "length": len(content)}
-
-
-def passage_trim(content: str, query: str) -> tuple[str, dict | None]:
-    """The sentences of a long item around the one that shares most words with the query,
-    about TRIM_CHARS long, with an ellipsis where text was cut; a short item, or one with no
-    word in common, comes back whole. Returns (text, {"start", "end", "length"} or None)."""
-    if len(content) <= TRIM_MIN_CHARS:
-        return content, None
-    spans = _sentence_spans(content)
-    window = _query_window(content, spans, query, TRIM_CHARS)
-    if window is None:
-        return content, None
-    begin, end = spans[window[0]][0], spans[window[1]][1]
-    if end - begin > TRIM_CHARS * 2:  # one very long sentence: cut around its middle
-        end = begin + TRIM_CHARS * 2
-    return _cut(content, begin, end)
-
-
-# A short chat turn loses the reactions around what it tells (chatter_trim). Measured on fresh
-# dev ingests: LoCoMo 0.798 -> 0.799 within the budget (9.5 -> 9.8 items in it), the share of
-# answer words inside the budget unchanged (bench/locomo.py's answer_words_budget, 0.749);
-# LongMemEval unchanged (0.870). Tried and not kept (session 10): cutting every chat turn to
-# its one sentence with the most query words (or a word of the category the question asks
-# about) read 0.829 (multi-hop 0.573) but lowered the share of answer words inside the budget
-# from 0.739 to 0.638 (single-hop 0.901 -> 0.724; a one-off script of the same measure): the
-# benchmark counted turns whose answering sentence the pack no longer showed.
-CHATTER_TRIM = True
-# "Melanie: " at the start of a chat turn's text: kept whenever the turn is cut.
-_SPEAKER_LABEL = re.compile(r"[^\s:][^:\n]{0,40}: ")
-
-
-# The trim also drops the questions to the other person at the turn's edges ("… Have you
-# always wanted a dog?"), unless they say something of the speaker ("Did I tell you about my
-# sister?"): they tell nothing the memory keeps. Session 16, fresh dev ingests: LoCoMo 0.802
-# -> 0.803 (multi-hop 0.501 -> 0.504, single-hop 0.923 -> 0.925; 9.8 -> 10.0 items in the
-# budget; answer words 0.751 -> 0.753); LongMemEval 0.870 unchanged (answer words 0.584 ->
-# 0.586).
-ASKS_TRIM = True
-_YOU = re.compile(r"\b(?:you|your|you're|you've|yours)\b", re.IGNORECASE)
-_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|we|our|us)\b", re.IGNORECASE)
-
-
-def asks_other(content: str, start: int, end: int) -> bool:
-    """Whether content[start:end] is a question to the other person about themselves."""
-    sentence = content[start:end].rstrip().replace("’", "'")
-    asks = sentence.endswith("?") or content[end : end + 1] == "?"
-    return asks and bool(_YOU.search(sentence)) and not _FIRST_PERSON.search(sentence)
-
-
-def _telling(content: str, spans: list[tuple[int, int]]) -> list[int]:
-    """Indexes of the sentences that tell something: not a reaction ("Wow, that's great!",
-    memory_site.text.sentences.is_chatter), not a question to the other person (`asks_other`)."""
-    return [
-        index
-        for index, (a, b) in enumerate(spans)
-        if not is_chatter(content[a:b]) and not (ASKS_TRIM and asks_other(content, a, b))
-    ]
-
-
-def chatter_trim(content: str) -> tuple[str, dict | None]:
-    """A short chat turn without the sentences before its first and after its last one that
-    tells something: "Melanie: Wow, Caroline! That's great! I just signed up for a pottery
-    class. How are your kids?" -> "Melanie: … I just signed up for a pottery class. …"
-    (`_telling`), so the budget holds more memories. A turn that is all chatter comes back
-    whole, and so does a long item (passage_trim cuts those). Returns (text, {"start", "end",
-    "length"} or None)."""
-    if len(content) > TRIM_MIN_CHARS:
-        return content, None
-    label = _SPEAKER_LABEL.match(content)
-    offset = label.end() if label else 0
-    spans = _sentence_spans(content, offset)
-    telling = _telling(content, spans)
-    if not telling or (telling[0] == 0 and telling[-1] == len(spans) - 1):
-        return content, None
-    begin, end = spans[telling[0]][0], spans[telling[-1]][1]
-    text = content[begin:end].strip()
-    if telling[0] > 0:
-        text = ELLIPSIS + " " + text
-    if telling[-1] < len(spans) - 1:
-        text = text + " " + ELLIPSIS
-    return content[:offset] + text, {"start": begin, "end": end, "length": len(content)}
-
-
-# Below the first WHOLE_RESULTS results, a chat turn is cut to its gist, about GIST_CHARS
-# long (gist_trim): the budget holds more of the memories a question spread over several
-# chats needs. Session 17, on session 16's dev ingests:
-# - the sentences with most query words: LoCoMo 0.803 -> 0.813 within the budget (multi-hop
-#   0.504 -> 0.530, single-hop 0.925 -> 0.935; 10.0 -> 12.5 items in the budget), the share of
-#   answer words inside the budget 0.753 -> 0.746; LongMemEval 0.870 -> 0.889 (multi-session
-#   0.556 -> 0.667; answer words 0.586 -> 0.584);
-# - and a turn with no query word (found by its meaning) as its first sentences that tell
-#   something: LoCoMo 0.825 (multi-hop 0.563, single-hop 0.938, temporal 0.862; 14.1 items),
-#   answer words 0.745; LongMemEval unchanged.
-# Measured and not kept: from the second result (multi-hop 0.572, answer words 0.735), 100
-# characters (0.572, 0.738), 150 (0.541, 0.740), from the sixth result (0.546, 0.746); with
-# query words only: the one best sentence (0.547, 0.740), other growth rules (the sentence
-# before first, or the one with digits and names: within two questions).
-WHOLE_RESULTS = 3
-GIST_CHARS = 120
-
-
-def gist_trim(content: str, query: str) -> tuple[str, dict | None]:
-    """A chat turn cut to its sentences that share most words with the query, or, when none
-    does, its first sentences that tell something (`_telling`), about GIST_CHARS long, its
-    speaker label kept: "Caroline: … I also use it to speak up for the LGBTQ+ community and
-    push for acceptance. …". A long item (passage_trim's), a turn that short already, or one
-    with nothing to cut to comes back whole."""
-    if len(content) > TRIM_MIN_CHARS or len(content) <= GIST_CHARS:
-        return content, None
-    label = _SPEAKER_LABEL.match(content)
-    offset = label.end() if label else 0
-    spans = _sentence_spans(content, offset)
-    window = _query_window(content, spans, query, GIST_CHARS)
-    if window is None and len(spans) > 1:
-        telling = _telling(content, spans)
-        if telling:
-            low = high = telling[0]
-            while high + 1 < len(spans) and spans[high + 1][1] - spans[low][0] <= GIST_CHARS:
-                high += 1
-            window = (low, high)
-    if window is None:
-        return content, None
-    return _cut(content, spans[window[0]][0], spans[window[1]][1], keep=offset)
-
-
-def hits_trim(hits: list[SearchHit], query: str, *, gists: bool = True) -> None:
-    """Each hit cut to what matters: a long item to its matching passage, a chat turn below
-    the first WHOLE_RESULTS to its gist (unless not `gists`), any other chat turn without the
-    reactions and questions around what it tells."""
-    for rank, hit in enumerate(hits):
-        text, trimmed = passage_trim(hit.content, query)
-        if trimmed is None and gists and rank >= WHOLE_RESULTS:
-            text, trimmed = gist_trim(hit.content, query)
-        if trimmed is None and CHATTER_TRIM:
-            text, trimmed = chatter_trim(hit.content)
-        if trimmed is not None:
-            hit.content = text
-            hit.trimmed = trimmed
-            hit.token_count = count_tokens(text)
-
-
-def hits_budget(hits: list[SearchHit], *, max_tokens: int | None) -> tuple[list[SearchHit], int]:
-    """The hits in order that fit in max_tokens: one that does not fit is skipped, not the end
-    (the budget holds the best material that fits). Returns (hits, tokens used)."""
-    kept, used = [], 0
-    for hit in hits:
-        if max_tokens is not None and used + hit.token_count > max_tokens:
-            continue
-        kept.append(hit)
-        used += hit.token_count
-    return kept, used
-
-
-def superseded_mark(
-    hits: list[SearchHit], superseded: dict[int, int], occurred: dict[int, datetime]
-) -> None:
-    """Marks each superseded hit with what replaces it; the replacing hit is at least as
-    relevant as what it replaces (it answers the same question, later)."""
-    by_id = {hit.id: hit for hit in hits}
-    for hit in hits:
-        newer = superseded.get(hit.id)
-        if newer in by_id:
-            by_id[newer].relevance = max(by_id[newer].relevance, hit.relevance)
-        if newer is not None:
-            hit.superseded = {
-                "by": newer,
-                "occurred_at": hit.occurred_at.isoformat() if hit.occurred_at else None,
-                "by_occurred_at": occurred[newer].isoformat() if newer in occurred else None,
-            }

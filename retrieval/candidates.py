@@ -18,13 +18,6 @@ from ingestion_app.selectors.scope import ScopeStats
 from memory_site.text.accents import fold_accents
 from memory_site.tokens import stored_or_counted
 
-
-def vector_literal(embedding) -> str:
-    """A pgvector literal ('[0.1,...]') of an embedding, 7 significant digits: what every
-    vector query here sends (float32 precision, a third of repr's length)."""
-    return "[" + ",".join(f"{x:.7g}" for x in embedding) + "]"
-
-
 # BM25.
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -379,7 +372,7 @@ def candidates_load(
 
     names (with the search's scope and params): the query's names that some candidate in
     scope holds are added to `names_found`, read by the same statement (an initplan per name
-    that stops at the first candidate holding it), so search_quality.names_missing checks
+    that stops at the first candidate holding it), so trust.names_missing checks
     the whole scope only for the others (its own statement cost 0.4-2 ms).
 
     Similarity is computed here only for items the vector side did not return (reading an

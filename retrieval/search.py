@@ -52,10 +52,8 @@ import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
-from context_app import search_quality
 from ingestion_app.models import MemoryItem
 from ingestion_app.selectors import scope as search_scope
-from ingestion_app.selectors import search_candidates
 from ingestion_app.selectors.entities import (
     QueryEntity,
     entities_mentioned_in_buckets,
@@ -63,11 +61,14 @@ from ingestion_app.selectors.entities import (
     entity_leg,
 )
 from ingestion_app.selectors.scope import SOURCES, SearchFilters
-from ingestion_app.selectors.search_candidates import Candidate, SearchHit
 from memory_site import metrics
 from memory_site.errors import InvalidInput
 from memory_site.providers import ProviderError, get_embedder
 from memory_site.text.accents import fold_accents
+from memory_site.text.fact_updates import question_relation
+from retrieval import candidates as search_candidates
+from retrieval import display, trust
+from retrieval.candidates import Candidate, SearchHit
 
 # Re-exported: the search API, the pages and the context pack take them from here.
 __all__ = [
@@ -127,7 +128,7 @@ LOADED_CANDIDATES = 150
 # Semantic mode ranks by similarity alone (with factors <= 1), so candidates far past top_k
 # cannot rise into it: three per slot, at least this many.
 SEMANTIC_MIN_CANDIDATES = 50
-TEXT_READ_WINDOW = 2 * search_quality.SUPERSEDE_WINDOW
+TEXT_READ_WINDOW = 2 * trust.SUPERSEDE_WINDOW
 MAX_KEYWORD_QUERY_CHARS = 4000  # a pasted document as query: only its start is parsed
 # One exchange, one slot: an item whose messages overlap those of an item already taken (a
 # turn pair and its message items, passages of one message) is skipped, as is one of an
@@ -347,7 +348,7 @@ def memory_search(
     RELEVANCE_FLOOR) nothing is returned; an exchange takes one slot; a long item is cut to
     the passage that matches, a chat turn to what it tells without the reactions and the
     questions to the other person around it, and below the first results to its gist
-    (search_quality.gist_trim; `trimmed`; trim=False: every item whole; gists=False: no
+    (display.gist_trim; `trimmed`; trim=False: every item whole; gists=False: no
     gists); between two memories about the same subject the one said later (at or before
     `as_of`, default now) comes first and the older is `superseded`.
     `stage_clock` (benchmarks): a clock in ms read between the stages (candidates, fuse,
@@ -385,7 +386,7 @@ def memory_search(
             given=query_embedding,
             given_text=query_embedding_text,
         )
-        vector = search_candidates.vector_literal(query_vector)
+        vector = search_scope.vector_literal(query_vector)
     stages = _StageTimes(stage_clock)
     # SET LOCAL needs a transaction; inside the caller's (the context pack's build) no
     # savepoint is taken: a failed search fails the caller's transaction, as the pack wants.
@@ -396,7 +397,7 @@ def memory_search(
                 cursor,
                 scope=scope,
                 params=params,
-                query=search_quality.keyword_query(query[:MAX_KEYWORD_QUERY_CHARS]),
+                query=trust.keyword_query(query[:MAX_KEYWORD_QUERY_CHARS]),
                 drop_name=named[0] if len(named) == 1 else "",
                 stats=stats,
                 limit=limit,
@@ -436,7 +437,7 @@ def memory_search(
             fused = dict(keyword_rows)
         else:
             fused = dict(vector_rows)
-        names = search_quality.query_names(query[:MAX_KEYWORD_QUERY_CHARS])
+        names = trust.query_names(query[:MAX_KEYWORD_QUERY_CHARS])
         names_found: set[str] = set()
         candidates = search_candidates.candidates_load(
             cursor,
@@ -458,12 +459,10 @@ def memory_search(
             candidate.keyword_score = keyword_scores.get(item_id)
             candidate.entity_rank = entity_ranks.get(item_id)
             candidate.entity_score = entity_scores.get(item_id)
-        search_quality.relevance_assign(
-            candidates, keyword_rows=keyword_rows, vector_rows=vector_rows
-        )
+        trust.relevance_assign(candidates, keyword_rows=keyword_rows, vector_rows=vector_rows)
         stages.mark("fuse")
         now = (as_of or timezone.now()).timestamp()
-        search_quality.assistant_weight_apply(candidates, query)
+        trust.assistant_weight_apply(candidates, query)
         ranked = _rank(
             candidates,
             mode=mode,
@@ -476,55 +475,55 @@ def memory_search(
         # supersede window: packing skips the other items of an exchange).
         texts: dict[int, tuple[str, str]] = {}
         asked = query[:MAX_KEYWORD_QUERY_CHARS]
-        search_quality.texts_read(
+        trust.texts_read(
             cursor,
-            [c.id for c in ranked[: max(search_quality.text_window(asked), TEXT_READ_WINDOW)]],
+            [c.id for c in ranked[: max(trust.text_window(asked), TEXT_READ_WINDOW)]],
             texts,
         )
-        ranked = search_quality.money_weight_apply(ranked, asked, texts)
-        search_quality.coverage_assign(ranked, asked, texts)
+        ranked = trust.money_weight_apply(ranked, asked, texts)
+        trust.coverage_assign(ranked, asked, texts)
         if names and ranked:
-            search_quality.missing_names_apply(
+            trust.missing_names_apply(
                 candidates,
-                search_quality.names_missing(
+                trust.names_missing(
                     cursor, scope=scope, params=params, names=names, found=names_found
                 ),
             )
         stated: dict[int, tuple] = {}  # each item's parsed user statements, read once
-        relation = search_quality.question_relation(asked)
-        updates = search_quality.window_updates(
+        relation = question_relation(asked)
+        updates = trust.window_updates(
             cursor,
-            [c.id for c in ranked[: search_quality.SUPERSEDE_WINDOW]],
+            [c.id for c in ranked[: trust.SUPERSEDE_WINDOW]],
             stated=stated,
             texts=texts,
             relation=relation,
         )
-        search_quality.relation_relevance_apply(ranked, query, stated)
+        trust.relation_relevance_apply(ranked, query, stated)
         # Keyword mode has no floor: every item it returns holds words of the query.
         if mode != "keyword":
-            ranked = search_quality.relevance_floor_apply(
+            ranked = trust.relevance_floor_apply(
                 ranked,
-                floor=search_quality.RELEVANCE_FLOOR if min_relevance is None else min_relevance,
+                floor=trust.RELEVANCE_FLOOR if min_relevance is None else min_relevance,
                 updates=updates,
             )
-        if search_quality.is_aggregate_query(query):
-            ranked = search_quality.aggregate_order(ranked)
+        if trust.is_aggregate_query(query):
+            ranked = trust.aggregate_order(ranked)
         stages.mark("rerank")
         packed = _pack(ranked, top_k=top_k)
-        window = [c.id for c in packed[: search_quality.SUPERSEDE_WINDOW]]
-        packed, superseded = search_quality.supersede_order(
+        window = [c.id for c in packed[: trust.SUPERSEDE_WINDOW]]
+        packed, superseded = trust.supersede_order(
             packed,
-            search_quality.pairwise_similarity(cursor, window),
+            trust.pairwise_similarity(cursor, window),
             as_of=now,
-            updates=search_quality.window_updates(
+            updates=trust.window_updates(
                 cursor, window, stated=stated, texts=texts, relation=relation
             ),
         )
         hits = search_candidates.hits_load(cursor, packed)
     if trim:
-        search_quality.hits_trim(hits, query, gists=gists)
-    hits, used = search_quality.hits_budget(hits, max_tokens=max_tokens)
-    search_quality.superseded_mark(
+        display.hits_trim(hits, query, gists=gists)
+    hits, used = display.hits_budget(hits, max_tokens=max_tokens)
+    display.superseded_mark(
         hits,
         superseded,
         {c.id: datetime.fromtimestamp(c.occurred_epoch, tz=UTC) for c in packed},
@@ -606,7 +605,7 @@ def _rank(
 ) -> list[Candidate]:
     if mode == "hybrid":
         _smooth_neighbours(candidates)
-    search_quality.question_weight_apply(candidates)
+    trust.question_weight_apply(candidates)
     if mode != "semantic":
         if len(named) == 1:
             speaker = named[0].lower()
