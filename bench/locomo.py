@@ -65,42 +65,6 @@ TURN_ONE: dict[str, float] = {}
 EXPORT_DIR = Path("/tmp")
 USER_PREFIX = "locomo-"
 SEARCH_TOP_K = 50
-# Ranking settings that --variants may change (module constants of context_app.selectors and
-# ingestion_app.selectors.search_candidates).
-TUNABLE = (
-    "PAIR_WEIGHT",
-    "SUMMARY_WEIGHT",
-    "NEIGHBOUR_WEIGHT",
-    "SPEAKER_BOOST",
-    "VECTOR_WEIGHT",
-    "RRF_K",
-    "CONTEXT_TF_WEIGHT",
-    "QUESTION_WEIGHT",
-    "RELEVANCE_FLOOR",
-    "ITEM_RELEVANCE_FLOOR",
-    "KEYWORD_HALF",
-    "VECTOR_ZERO",
-    "VECTOR_ONE",
-    "SUPERSEDE_SIMILARITY",
-    "AGGREGATE_WINDOW",
-    "TRIM_MIN_CHARS",
-    "TRIM_CHARS",
-    "WHOLE_RESULTS",
-    "GIST_CHARS",
-    "WHOLE_RESULTS",
-    "GIST_CHARS",
-    "COLLAPSE_ON_OVERLAP",
-    "MISSING_NAME_FACTOR",
-    "COVERAGE_WEIGHT",
-    "COVERAGE_WINDOW",
-    "ENTITY_WEIGHT",
-    "ASSISTANT_WEIGHT",
-    "EXCHANGE_COLLAPSE",
-    "MERGE_TURNS",
-    "VECTOR_WITHOUT_NAME",
-    "CHATTER_TRIM",
-    "ASKS_TRIM",
-)
 
 
 def parse_args() -> argparse.Namespace:
@@ -117,10 +81,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--variants",
         default="",
-        help='ranking settings to compare first, e.g. "PAIR_WEIGHT=1;VECTOR_WEIGHT=0.5,RRF_K=60"',
+        help="ranking configs to compare first (retrieval.config.RankingConfig fields), e.g. "
+        '"pair_weight=1;vector_weight=0.5,rrf_k=60"',
     )
     parser.add_argument(
-        "--set", default="", help='ranking settings for the main run, e.g. "RELEVANCE_FLOOR=0"'
+        "--set", default="", help='ranking settings for the main run, e.g. "relevance_floor=0"'
     )
     parser.add_argument("--sources", default="", help="comma-separated sources (default: all)")
     parser.add_argument(
@@ -557,6 +522,7 @@ def evaluate(
     unrelated: bool = True,
     dump: list | None = None,
     profile: bool = True,
+    config=None,
 ) -> Scores:
     from context_app.models import ContextSettings
     from memory_site.providers import get_embedder
@@ -632,6 +598,7 @@ def evaluate(
                     query_embedding_text=text,
                     as_of=as_of,
                     stage_clock=clock,
+                    config=config,
                 )
 
             cpu_search = clock.now_ms()
@@ -721,35 +688,22 @@ def _relevance_row(hit) -> dict:
     }
 
 
-def tunable_module(name: str):
-    """The module that owns a ranking setting: fusion weights live with memory_search, BM25
-    settings with the store's candidate SQL."""
-    from retrieval import candidates as search_candidates
-    from retrieval import search as selectors
-    from retrieval import trust as search_quality
+def variant_config(spec: str):
+    """The ranking config of "name=value,name=value" (RankingConfig's fields, any case)."""
+    import dataclasses
 
-    for module in (selectors, search_quality):
-        if hasattr(module, name):
-            return module
-    return search_candidates
+    from retrieval.config import RANKING, RankingConfig
 
-
-def apply_variant(spec: str) -> dict[str, float]:
-    """Set ranking constants from "NAME=value,NAME=value"; returns the previous values."""
-    previous = {}
+    kinds = {f.name: f.type for f in dataclasses.fields(RankingConfig)}
+    changes = {}
     for assignment in filter(None, (part.strip() for part in spec.split(","))):
         name, _, value = assignment.partition("=")
-        if name not in TUNABLE:
-            raise SystemExit(f"unknown setting {name!r}; one of {', '.join(TUNABLE)}")
-        module = tunable_module(name)
-        previous[name] = getattr(module, name)
-        setattr(module, name, type(previous[name])(float(value)))
-    return previous
-
-
-def restore(previous: dict[str, float]) -> None:
-    for name, value in previous.items():
-        setattr(tunable_module(name), name, value)
+        name = name.strip().lower()
+        if name not in kinds:
+            raise SystemExit(f"unknown setting {name!r}; one of {', '.join(kinds)}")
+        kind = {"int": int, "float": float, "bool": lambda v: v.lower() in ("1", "true", "yes")}
+        changes[name] = kind[kinds[name]](float(value) if kinds[name] == "int" else value)
+    return RANKING.replace(**changes)
 
 
 def main() -> None:
@@ -781,16 +735,24 @@ def main() -> None:
     sources = [s for s in args.sources.split(",") if s] or None
 
     for spec in filter(None, (v.strip() for v in args.variants.split(";"))):
-        previous = apply_variant(spec)
-        try:
-            variant = evaluate(conversations, users, sources, profile=not args.no_profile)
-        finally:
-            restore(previous)
+        variant = evaluate(
+            conversations,
+            users,
+            sources,
+            profile=not args.no_profile,
+            config=variant_config(spec),
+        )
         print(f"variant {spec}: {variant.summary_line()}", flush=True)
 
-    apply_variant(args.set)
     dump: list | None = [] if args.dump_relevance else None
-    scores = evaluate(conversations, users, sources, dump=dump, profile=not args.no_profile)
+    scores = evaluate(
+        conversations,
+        users,
+        sources,
+        dump=dump,
+        profile=not args.no_profile,
+        config=variant_config(args.set),
+    )
     print(f"mnemo (before the baselines run): {scores.summary_line()}", flush=True)
     if dump is not None:
         Path(args.dump_relevance).write_text(json.dumps(dump))

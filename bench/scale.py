@@ -283,7 +283,7 @@ from ingestion_app.selectors import scope as search_scope  # noqa: E402
 from memory_site.text.entities import normalize_entity_name  # noqa: E402
 from retrieval import candidates as search_candidates  # noqa: E402
 from retrieval import search as selectors  # noqa: E402
-from retrieval import trust as search_quality  # noqa: E402
+from retrieval.config import RANKING  # noqa: E402
 
 
 def log(message: str) -> None:
@@ -910,7 +910,7 @@ def vector_literal(vector: np.ndarray) -> str:
 
 
 def candidate_limit(top_k: int = 10) -> int:
-    return max(getattr(selectors, "CANDIDATES_PER_SIDE", 50), top_k * 3)
+    return max(RANKING.candidates_per_side, top_k * 3)
 
 
 def _own_vector_candidates(
@@ -1137,64 +1137,24 @@ def recall_at_10(found: list[int], exact: list[int]) -> float:
     return len(set(found[:10]) & set(exact[:10])) / max(1, min(10, len(exact)))
 
 
-# (module, function, label): the steps memory_search calls through these module attributes.
-PHASES = (
-    (search_scope, "scope_stats", "scope_stats"),
-    (search_candidates, "bm25_candidates", "bm25_candidates"),
-    (search_candidates, "vector_candidates", "vector_candidates"),
-    (search_candidates, "candidates_load", "load_candidates"),
-    (search_candidates, "hits_load", "load_hits"),
-    # The entity leg: one statement since session 7 (lookup and candidates were two before).
-    (selectors, "entity_leg", "entity_leg"),
-    (selectors, "entities_named_in_query", "entity_lookup"),
-    (selectors, "entity_leg_candidates", "entity_candidates"),
-    (search_quality, "names_missing", "names_missing"),
-    (selectors, "_rank", "rank"),
-    (search_quality, "texts_read", "texts_read"),
-    (search_quality, "window_updates", "window_updates"),
-    (search_quality, "pairwise_similarity", "pairwise_similarity"),
-)
-
-
 class PhaseTimer:
-    """Times the selector's internal steps (those of PHASES it has) during memory_search, so a
-    slow p95 can be pinned on the keyword side, the vector side or the loads."""
+    """Wall ms of memory_search's stages (candidates, fuse, rerank, pack: its `stage_ms`,
+    read through `stage_clock`), per variant label, so a slow p95 can be pinned on a stage."""
 
     def __init__(self) -> None:
-        self.current: dict[str, float] | None = None
-        self.label = ""
         self.calls: dict[str, list[dict[str, float]]] = {}
-        for module, name, label in PHASES:
-            original = getattr(module, name, None)
-            if callable(original):
-                setattr(module, name, self._wrap(label, original))
 
-    def _wrap(self, name: str, original):
-        def timed(*args, **kwargs):
-            t0 = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                if self.current is not None:
-                    elapsed = (time.perf_counter() - t0) * 1000
-                    self.current[name] = self.current.get(name, 0.0) + elapsed
+    @staticmethod
+    def clock() -> float:
+        return time.perf_counter() * 1000
 
-        return timed
-
-    def start(self, label: str = "") -> None:
-        self.current, self.label = {}, label
-
-    def stop(self) -> None:
-        if self.current is not None:
-            self.calls.setdefault(self.label, []).append(self.current)
-        self.current = None
+    def add(self, label: str, stage_ms: dict[str, float]) -> None:
+        self.calls.setdefault(label, []).append(dict(stage_ms))
 
     def report(self, label: str = "") -> dict:
         calls = self.calls.pop(label, [])
         names = sorted({name for call in calls for name in call})
-        return {
-            name.lstrip("_"): summary([call.get(name, 0.0) for call in calls]) for name in names
-        }
+        return {name: summary([call.get(name, 0.0) for call in calls]) for name in names}
 
 
 def measure_group(
@@ -1223,63 +1183,59 @@ def measure_group(
     # Each query with the entity leg (ENTITY_WEIGHT as shipped) and without it (0), in turns
     # (which goes first alternates, so neither always meets the colder caches), then both
     # again: the first call of a variant vs its repeat (a user in a conversation).
-    shipped = selectors.ENTITY_WEIGHT
-    variants = (("", shipped), ("_no_entity", 0.0))
+    variants = (("", RANKING), ("_no_entity", RANKING.replace(entity_weight=0.0)))
     calls: dict[str, dict[str, list[float]]] = {
         label: {"ms": [], "repeat": [], "inner": [], "cpu": [], "naming": []}
         for label, _ in variants
     }
     hits, overlap, entity_hits = [], [], []
-    try:
-        for number, sample in enumerate(samples):
-            order = variants if number % 2 == 0 else variants[::-1]
-            for attempt in range(2):
-                for label, weight in order:
-                    selectors.ENTITY_WEIGHT = weight
-                    if not attempt:
-                        timer.start(label)
-                    cpu0 = clock.now_ms()
-                    t0 = time.perf_counter()
-                    result = selectors.memory_search(
-                        user=sample.user,
-                        query=sample.text,
-                        app_id=APP_ID,
-                        top_k=10,
-                        mode="hybrid",
-                        query_embedding=[float(x) for x in sample.vector],
+    for number, sample in enumerate(samples):
+        order = variants if number % 2 == 0 else variants[::-1]
+        for attempt in range(2):
+            for label, config in order:
+                cpu0 = clock.now_ms()
+                t0 = time.perf_counter()
+                result = selectors.memory_search(
+                    user=sample.user,
+                    query=sample.text,
+                    app_id=APP_ID,
+                    top_k=10,
+                    mode="hybrid",
+                    query_embedding=[float(x) for x in sample.vector],
+                    config=config,
+                    stage_clock=None if attempt else timer.clock,
+                )
+                elapsed = (time.perf_counter() - t0) * 1000
+                cpu1 = clock.now_ms()
+                if not attempt:
+                    timer.add(label, result.stage_ms)
+                figures = calls[label]
+                if attempt:
+                    figures["repeat"].append(elapsed)
+                    continue
+                figures["ms"].append(elapsed)
+                figures["inner"].append(result.search_ms)
+                if cpu0 is not None and cpu1 is not None:
+                    figures["cpu"].append(cpu1 - cpu0)
+                if sample.entity:
+                    figures["naming"].append(
+                        sum(1 for hit in result.items if sample.entity in hit.content)
                     )
-                    elapsed = (time.perf_counter() - t0) * 1000
-                    cpu1 = clock.now_ms()
-                    timer.stop()
-                    figures = calls[label]
-                    if attempt:
-                        figures["repeat"].append(elapsed)
-                        continue
-                    figures["ms"].append(elapsed)
-                    figures["inner"].append(result.search_ms)
-                    if cpu0 is not None and cpu1 is not None:
-                        figures["cpu"].append(cpu1 - cpu0)
-                    if sample.entity:
-                        figures["naming"].append(
-                            sum(1 for hit in result.items if sample.entity in hit.content)
+                if label == "":
+                    hits.append(len(result.items))
+                    overlap.append(recall_at_10([hit.id for hit in result.items], sample.exact))
+                    entity_hits.append(
+                        sum(
+                            1
+                            for hit in result.items
+                            if any(why.get("signal") == "entity" for why in hit.why)
                         )
-                    if label == "":
-                        hits.append(len(result.items))
-                        overlap.append(recall_at_10([hit.id for hit in result.items], sample.exact))
-                        entity_hits.append(
-                            sum(
-                                1
-                                for hit in result.items
-                                if any(why.get("signal") == "entity" for why in hit.why)
-                            )
-                        )
-    finally:
-        selectors.ENTITY_WEIGHT = shipped
+                    )
 
     figures = {
         "queries": len(samples),
         "users_sampled": len({sample.user.pk for sample in samples}),
-        "entity_weight": shipped,
+        "entity_weight": RANKING.entity_weight,
     }
     for label, _ in variants:
         figures.update(

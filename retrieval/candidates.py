@@ -17,29 +17,7 @@ from ingestion_app.selectors import scope as search_scope
 from ingestion_app.selectors.scope import ScopeStats
 from memory_site.text.accents import fold_accents
 from memory_site.tokens import stored_or_counted
-
-# BM25.
-BM25_K1 = 1.2
-BM25_B = 0.75
-CONTEXT_TF_WEIGHT = 0.5  # term frequency of a keyword-context (weight B) occurrence
-MAX_QUERY_TERMS = 32  # lexemes of a long query beyond the first 32 are ignored
-DF_SAMPLE_ITEMS = 300  # rows of a big scope whose term counts estimate document frequency
-PRUNE_DF = 1000  # candidates come from the rarest terms whose summed df stays under this
-BIG_SCOPE_CANDIDATES = 3000  # and at most this many rows are scored
-# A term matching more rows than this over the whole table is never looked up through the GIN
-# index for one scope: reading its posting list costs more than scanning the scope.
-GIN_GLOBAL_ROWS = 20_000
-# Cost of one GIN posting-list entry of a term, in scope rows read: a word with 15,000 rows
-# table-wide took 11 ms to look up (300k rows, 10k-item user) where its ~500 rows in the
-# scope take ~2 ms. A word too costly for PRUNE_DF draws no candidates but still scores. At
-# 1M rows 0.05 cut the keyword top 10's agreement with exact BM25 to 0.94-0.97 (rows matching
-# only such a word were lost); 0.02 keeps 0.998 at the same CPU time.
-GIN_ROW_COST = 0.02
-# Scopes from this many items may be forced onto the HNSW index (see vector_candidates);
-# smaller ones are left to the planner (an exact sort of a few thousand rows is cheap and exact).
-VECTOR_INDEX_MIN_ITEMS = 5000
-# A message item shorter than this that ends with "?" counts as a question (see Candidate).
-QUESTION_MAX_CHARS = 200
+from retrieval.config import ranking_config
 
 
 @dataclass
@@ -156,10 +134,10 @@ def _bm25_params(*, query: str, drop_name: str, stats: ScopeStats, limit: int) -
     return {
         "k_query": fold_accents(query),
         "k_drop": fold_accents(drop_name),
-        "k_max_terms": MAX_QUERY_TERMS,
-        "k_context_tf": float(CONTEXT_TF_WEIGHT),
-        "k_k1": float(BM25_K1),
-        "k_b": float(BM25_B),
+        "k_max_terms": ranking_config().max_query_terms,
+        "k_context_tf": float(ranking_config().context_tf_weight),
+        "k_k1": float(ranking_config().bm25_k1),
+        "k_b": float(ranking_config().bm25_b),
         "k_avgdl": float(stats.mean_length or 1.0),
         "k_count": stats.count,
         "k_limit": limit,
@@ -230,7 +208,7 @@ def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: ScopeStats):
                    (SELECT count(*) FROM sample),
                    (SELECT avg(length(search_vector)) FROM sample)
             FROM terms ORDER BY terms.first_position""",
-        {**bm25, "k_sample": DF_SAMPLE_ITEMS},
+        {**bm25, "k_sample": ranking_config().df_sample_items},
     )
     rows = cursor.fetchall()
     if not rows:
@@ -244,10 +222,10 @@ def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: ScopeStats):
     candidate_terms, total = [], 0.0
     for lexeme in sorted(estimated, key=lambda lexeme: estimated[lexeme]):
         # Cost of a term: its rows in the scope, plus its posting list read from GIN.
-        cost = estimated[lexeme] + common.get(lexeme, 0) * GIN_ROW_COST
-        if candidate_terms and total + cost > PRUNE_DF:
+        cost = estimated[lexeme] + common.get(lexeme, 0) * ranking_config().gin_row_cost
+        if candidate_terms and total + cost > ranking_config().prune_df:
             break
-        if common.get(lexeme, 0) > GIN_GLOBAL_ROWS:
+        if common.get(lexeme, 0) > ranking_config().gin_global_rows:
             continue
         candidate_terms.append(lexeme)
         total += cost
@@ -300,7 +278,7 @@ def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: ScopeStats):
             "k_count": float(count),
             "k_avgdl": mean_length,
             "k_candidates": candidate_query,
-            "k_max_rows": BIG_SCOPE_CANDIDATES,
+            "k_max_rows": ranking_config().big_scope_candidates,
         },
     )
     return [(row[0], float(row[1])) for row in cursor.fetchall()]
@@ -331,7 +309,7 @@ def vector_candidates(
     limit x table rows / 4. At 1M rows the planner estimated 6,500-6,900 rows for some
     10,000-item users and sorted all of them (15-18 ms where the index took ~3 ms).
     """
-    if scope_items is not None and scope_items >= VECTOR_INDEX_MIN_ITEMS:
+    if scope_items is not None and scope_items >= ranking_config().vector_index_min_items:
         if 4 * scope_items**2 >= limit * search_scope.table_stats(cursor).rows:
             scope = search_scope.without_user_index(scope)
     # The index settings and the search go in one round trip: two statements in one string
@@ -440,7 +418,7 @@ def candidates_load(
             "c_ids": ids,
             "c_vector": vector,
             "c_known": list(known_similarity),
-            "c_short": QUESTION_MAX_CHARS,
+            "c_short": ranking_config().question_max_chars,
         },
     )
     found = {}

@@ -14,11 +14,10 @@ from memory_site.text.accents import fold_accents
 from memory_site.text.sentences import is_chatter
 from memory_site.tokens import count_tokens
 from retrieval.candidates import SearchHit
+from retrieval.config import ranking_config
 from retrieval.trust import (
     _SENTENCE,
     ELLIPSIS,
-    TRIM_CHARS,
-    TRIM_MIN_CHARS,
     _terms,
 )
 
@@ -118,38 +117,24 @@ def passage_trim(content: str, query: str) -> tuple[str, dict | None]:
     """The sentences of a long item around the one that shares most words with the query,
     about TRIM_CHARS long, with an ellipsis where text was cut; a short item, or one with no
     word in common, comes back whole. Returns (text, {"start", "end", "length"} or None)."""
-    if len(content) <= TRIM_MIN_CHARS:
+    if len(content) <= ranking_config().trim_min_chars:
         return content, None
     spans = _sentence_spans(content)
-    window = _query_window(content, spans, query, TRIM_CHARS)
+    window = _query_window(content, spans, query, ranking_config().trim_chars)
     if window is None:
         return content, None
     begin, end = spans[window[0]][0], spans[window[1]][1]
-    if end - begin > TRIM_CHARS * 2:  # one very long sentence: cut around its middle
-        end = begin + TRIM_CHARS * 2
+    if (
+        end - begin > ranking_config().trim_chars * 2
+    ):  # one very long sentence: cut around its middle
+        end = begin + ranking_config().trim_chars * 2
     return _cut(content, begin, end)
 
 
-# A short chat turn loses the reactions around what it tells (chatter_trim). Measured on fresh
-# dev ingests: LoCoMo 0.798 -> 0.799 within the budget (9.5 -> 9.8 items in it), the share of
-# answer words inside the budget unchanged (bench/locomo.py's answer_words_budget, 0.749);
-# LongMemEval unchanged (0.870). Tried and not kept (session 10): cutting every chat turn to
-# its one sentence with the most query words (or a word of the category the question asks
-# about) read 0.829 (multi-hop 0.573) but lowered the share of answer words inside the budget
-# from 0.739 to 0.638 (single-hop 0.901 -> 0.724; a one-off script of the same measure): the
-# benchmark counted turns whose answering sentence the pack no longer showed.
-CHATTER_TRIM = True
 # "Melanie: " at the start of a chat turn's text: kept whenever the turn is cut.
 _SPEAKER_LABEL = re.compile(r"[^\s:][^:\n]{0,40}: ")
 
 
-# The trim also drops the questions to the other person at the turn's edges ("… Have you
-# always wanted a dog?"), unless they say something of the speaker ("Did I tell you about my
-# sister?"): they tell nothing the memory keeps. Session 16, fresh dev ingests: LoCoMo 0.802
-# -> 0.803 (multi-hop 0.501 -> 0.504, single-hop 0.923 -> 0.925; 9.8 -> 10.0 items in the
-# budget; answer words 0.751 -> 0.753); LongMemEval 0.870 unchanged (answer words 0.584 ->
-# 0.586).
-ASKS_TRIM = True
 _YOU = re.compile(r"\b(?:you|your|you're|you've|yours)\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|we|our|us)\b", re.IGNORECASE)
 
@@ -167,7 +152,8 @@ def _telling(content: str, spans: list[tuple[int, int]]) -> list[int]:
     return [
         index
         for index, (a, b) in enumerate(spans)
-        if not is_chatter(content[a:b]) and not (ASKS_TRIM and asks_other(content, a, b))
+        if not is_chatter(content[a:b])
+        and not (ranking_config().asks_trim and asks_other(content, a, b))
     ]
 
 
@@ -178,7 +164,7 @@ def chatter_trim(content: str) -> tuple[str, dict | None]:
     (`_telling`), so the budget holds more memories. A turn that is all chatter comes back
     whole, and so does a long item (passage_trim cuts those). Returns (text, {"start", "end",
     "length"} or None)."""
-    if len(content) > TRIM_MIN_CHARS:
+    if len(content) > ranking_config().trim_min_chars:
         return content, None
     label = _SPEAKER_LABEL.match(content)
     offset = label.end() if label else 0
@@ -195,41 +181,29 @@ def chatter_trim(content: str) -> tuple[str, dict | None]:
     return content[:offset] + text, {"start": begin, "end": end, "length": len(content)}
 
 
-# Below the first WHOLE_RESULTS results, a chat turn is cut to its gist, about GIST_CHARS
-# long (gist_trim): the budget holds more of the memories a question spread over several
-# chats needs. Session 17, on session 16's dev ingests:
-# - the sentences with most query words: LoCoMo 0.803 -> 0.813 within the budget (multi-hop
-#   0.504 -> 0.530, single-hop 0.925 -> 0.935; 10.0 -> 12.5 items in the budget), the share of
-#   answer words inside the budget 0.753 -> 0.746; LongMemEval 0.870 -> 0.889 (multi-session
-#   0.556 -> 0.667; answer words 0.586 -> 0.584);
-# - and a turn with no query word (found by its meaning) as its first sentences that tell
-#   something: LoCoMo 0.825 (multi-hop 0.563, single-hop 0.938, temporal 0.862; 14.1 items),
-#   answer words 0.745; LongMemEval unchanged.
-# Measured and not kept: from the second result (multi-hop 0.572, answer words 0.735), 100
-# characters (0.572, 0.738), 150 (0.541, 0.740), from the sixth result (0.546, 0.746); with
-# query words only: the one best sentence (0.547, 0.740), other growth rules (the sentence
-# before first, or the one with digits and names: within two questions).
-WHOLE_RESULTS = 3
-GIST_CHARS = 120
-
-
 def gist_trim(content: str, query: str) -> tuple[str, dict | None]:
     """A chat turn cut to its sentences that share most words with the query, or, when none
     does, its first sentences that tell something (`_telling`), about GIST_CHARS long, its
     speaker label kept: "Caroline: … I also use it to speak up for the LGBTQ+ community and
     push for acceptance. …". A long item (passage_trim's), a turn that short already, or one
     with nothing to cut to comes back whole."""
-    if len(content) > TRIM_MIN_CHARS or len(content) <= GIST_CHARS:
+    if (
+        len(content) > ranking_config().trim_min_chars
+        or len(content) <= ranking_config().gist_chars
+    ):
         return content, None
     label = _SPEAKER_LABEL.match(content)
     offset = label.end() if label else 0
     spans = _sentence_spans(content, offset)
-    window = _query_window(content, spans, query, GIST_CHARS)
+    window = _query_window(content, spans, query, ranking_config().gist_chars)
     if window is None and len(spans) > 1:
         telling = _telling(content, spans)
         if telling:
             low = high = telling[0]
-            while high + 1 < len(spans) and spans[high + 1][1] - spans[low][0] <= GIST_CHARS:
+            while (
+                high + 1 < len(spans)
+                and spans[high + 1][1] - spans[low][0] <= ranking_config().gist_chars
+            ):
                 high += 1
             window = (low, high)
     if window is None:
@@ -243,9 +217,9 @@ def hits_trim(hits: list[SearchHit], query: str, *, gists: bool = True) -> None:
     reactions and questions around what it tells."""
     for rank, hit in enumerate(hits):
         text, trimmed = passage_trim(hit.content, query)
-        if trimmed is None and gists and rank >= WHOLE_RESULTS:
+        if trimmed is None and gists and rank >= ranking_config().whole_results:
             text, trimmed = gist_trim(hit.content, query)
-        if trimmed is None and CHATTER_TRIM:
+        if trimmed is None and ranking_config().chatter_trim:
             text, trimmed = chatter_trim(hit.content)
         if trimmed is not None:
             hit.content = text

@@ -69,6 +69,7 @@ from memory_site.text.fact_updates import question_relation
 from retrieval import candidates as search_candidates
 from retrieval import display, trust
 from retrieval.candidates import Candidate, SearchHit
+from retrieval.config import RankingConfig, ranking_config, ranking_with
 
 # Re-exported: the search API, the pages and the context pack take them from here.
 __all__ = [
@@ -87,57 +88,7 @@ __all__ = [
 
 MODES = ("hybrid", "semantic", "keyword")
 
-# Fusion (see the module docstring for why these values).
-RRF_K = 20
-KEYWORD_WEIGHT = 1.0
-VECTOR_WEIGHT = 0.7
-# The third leg (ingestion_app.selectors.entities): items naming an entity the query names.
-# LoCoMo dev (bench/locomo.py --variants): 0 -> 0.789 overall / 0.458 multi-hop, 0.4 -> 0.787 /
-# 0.452, 1.0 -> 0.781 / 0.447: the leg does not lift multi-hop there (its questions name the
-# two speakers, which the leg leaves to the speaker boost); kept low so it helps questions
-# about other people, pets and places without crowding the keyword and vector legs. With
-# passages and the not-indexed rule (6 dev conversations): 0.4 -> 0.774, 0.2 -> 0.776 on
-# LoCoMo, but 0.787 -> 0.759 on the 18 LongMemEval dev questions: 0.4 holds on both.
-ENTITY_WEIGHT = 0.4
-NEIGHBOUR_WEIGHT = 0.3
-# LoCoMo dev (bench/locomo.py): 1.5 -> 2.0 is 0.789 -> 0.792 overall, multi-hop 0.459 -> 0.469
-# with the name left out of the query's vector (below; that took the speaker signal out of the
-# vector leg); 3.0 lifts multi-hop further but loses 2 points of single-hop.
-SPEAKER_BOOST = 2.0
-# When the query names exactly one speaker, the vector leg searches without that name: the name
-# is in half the conversation's messages, and with it "What activities does Melanie partake
-# in?" pulled in messages that only address her ("Wow, Melanie!"). The name-less vector is the
-# query's with its component along the name's own embedding taken out (`_without_name_vector`;
-# the name is embedded once per process), so a search makes no second model call.
-VECTOR_WITHOUT_NAME = True
-# Score factor of a turn-pair chunk whose messages also exist as message items: the pair
-# repeats them at twice the length. Measured on LoCoMo: 1, 0.5, 0.25 and 0 all within 0.1
-# point (packing already skips items whose messages are covered); 0.5 prefers the short items
-# while a pair's contextual header can still lift it when its messages rank low.
-PAIR_WEIGHT = 0.5
-# Score factor of session summaries: long (up to 800 chars) and covering no single message,
-# one ranked high takes 40% of a 2,000-character budget (measured: +0.5 on LoCoMo; 0.5 and 0
-# give the same recall, 0.5 keeps summaries reachable when nothing else matches).
-SUMMARY_WEIGHT = 0.5
-CANDIDATES_PER_SIDE = 100
-# Only the best fused candidates are loaded for ranking (the legs return up to 100 each; with
-# the entity leg ~250 ids, each one not from the vector side a TOAST read for its similarity).
-# 150: LoCoMo and LongMemEval dev recall unchanged (100 cost LoCoMo 0.0002); at 1M rows the
-# load took 2.9-3.4 ms p50 instead of 3.5-4.7 (session 9).
-LOADED_CANDIDATES = 150
-# Semantic mode ranks by similarity alone (with factors <= 1), so candidates far past top_k
-# cannot rise into it: three per slot, at least this many.
-SEMANTIC_MIN_CANDIDATES = 50
-TEXT_READ_WINDOW = 2 * trust.SUPERSEDE_WINDOW
 MAX_KEYWORD_QUERY_CHARS = 4000  # a pasted document as query: only its start is parsed
-# One exchange, one slot: an item whose messages overlap those of an item already taken (a
-# turn pair and its message items, passages of one message) is skipped, as is one of an
-# exchange (metadata["exchange_key"]) already taken.
-COLLAPSE_ON_OVERLAP = True
-# One slot per exchange (items sharing metadata["exchange_key"]); 0 keeps only the overlap rule.
-EXCHANGE_COLLAPSE = True
-# The second turn of an exchange joins the first one's slot rather than being dropped (_pack).
-MERGE_TURNS = True
 
 
 @dataclass
@@ -188,7 +139,7 @@ def _without_name(query: str, name: str) -> str:
 
 def _vector_text(query: str, named: list[str]) -> str:
     """What the vector leg embeds: the query, or without its speaker when it names exactly one."""
-    if VECTOR_WITHOUT_NAME and len(named) == 1:
+    if ranking_config().vector_without_name and len(named) == 1:
         return _without_name(query[:MAX_KEYWORD_QUERY_CHARS], named[0]) or query
     return query
 
@@ -271,7 +222,10 @@ def _without_name_vector(query_embedding: list[float], name: str) -> list[float]
 
 
 def _rrf(ranking: list[tuple[int, float]], weight: float) -> dict[int, float]:
-    return {item_id: weight / (RRF_K + rank) for rank, (item_id, _) in enumerate(ranking, 1)}
+    return {
+        item_id: weight / (ranking_config().rrf_k + rank)
+        for rank, (item_id, _) in enumerate(ranking, 1)
+    }
 
 
 def _smooth_neighbours(candidates: dict[int, Candidate]) -> None:
@@ -295,7 +249,7 @@ def _smooth_neighbours(candidates: dict[int, Candidate]) -> None:
             ),
             default=0.0,
         )
-        candidate.score += NEIGHBOUR_WEIGHT * best
+        candidate.score += ranking_config().neighbour_weight * best
 
 
 def _recency_factor(occurred_epoch: float, now: float, half_life_days: float) -> float:
@@ -332,6 +286,7 @@ def memory_search(
     trim: bool = True,
     gists: bool = True,
     stage_clock: Callable[[], float | None] | None = None,
+    config: RankingConfig | None = None,
 ) -> SearchResult:
     """Rank the caller's memories for `query`; never reads another user's or app's rows.
 
@@ -343,14 +298,16 @@ def memory_search(
     cosine similarity to the query is lower (not in keyword mode; None: no threshold). A query
     with web-search operators ("exact phrase", -word) only returns items matching them.
 
-    Trust rules (context_app.search_quality): each hit carries `relevance` and `why`; when the
-    best candidate's relevance is under `min_relevance` (default: the calibrated
-    RELEVANCE_FLOOR) nothing is returned; an exchange takes one slot; a long item is cut to
+    Trust rules (retrieval.trust): each hit carries `relevance` and `why`; when the
+    best candidate's relevance is under `min_relevance` (default: the config's
+    relevance_floor) nothing is returned; an exchange takes one slot; a long item is cut to
     the passage that matches, a chat turn to what it tells without the reactions and the
     questions to the other person around it, and below the first results to its gist
     (display.gist_trim; `trimmed`; trim=False: every item whole; gists=False: no
     gists); between two memories about the same subject the one said later (at or before
     `as_of`, default now) comes first and the older is `superseded`.
+    `config`: the ranking settings (default: the config active here, `RANKING` unless a
+    caller runs the search inside `ranking_with`).
     `stage_clock` (benchmarks): a clock in ms read between the stages (candidates, fuse,
     rerank, pack), whose differences come back in `stage_ms`.
     `query_embedding`: the vector of `query_embedding_text` (default: of `query`), embedded by
@@ -359,6 +316,49 @@ def memory_search(
     Raises InvalidInput for an unknown mode/source and ProviderError when the query cannot be
     embedded (semantic and hybrid modes).
     """
+    with ranking_with(config or ranking_config()):
+        return _search(
+            user=user,
+            query=query,
+            app_id=app_id,
+            top_k=top_k,
+            max_tokens=max_tokens,
+            min_similarity=min_similarity,
+            sources=sources,
+            mode=mode,
+            filters=filters,
+            recency_half_life_days=recency_half_life_days,
+            query_embedding=query_embedding,
+            query_embedding_text=query_embedding_text,
+            as_of=as_of,
+            min_relevance=min_relevance,
+            trim=trim,
+            gists=gists,
+            stage_clock=stage_clock,
+        )
+
+
+def _search(
+    *,
+    user,
+    query: str,
+    app_id: str = "default",
+    top_k: int = 10,
+    max_tokens: int | None = 4000,
+    min_similarity: float | None = 0.0,
+    sources: list[str] | tuple[str, ...] = SOURCES,
+    mode: str = "hybrid",
+    filters: SearchFilters | None = None,
+    recency_half_life_days: float | None = None,
+    query_embedding: list[float] | None = None,
+    query_embedding_text: str | None = None,
+    as_of: datetime | None = None,
+    min_relevance: float | None = None,
+    trim: bool = True,
+    gists: bool = True,
+    stage_clock: Callable[[], float | None] | None = None,
+) -> SearchResult:
+    """The body of `memory_search`, under its ranking config."""
     _check_arguments(mode=mode, sources=sources, top_k=top_k)
     filters = filters or SearchFilters()
     embed_ms = 0.0
@@ -371,7 +371,12 @@ def memory_search(
     if phrase:
         scope += " AND search_vector @@ websearch_to_tsquery('english', %(s_phrase)s)"
         params["s_phrase"] = fold_accents(phrase)
-    limit = max(SEMANTIC_MIN_CANDIDATES if mode == "semantic" else CANDIDATES_PER_SIDE, top_k * 3)
+    limit = max(
+        ranking_config().semantic_min_candidates
+        if mode == "semantic"
+        else ranking_config().candidates_per_side,
+        top_k * 3,
+    )
     named: list[str] = []
     stats = None
     if mode in ("hybrid", "keyword") and query.strip():
@@ -428,10 +433,10 @@ def memory_search(
         )
         stages.mark("candidates")
         if mode == "hybrid":
-            fused = _rrf(keyword_rows, KEYWORD_WEIGHT)
-            for item_id, value in _rrf(vector_rows, VECTOR_WEIGHT).items():
+            fused = _rrf(keyword_rows, ranking_config().keyword_weight)
+            for item_id, value in _rrf(vector_rows, ranking_config().vector_weight).items():
                 fused[item_id] = fused.get(item_id, 0.0) + value
-            for item_id, value in _rrf(entity_rows, ENTITY_WEIGHT).items():
+            for item_id, value in _rrf(entity_rows, ranking_config().entity_weight).items():
                 fused[item_id] = fused.get(item_id, 0.0) + value
         elif mode == "keyword":
             fused = dict(keyword_rows)
@@ -441,11 +446,13 @@ def memory_search(
         names_found: set[str] = set()
         candidates = search_candidates.candidates_load(
             cursor,
-            sorted(fused, key=fused.__getitem__, reverse=True)[:LOADED_CANDIDATES],
+            sorted(fused, key=fused.__getitem__, reverse=True)[
+                : ranking_config().loaded_candidates
+            ],
             vector,
             dict(vector_rows),
             # Only the fused modes weigh covered pairs (see _rank).
-            probe_covered_pairs=PAIR_WEIGHT != 1.0 and mode != "semantic",
+            probe_covered_pairs=ranking_config().pair_weight != 1.0 and mode != "semantic",
             names=names,
             scope=scope,
             params=params,
@@ -477,7 +484,10 @@ def memory_search(
         asked = query[:MAX_KEYWORD_QUERY_CHARS]
         trust.texts_read(
             cursor,
-            [c.id for c in ranked[: max(trust.text_window(asked), TEXT_READ_WINDOW)]],
+            [
+                c.id
+                for c in ranked[: max(trust.text_window(asked), ranking_config().text_read_window)]
+            ],
             texts,
         )
         ranked = trust.money_weight_apply(ranked, asked, texts)
@@ -493,7 +503,7 @@ def memory_search(
         relation = question_relation(asked)
         updates = trust.window_updates(
             cursor,
-            [c.id for c in ranked[: trust.SUPERSEDE_WINDOW]],
+            [c.id for c in ranked[: ranking_config().supersede_window]],
             stated=stated,
             texts=texts,
             relation=relation,
@@ -503,14 +513,14 @@ def memory_search(
         if mode != "keyword":
             ranked = trust.relevance_floor_apply(
                 ranked,
-                floor=trust.RELEVANCE_FLOOR if min_relevance is None else min_relevance,
+                floor=ranking_config().relevance_floor if min_relevance is None else min_relevance,
                 updates=updates,
             )
         if trust.is_aggregate_query(query):
             ranked = trust.aggregate_order(ranked)
         stages.mark("rerank")
         packed = _pack(ranked, top_k=top_k)
-        window = [c.id for c in packed[: trust.SUPERSEDE_WINDOW]]
+        window = [c.id for c in packed[: ranking_config().supersede_window]]
         packed, superseded = trust.supersede_order(
             packed,
             trust.pairwise_similarity(cursor, window),
@@ -579,7 +589,7 @@ def _entity_leg(
 ) -> tuple[list[QueryEntity], list[tuple[int, float]]]:
     """The entity leg (hybrid mode only): the entities the query names, other than a speaker
     the keyword leg already boosts, and the items that mention them, ranked."""
-    if mode != "hybrid" or not ENTITY_WEIGHT or not query.strip():
+    if mode != "hybrid" or not ranking_config().entity_weight or not query.strip():
         return [], []
     return entity_leg(
         cursor,
@@ -611,12 +621,12 @@ def _rank(
             speaker = named[0].lower()
             for candidate in candidates.values():
                 if candidate.is_message and candidate.speaker == speaker:
-                    candidate.score *= SPEAKER_BOOST
+                    candidate.score *= ranking_config().speaker_boost
         for candidate in candidates.values():
             if candidate.is_covered_pair:
-                candidate.score *= PAIR_WEIGHT
+                candidate.score *= ranking_config().pair_weight
             if candidate.source == MemoryItem.Source.SUMMARY:
-                candidate.score *= SUMMARY_WEIGHT
+                candidate.score *= ranking_config().summary_weight
     kept = []
     for candidate in candidates.values():
         if (
@@ -668,11 +678,22 @@ def _pack(ranked: list[Candidate], *, top_k: int) -> list[Candidate]:
         if len(packed) >= top_k:
             break
         messages = set(candidate.source_message_ids)
-        if messages and ((messages & covered) if COLLAPSE_ON_OVERLAP else messages <= covered):
+        if messages and (
+            (messages & covered) if ranking_config().collapse_on_overlap else messages <= covered
+        ):
             continue
         holder = exchanges.get(candidate.exchange_key) if candidate.exchange_key else None
-        if EXCHANGE_COLLAPSE and holder is not None and not _own_statements(holder, candidate):
-            if MERGE_TURNS and holder.is_message and candidate.is_message and not holder.merged:
+        if (
+            ranking_config().exchange_collapse
+            and holder is not None
+            and not _own_statements(holder, candidate)
+        ):
+            if (
+                ranking_config().merge_turns
+                and holder.is_message
+                and candidate.is_message
+                and not holder.merged
+            ):
                 holder.merged.append(candidate)
                 covered |= messages
             continue

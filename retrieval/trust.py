@@ -22,31 +22,8 @@ from memory_site.text.fact_updates import (
     user_statements,
 )
 from retrieval.candidates import Candidate
+from retrieval.config import ranking_config
 
-# Relevance of a candidate in [0, 1]: the stronger of its two legs. The vector leg maps
-# cosine similarity linearly from VECTOR_ZERO (0) to VECTOR_ONE (1) (all-MiniLM-L6-v2: an
-# unrelated sentence sits at 0.0-0.3, a paraphrase above 0.7); the keyword leg maps a BM25
-# score s to s / (s + KEYWORD_HALF) (one rare query word matching scores ~5-8).
-VECTOR_ZERO = 0.2
-VECTOR_ONE = 0.7
-KEYWORD_HALF = 12.0
-# The keyword leg of the first COVERAGE_WINDOW candidates is also measured as the share of
-# the query's words the item holds, times COVERAGE_WEIGHT.
-COVERAGE_WINDOW = 10
-COVERAGE_WEIGHT = 1.0
-# A query whose best candidate is below RELEVANCE_FLOOR returns nothing (nothing it asks
-# about was ever discussed); below that, items under ITEM_RELEVANCE_FLOOR are dropped (0: the
-# floor is per query). Calibrated on locomo-dev (3 conversations, 383 questions, each also
-# asked of another conversation's user): 0.3 empties 94-96% of the unrelated queries and
-# (re-measured on all 6 dev conversations with passages: an item floor of 0.2 under a query
-# floor of 0.3 keeps unrelated_empty_rate at 0.942 and is 0.5 points above 0.3), and
-# costs 0.4 points of budget recall; 0.5 costs 1.6, 0.6 costs 7.
-RELEVANCE_FLOOR = 0.3
-ITEM_RELEVANCE_FLOOR = 0.2
-# A query that names someone or something (a capitalised word inside the sentence) the
-# user's memory never mentions asks about what was never discussed: every candidate's
-# relevance is multiplied by this factor per such name.
-MISSING_NAME_FACTOR = 0.5
 _NAME = re.compile(r"\b([A-Z][a-zA-Z]+)(?:'s|’s)?\b")
 _NOT_NAMES = frozenset(
     """i i'm i've i'd what when where who whom whose why how which did do does is are was were
@@ -55,41 +32,16 @@ _NOT_NAMES = frozenset(
     january february march april may june july august september october november december
     jan feb mar apr jun jul aug sep sept oct nov dec""".split()
 ) | {abbreviation.lower() for abbreviation in ABBREVIATIONS}
-# Score factor of a short message item that only asks: the statement that answers it (its
-# neighbour, lifted by the neighbour smoothing) ranks above it.
-QUESTION_WEIGHT = 0.6
-# Newer beats older: among the first SUPERSEDE_WINDOW results, two items said at least a day
-# apart whose embeddings are at least this similar speak about the same subject (0.7 cost
-# LoCoMo 1.2 points of budget recall through false pairs; 0.8 costs about 0.8; 0.9 with the
-# fact-update pairs of `window_updates`, which find real changes of value, is 0.3 points
-# above 0.8 on LoCoMo dev and equal on LongMemEval dev).
-SUPERSEDE_WINDOW = 8
-SUPERSEDE_SIMILARITY = 0.9
-# How much later a stated new value must be said to replace the old one (`updates`); items
-# only alike must be a day apart.
-UPDATE_MIN_GAP_SECONDS = 1
-# Counting and list questions ("how many…", "which of my…"): the best item of each chat first.
-AGGREGATE_WINDOW = 20
 AGGREGATE_QUERY = re.compile(
     r"\b(how many|how much|in total|total|which of my|list|all (?:the|my)|times|number of)\b",
     re.IGNORECASE,
 )
-# A question about an amount of money ("How much did I spend on workshops?") is answered by
-# memories that state one: among the first MONEY_WINDOW items, those holding an amount weigh
-# MONEY_WEIGHT (LongMemEval dev 0.843 -> 0.870, multi-session 0.389 -> 0.556; LoCoMo dev
-# unchanged; session 9).
-MONEY_WINDOW = 20
-MONEY_WEIGHT = 1.5
 MONEY_QUERY = re.compile(
     r"\b(how much|money|spend|spent|cost|costs|price|paid|pay|budget|afford)\b", re.IGNORECASE
 )
 _AMOUNT = re.compile(
     r"[$€£¥]\s?\d|\b\d[\d,.]*\s?(?:dollars|euros|pounds|bucks|usd|eur|gbp)\b", re.IGNORECASE
 )
-# An item longer than TRIM_MIN_CHARS is cut to the sentences around its best-matching one,
-# about TRIM_CHARS long (a 2,000-character budget then holds several memories).
-TRIM_MIN_CHARS = 700
-TRIM_CHARS = 450
 ELLIPSIS = "…"
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -117,10 +69,14 @@ def _terms(text: str) -> set[str]:
 def relevance_of(candidate: Candidate) -> float:
     vector = 0.0
     if candidate.similarity is not None:
-        vector = (candidate.similarity - VECTOR_ZERO) / (VECTOR_ONE - VECTOR_ZERO)
+        vector = (candidate.similarity - ranking_config().vector_zero) / (
+            ranking_config().vector_one - ranking_config().vector_zero
+        )
     keyword = 0.0
     if candidate.keyword_score:
-        keyword = candidate.keyword_score / (candidate.keyword_score + KEYWORD_HALF)
+        keyword = candidate.keyword_score / (
+            candidate.keyword_score + ranking_config().keyword_half
+        )
     return min(1.0, max(0.0, vector, keyword))
 
 
@@ -144,9 +100,11 @@ def coverage_assign(ranked: list[Candidate], query: str, texts: dict[int, tuple[
     terms = query_terms(query)
     if not terms:
         return
-    for candidate in ranked[:COVERAGE_WINDOW]:
+    for candidate in ranked[: ranking_config().coverage_window]:
         coverage = coverage_of(terms, texts.get(candidate.id, ("", ""))[0])
-        candidate.relevance = min(1.0, max(candidate.relevance, COVERAGE_WEIGHT * coverage))
+        candidate.relevance = min(
+            1.0, max(candidate.relevance, ranking_config().coverage_weight * coverage)
+        )
 
 
 def texts_read(cursor, ids: list[int], texts: dict[int, tuple[str, str]]) -> None:
@@ -228,7 +186,7 @@ def names_missing(
 def missing_names_apply(candidates: dict[int, Candidate], missing: list[str]) -> None:
     if not missing:
         return
-    factor = MISSING_NAME_FACTOR ** len(missing)
+    factor = ranking_config().missing_name_factor ** len(missing)
     for candidate in candidates.values():
         candidate.relevance *= factor
 
@@ -247,7 +205,7 @@ def relevance_floor_apply(
         return ranked
     if max(candidate.relevance for candidate in ranked) < floor:
         return []
-    item_floor = min(floor, ITEM_RELEVANCE_FLOOR)
+    item_floor = min(floor, ranking_config().item_relevance_floor)
     kept = {candidate.id for candidate in ranked if candidate.relevance >= item_floor}
     for a, b in updates:
         if a in kept or b in kept:
@@ -265,15 +223,9 @@ def relation_relevance_apply(ranked: list[Candidate], query: str, stated: dict[i
         return
     for candidate in ranked:
         if any(fact.relation == relation for fact in stated.get(candidate.id, ())):
-            candidate.relevance = max(candidate.relevance, RELEVANCE_FLOOR)
+            candidate.relevance = max(candidate.relevance, ranking_config().relevance_floor)
 
 
-# Score factor of the assistant's words when the query asks about the user's own life ("how
-# much did I spend...", "where did I..."): what the user said answers it, the assistant's
-# advice around it only shares its words. Not applied when the query asks what the assistant
-# said ("you recommended", "our previous conversation", "remind me"). Measured on the 18
-# LongMemEval dev questions: budget recall 0.519 at 1.0, 0.704 at 0.7, 0.787 at 0.5.
-ASSISTANT_WEIGHT = 0.5
 _ABOUT_USER = re.compile(r"\b(?:i|my|me|mine|i'm|i've|i'd)\b", re.IGNORECASE)
 _ABOUT_ASSISTANT = re.compile(
     r"\byou (?:said|told|mentioned|recommended|suggested|gave|provided|listed|wrote|explained|"
@@ -285,17 +237,21 @@ _ABOUT_ASSISTANT = re.compile(
 
 def assistant_weight_apply(candidates: dict[int, Candidate], query: str) -> None:
     """The assistant's items weigh ASSISTANT_WEIGHT for a question about the user's life."""
-    if ASSISTANT_WEIGHT == 1.0 or not _ABOUT_USER.search(query) or _ABOUT_ASSISTANT.search(query):
+    if (
+        ranking_config().assistant_weight == 1.0
+        or not _ABOUT_USER.search(query)
+        or _ABOUT_ASSISTANT.search(query)
+    ):
         return
     for candidate in candidates.values():
         if candidate.speaker == "assistant":
-            candidate.score *= ASSISTANT_WEIGHT
+            candidate.score *= ranking_config().assistant_weight
 
 
 def question_weight_apply(candidates: dict[int, Candidate]) -> None:
     for candidate in candidates.values():
         if candidate.is_question:
-            candidate.score *= QUESTION_WEIGHT
+            candidate.score *= ranking_config().question_weight
 
 
 # --------------------------------------------------------------------------------------------
@@ -305,7 +261,10 @@ def question_weight_apply(candidates: dict[int, Candidate]) -> None:
 
 def text_window(query: str) -> int:
     """How many of the top items' texts the search reads for this query's text rules."""
-    return max(COVERAGE_WINDOW, MONEY_WINDOW if MONEY_QUERY.search(query) else 0)
+    return max(
+        ranking_config().coverage_window,
+        ranking_config().money_window if MONEY_QUERY.search(query) else 0,
+    )
 
 
 def money_weight_apply(
@@ -315,10 +274,10 @@ def money_weight_apply(
     amount weigh MONEY_WEIGHT (re-sorted as ``_rank`` sorts); others are left as they are."""
     if not MONEY_QUERY.search(query):
         return ranked
-    window, rest = ranked[:MONEY_WINDOW], ranked[MONEY_WINDOW:]
+    window, rest = ranked[: ranking_config().money_window], ranked[ranking_config().money_window :]
     for candidate in window:
         if _AMOUNT.search(texts.get(candidate.id, ("", ""))[0]):
-            candidate.score *= MONEY_WEIGHT
+            candidate.score *= ranking_config().money_weight
     window.sort(key=lambda c: (-c.score, -(c.similarity or 0.0), -c.id))
     return window + rest
 
@@ -330,7 +289,10 @@ def is_aggregate_query(query: str) -> bool:
 def aggregate_order(ranked: list[Candidate]) -> list[Candidate]:
     """The first AGGREGATE_WINDOW items with the best of each chat first (rank order kept
     within each pass), so the pieces of a count or a list spread over chats come together."""
-    window, rest = ranked[:AGGREGATE_WINDOW], ranked[AGGREGATE_WINDOW:]
+    window, rest = (
+        ranked[: ranking_config().aggregate_window],
+        ranked[ranking_config().aggregate_window :],
+    )
     first, later, seen = [], [], set()
     for candidate in window:
         key = candidate.conversation or f"item-{candidate.id}"
@@ -416,7 +378,7 @@ def supersede_order(
     first and are superseded by it, items said after `as_of` come last. Returns the new order
     and {superseded item id: id of the item that supersedes it}.
     """
-    window = packed[:SUPERSEDE_WINDOW]
+    window = packed[: ranking_config().supersede_window]
     parent = {c.id: c.id for c in window}
 
     def root(item_id: int) -> int:
@@ -425,7 +387,9 @@ def supersede_order(
         return item_id
 
     by_id = {c.id: c for c in window}
-    linked = {pair for pair, value in similarity.items() if value >= SUPERSEDE_SIMILARITY}
+    linked = {
+        pair for pair, value in similarity.items() if value >= ranking_config().supersede_similarity
+    }
     for a, b in linked | set(updates):
         if a not in by_id or b not in by_id:
             continue
@@ -434,7 +398,7 @@ def supersede_order(
         # replacing the other. A stated new value ("I moved from Austin to Denver") replaces
         # the old one as soon as it is said later.
         gap = abs(first.occurred_epoch - second.occurred_epoch)
-        if gap < (UPDATE_MIN_GAP_SECONDS if (a, b) in updates else 86400):
+        if gap < (ranking_config().update_min_gap_seconds if (a, b) in updates else 86400):
             continue
         if first.exchange_key and first.exchange_key == second.exchange_key:
             continue
@@ -463,4 +427,4 @@ def supersede_order(
         positions = sorted(order.index(c) for c in members)
         for position, candidate in zip(positions, said + later, strict=True):
             order[position] = candidate
-    return order + packed[SUPERSEDE_WINDOW:], superseded
+    return order + packed[ranking_config().supersede_window :], superseded

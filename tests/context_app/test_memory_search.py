@@ -15,7 +15,7 @@ from ingestion_app.selectors import scope as search_scope
 from memory_site.errors import InvalidInput
 from memory_site.providers import get_embedder
 from memory_site.tokens import count_tokens
-from retrieval import candidates as search_candidates
+from retrieval.config import RANKING, ranking_with
 from retrieval.search import (
     SearchFilters,
     format_for_prompt,
@@ -479,8 +479,9 @@ def test_big_scope_path_ranks_like_the_exact_one(user, monkeypatch):
         [hit.keyword_rank for hit in exact.items]
     )
     # Pruned to the rarest term's rows, the best match still comes first.
-    monkeypatch.setattr(search_candidates, "PRUNE_DF", 1)
-    pruned = memory_search(user=user, query=query, mode="keyword")
+    pruned = memory_search(
+        user=user, query=query, mode="keyword", config=RANKING.replace(prune_df=1)
+    )
     assert ids(pruned)[0] == ids(exact)[0]
     assert len(pruned.items) < len(exact.items)
 
@@ -490,10 +491,11 @@ def big_scope_paths(monkeypatch):
     """Every scope takes the paths of big ones: sampled BM25, speakers from the speaker index,
     the vector query forced onto HNSW (user condition kept off the btree)."""
     monkeypatch.setattr(search_scope, "SINGLE_STATEMENT_ITEMS", 0)
-    monkeypatch.setattr(search_candidates, "VECTOR_INDEX_MIN_ITEMS", 0)
     monkeypatch.setattr(
         search_scope, "_table_stats_cached", (0.0, search_scope.TableStats(0.0, {}))
     )
+    with ranking_with(RANKING.replace(vector_index_min_items=0)):
+        yield
 
 
 @pytest.mark.parametrize("path", ["exact", "big"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from retrieval import trust
+from retrieval.config import RANKING
 from retrieval.search import memory_search
 from tests.context_app.test_search_names import remember
 
@@ -23,8 +24,8 @@ def test_the_memory_stating_the_amount_comes_before_one_that_only_talks_about_it
         chatter.id,
     ]
     # The words alone put the chatter first ("much" twice): the amount is what lifts the answer.
-    monkeypatch.setattr(trust, "MONEY_WEIGHT", 1.0)
-    assert [hit.id for hit in memory_search(user=user, query=QUESTION).items][:2] == [
+    flat = RANKING.replace(money_weight=1.0)
+    assert [hit.id for hit in memory_search(user=user, query=QUESTION, config=flat).items][:2] == [
         chatter.id,
         paid.id,
     ]

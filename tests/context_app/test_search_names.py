@@ -14,6 +14,7 @@ from ingestion_app.selectors.scope import scope_sql
 from memory_site.tokens import count_tokens
 from retrieval import candidates as search_candidates
 from retrieval import trust
+from retrieval.config import RANKING
 from retrieval.search import SOURCES, SearchFilters, memory_search
 from tests.fake_openai import hashed_embedding
 
@@ -89,7 +90,7 @@ def test_a_name_never_mentioned_lowers_relevance_a_mentioned_one_does_not(
     assert known.items and "Priya" in known.items[0].content
     best_known = max(hit.relevance for hit in known.items)
     best_unknown = max((hit.relevance for hit in unknown.items), default=0.0)
-    assert best_unknown <= best_known * trust.MISSING_NAME_FACTOR + 1e-9
+    assert best_unknown <= best_known * RANKING.missing_name_factor + 1e-9
 
 
 def test_a_question_about_a_kind_of_thing_finds_a_memory_of_that_kind(api):

@@ -12,7 +12,8 @@ import pytest
 from ingestion_app.models import MemoryItem
 from ingestion_app.services.memory_store import MemoryScope, memory_item_create
 from memory_site.tokens import count_tokens
-from retrieval import display, trust
+from retrieval import display
+from retrieval.config import RANKING
 from retrieval.search import format_hit, memory_search
 from tests.fake_openai import hashed_embedding
 
@@ -125,7 +126,7 @@ def test_long_item_comes_back_as_its_matching_passage(api, user, fake_embedder):
 
     hit = next(hit for hit in body["items"] if hit["id"] == item.id)
     assert "passport number ends in 4471" in hit["content"]
-    assert len(hit["content"]) <= 2 * trust.TRIM_CHARS
+    assert len(hit["content"]) <= 2 * RANKING.trim_chars
     assert hit["trimmed"]["length"] == len(content)
     assert content[hit["trimmed"]["start"] : hit["trimmed"]["end"]].strip() in content
 
