@@ -338,6 +338,59 @@ def memory_search(
         )
 
 
+@dataclass
+class SearchState:
+    """What one search knows, filled stage by stage (see `_search` for the order)."""
+
+    # The request.
+    user_id: int
+    app_id: str
+    query: str
+    mode: str
+    top_k: int
+    max_tokens: int | None
+    min_similarity: float | None
+    min_relevance: float | None
+    recency_half_life_days: float | None
+    now: float  # `as_of` (default now) as epoch seconds: newer-beats-older is relative to it
+    trim: bool
+    gists: bool
+    # The scope every statement starts from, and what the query says about it.
+    scope: str = ""
+    params: dict = field(default_factory=dict)
+    stats: search_scope.ScopeStats | None = None
+    named: list[str] = field(default_factory=list)  # the conversation's speakers it names
+    vector: str | None = None  # the query's embedding, a pgvector literal
+    embed_ms: float = 0.0
+    limit: int = 0  # candidates per leg
+    # candidates
+    keyword_rows: list[tuple[int, float]] = field(default_factory=list)
+    vector_rows: list[tuple[int, float]] = field(default_factory=list)
+    entity_rows: list[tuple[int, float]] = field(default_factory=list)
+    query_entities: list = field(default_factory=list)
+    # fuse
+    fused: dict[int, float] = field(default_factory=dict)
+    candidates: dict[int, Candidate] = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)  # capitalised names the query holds
+    names_found: set[str] = field(default_factory=set)
+    # rerank
+    ranked: list[Candidate] = field(default_factory=list)
+    texts: dict[int, tuple[str, str]] = field(default_factory=dict)
+    stated: dict[int, tuple] = field(default_factory=dict)
+    relation: str = ""
+    updates: set = field(default_factory=set)
+    # pack
+    packed: list[Candidate] = field(default_factory=list)
+    superseded: dict = field(default_factory=dict)
+    hits: list[SearchHit] = field(default_factory=list)
+    used: int = 0
+
+    @property
+    def asked(self) -> str:
+        """The query as the keyword side reads it (a pasted document: only its start)."""
+        return self.query[:MAX_KEYWORD_QUERY_CHARS]
+
+
 def _search(
     *,
     user,
@@ -358,198 +411,264 @@ def _search(
     gists: bool = True,
     stage_clock: Callable[[], float | None] | None = None,
 ) -> SearchResult:
-    """The body of `memory_search`, under its ranking config."""
+    """The body of `memory_search`, under its ranking config: the query is scoped and
+    embedded, then six stages run in order over one `SearchState`:
+
+    candidates -> fuse -> rerank -> floor -> pack -> trim
+
+    The first five read the database inside one transaction; trim is display only.
+    """
     _check_arguments(mode=mode, sources=sources, top_k=top_k)
-    filters = filters or SearchFilters()
-    embed_ms = 0.0
-    vector = None
     started = time.perf_counter()
-    scope, params = search_scope.scope_sql(
-        user_id=user.pk, app_id=app_id, sources=sources, filters=filters
+    state = SearchState(
+        user_id=user.pk,
+        app_id=app_id,
+        query=query,
+        mode=mode,
+        top_k=top_k,
+        max_tokens=max_tokens,
+        min_similarity=min_similarity,
+        min_relevance=min_relevance,
+        recency_half_life_days=recency_half_life_days,
+        now=(as_of or timezone.now()).timestamp(),
+        trim=trim,
+        gists=gists,
     )
-    phrase = search_candidates.phrase_filter(query)
-    if phrase:
-        scope += " AND search_vector @@ websearch_to_tsquery('english', %(s_phrase)s)"
-        params["s_phrase"] = fold_accents(phrase)
-    limit = max(
-        ranking_config().semantic_min_candidates
-        if mode == "semantic"
-        else ranking_config().candidates_per_side,
-        top_k * 3,
-    )
-    named: list[str] = []
-    stats = None
-    if mode in ("hybrid", "keyword") and query.strip():
-        stats, named = _scope_speakers_named(scope, params, query)
-    if mode in ("hybrid", "semantic"):
-        # Before the transaction: a model that fails fails the search, not the caller's
-        # transaction.
-        query_vector, embed_ms = _query_vector(
-            query=query,
-            named=named,
-            mode=mode,
-            given=query_embedding,
-            given_text=query_embedding_text,
-        )
-        vector = search_scope.vector_literal(query_vector)
+    _scope(state, sources=sources, filters=filters or SearchFilters())
+    # Before the transaction: a model that fails fails the search, not the caller's one.
+    _embed(state, given=query_embedding, given_text=query_embedding_text)
     stages = _StageTimes(stage_clock)
     # SET LOCAL needs a transaction; inside the caller's (the context pack's build) no
     # savepoint is taken: a failed search fails the caller's transaction, as the pack wants.
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        keyword_rows: list[tuple[int, float]] = []
-        if stats is not None:
-            keyword_rows = search_candidates.bm25_candidates(
-                cursor,
-                scope=scope,
-                params=params,
-                query=trust.keyword_query(query[:MAX_KEYWORD_QUERY_CHARS]),
-                drop_name=named[0] if len(named) == 1 else "",
-                stats=stats,
-                limit=limit,
-            )
-        query_entities, entity_rows = _entity_leg(
+        for name, stage in (
+            ("candidates", stage_candidates),
+            ("fuse", stage_fuse),
+            ("rerank", stage_rerank),
+            ("floor", stage_floor),
+            ("pack", stage_pack),
+        ):
+            stage(state, cursor)
+            stages.mark(name)
+    stage_trim(state)
+    stages.mark("trim")
+    search_ms = (time.perf_counter() - started) * 1000 - state.embed_ms
+    metrics.SEARCH_SECONDS.labels(mode).observe(search_ms / 1000)
+    if state.embed_ms:
+        metrics.SEARCH_EMBEDDING_SECONDS.observe(state.embed_ms / 1000)
+    return SearchResult(
+        items=state.hits,
+        total_tokens_used=state.used,
+        query_embedding_ms=round(state.embed_ms, 2),
+        search_ms=round(search_ms, 2),
+        entities=state.query_entities,
+        stage_ms=stages.elapsed,
+    )
+
+
+def _scope(state: SearchState, *, sources, filters: SearchFilters) -> None:
+    """The caller's scope as SQL (user, app, sources, filters, a quoted phrase the query
+    requires), the candidates per leg, and the conversation's speakers the query names."""
+    state.scope, state.params = search_scope.scope_sql(
+        user_id=state.user_id, app_id=state.app_id, sources=sources, filters=filters
+    )
+    phrase = search_candidates.phrase_filter(state.query)
+    if phrase:
+        state.scope += " AND search_vector @@ websearch_to_tsquery('english', %(s_phrase)s)"
+        state.params["s_phrase"] = fold_accents(phrase)
+    config = ranking_config()
+    state.limit = max(
+        config.semantic_min_candidates if state.mode == "semantic" else config.candidates_per_side,
+        state.top_k * 3,
+    )
+    if state.mode in ("hybrid", "keyword") and state.query.strip():
+        state.stats, state.named = _scope_speakers_named(state.scope, state.params, state.query)
+
+
+def _embed(state: SearchState, *, given, given_text) -> None:
+    """The query's vector (one model call at most; none when the caller embedded the text the
+    vector leg searches with)."""
+    if state.mode not in ("hybrid", "semantic"):
+        return
+    query_vector, state.embed_ms = _query_vector(
+        query=state.query,
+        named=state.named,
+        mode=state.mode,
+        given=given,
+        given_text=given_text,
+    )
+    state.vector = search_scope.vector_literal(query_vector)
+
+
+def stage_candidates(state: SearchState, cursor) -> None:
+    """The three legs' ids with their scores, each at most `limit`, all inside the scope:
+    keyword (BM25, the named speaker left out), entity (items naming what the query names)
+    and vector (cosine over HNSW or an exact sort)."""
+    scope_items = state.stats.count if state.stats else None
+    if state.stats is not None:
+        state.keyword_rows = search_candidates.bm25_candidates(
             cursor,
-            mode=mode,
-            user_id=user.pk,
-            app_id=app_id,
-            query=query,
-            scope=scope,
-            params=params,
-            named=named,
-            scope_items=stats.count if stats else None,
-            limit=limit,
+            scope=state.scope,
+            params=state.params,
+            query=trust.keyword_query(state.asked),
+            drop_name=state.named[0] if len(state.named) == 1 else "",
+            stats=state.stats,
+            limit=state.limit,
         )
-        vector_rows = (
-            search_candidates.vector_candidates(
-                cursor,
-                scope=scope,
-                params=params,
-                vector=vector,
-                limit=limit,
-                scope_items=stats.count if stats else None,
-            )
-            if vector
-            else []
+    state.query_entities, state.entity_rows = _entity_leg(
+        cursor,
+        mode=state.mode,
+        user_id=state.user_id,
+        app_id=state.app_id,
+        query=state.query,
+        scope=state.scope,
+        params=state.params,
+        named=state.named,
+        scope_items=scope_items,
+        limit=state.limit,
+    )
+    if state.vector:
+        state.vector_rows = search_candidates.vector_candidates(
+            cursor,
+            scope=state.scope,
+            params=state.params,
+            vector=state.vector,
+            limit=state.limit,
+            scope_items=scope_items,
         )
-        stages.mark("candidates")
-        if mode == "hybrid":
-            fused = _rrf(keyword_rows, ranking_config().keyword_weight)
-            for item_id, value in _rrf(vector_rows, ranking_config().vector_weight).items():
+
+
+def stage_fuse(state: SearchState, cursor) -> None:
+    """One score per candidate (weighted reciprocal rank fusion in hybrid mode, the leg's own
+    score otherwise); the best `loaded_candidates` loaded with what ranking needs, each with
+    its relevance in [0, 1]."""
+    config = ranking_config()
+    if state.mode == "hybrid":
+        fused = _rrf(state.keyword_rows, config.keyword_weight)
+        for rows, weight in (
+            (state.vector_rows, config.vector_weight),
+            (state.entity_rows, config.entity_weight),
+        ):
+            for item_id, value in _rrf(rows, weight).items():
                 fused[item_id] = fused.get(item_id, 0.0) + value
-            for item_id, value in _rrf(entity_rows, ranking_config().entity_weight).items():
-                fused[item_id] = fused.get(item_id, 0.0) + value
-        elif mode == "keyword":
-            fused = dict(keyword_rows)
-        else:
-            fused = dict(vector_rows)
-        names = trust.query_names(query[:MAX_KEYWORD_QUERY_CHARS])
-        names_found: set[str] = set()
-        candidates = search_candidates.candidates_load(
-            cursor,
-            sorted(fused, key=fused.__getitem__, reverse=True)[
-                : ranking_config().loaded_candidates
-            ],
-            vector,
-            dict(vector_rows),
-            # Only the fused modes weigh covered pairs (see _rank).
-            probe_covered_pairs=ranking_config().pair_weight != 1.0 and mode != "semantic",
-            names=names,
-            scope=scope,
-            params=params,
-            names_found=names_found,
-        )
-        keyword_scores = dict(keyword_rows)
-        entity_ranks = {item_id: rank for rank, (item_id, _) in enumerate(entity_rows, start=1)}
-        entity_scores = dict(entity_rows)
-        for item_id, candidate in candidates.items():
-            candidate.score = fused[item_id]
-            candidate.keyword_score = keyword_scores.get(item_id)
-            candidate.entity_rank = entity_ranks.get(item_id)
-            candidate.entity_score = entity_scores.get(item_id)
-        trust.relevance_assign(candidates, keyword_rows=keyword_rows, vector_rows=vector_rows)
-        stages.mark("fuse")
-        now = (as_of or timezone.now()).timestamp()
-        trust.assistant_weight_apply(candidates, query)
-        ranked = _rank(
-            candidates,
-            mode=mode,
-            named=named,
-            min_similarity=min_similarity,
-            recency_half_life_days=recency_half_life_days,
-            now=now,
-        )
-        # The text of the top items, read once for coverage and the statements (twice the
-        # supersede window: packing skips the other items of an exchange).
-        texts: dict[int, tuple[str, str]] = {}
-        asked = query[:MAX_KEYWORD_QUERY_CHARS]
-        trust.texts_read(
-            cursor,
-            [
-                c.id
-                for c in ranked[: max(trust.text_window(asked), ranking_config().text_read_window)]
-            ],
-            texts,
-        )
-        ranked = trust.money_weight_apply(ranked, asked, texts)
-        trust.coverage_assign(ranked, asked, texts)
-        if names and ranked:
-            trust.missing_names_apply(
-                candidates,
-                trust.names_missing(
-                    cursor, scope=scope, params=params, names=names, found=names_found
-                ),
-            )
-        stated: dict[int, tuple] = {}  # each item's parsed user statements, read once
-        relation = question_relation(asked)
-        updates = trust.window_updates(
-            cursor,
-            [c.id for c in ranked[: ranking_config().supersede_window]],
-            stated=stated,
-            texts=texts,
-            relation=relation,
-        )
-        trust.relation_relevance_apply(ranked, query, stated)
-        # Keyword mode has no floor: every item it returns holds words of the query.
-        if mode != "keyword":
-            ranked = trust.relevance_floor_apply(
-                ranked,
-                floor=ranking_config().relevance_floor if min_relevance is None else min_relevance,
-                updates=updates,
-            )
-        if trust.is_aggregate_query(query):
-            ranked = trust.aggregate_order(ranked)
-        stages.mark("rerank")
-        packed = _pack(ranked, top_k=top_k)
-        window = [c.id for c in packed[: ranking_config().supersede_window]]
-        packed, superseded = trust.supersede_order(
-            packed,
-            trust.pairwise_similarity(cursor, window),
-            as_of=now,
-            updates=trust.window_updates(
-                cursor, window, stated=stated, texts=texts, relation=relation
+    elif state.mode == "keyword":
+        fused = dict(state.keyword_rows)
+    else:
+        fused = dict(state.vector_rows)
+    state.fused = fused
+    state.names = trust.query_names(state.asked)
+    state.candidates = search_candidates.candidates_load(
+        cursor,
+        sorted(fused, key=fused.__getitem__, reverse=True)[: config.loaded_candidates],
+        state.vector,
+        dict(state.vector_rows),
+        # Only the fused modes weigh covered pairs (see _rank).
+        probe_covered_pairs=config.pair_weight != 1.0 and state.mode != "semantic",
+        names=state.names,
+        scope=state.scope,
+        params=state.params,
+        names_found=state.names_found,
+    )
+    keyword_scores = dict(state.keyword_rows)
+    entity_ranks = {item_id: rank for rank, (item_id, _) in enumerate(state.entity_rows, 1)}
+    entity_scores = dict(state.entity_rows)
+    for item_id, candidate in state.candidates.items():
+        candidate.score = fused[item_id]
+        candidate.keyword_score = keyword_scores.get(item_id)
+        candidate.entity_rank = entity_ranks.get(item_id)
+        candidate.entity_score = entity_scores.get(item_id)
+    trust.relevance_assign(
+        state.candidates, keyword_rows=state.keyword_rows, vector_rows=state.vector_rows
+    )
+
+
+def stage_rerank(state: SearchState, cursor) -> None:
+    """The candidates in rank order by the trust rules: the assistant's words below the
+    user's for questions about the user, factors and recency (`_rank`), amounts for money
+    questions, the share of the query's words held, names the memory never mentions, and the
+    statements of a relation the question asks about. Reads the top items' text once."""
+    config = ranking_config()
+    trust.assistant_weight_apply(state.candidates, state.query)
+    ranked = _rank(
+        state.candidates,
+        mode=state.mode,
+        named=state.named,
+        min_similarity=state.min_similarity,
+        recency_half_life_days=state.recency_half_life_days,
+        now=state.now,
+    )
+    # The text of the top items, read once for coverage and the statements (twice the
+    # supersede window: packing skips the other items of an exchange).
+    window = max(trust.text_window(state.asked), config.text_read_window)
+    trust.texts_read(cursor, [c.id for c in ranked[:window]], state.texts)
+    ranked = trust.money_weight_apply(ranked, state.asked, state.texts)
+    trust.coverage_assign(ranked, state.asked, state.texts)
+    if state.names and ranked:
+        trust.missing_names_apply(
+            state.candidates,
+            trust.names_missing(
+                cursor,
+                scope=state.scope,
+                params=state.params,
+                names=state.names,
+                found=state.names_found,
             ),
         )
-        hits = search_candidates.hits_load(cursor, packed)
-    if trim:
-        display.hits_trim(hits, query, gists=gists)
-    hits, used = display.hits_budget(hits, max_tokens=max_tokens)
-    display.superseded_mark(
-        hits,
-        superseded,
-        {c.id: datetime.fromtimestamp(c.occurred_epoch, tz=UTC) for c in packed},
+    state.relation = question_relation(state.asked)
+    state.updates = trust.window_updates(
+        cursor,
+        [c.id for c in ranked[: config.supersede_window]],
+        stated=state.stated,
+        texts=state.texts,
+        relation=state.relation,
     )
-    stages.mark("pack")
-    search_ms = (time.perf_counter() - started) * 1000 - embed_ms
-    metrics.SEARCH_SECONDS.labels(mode).observe(search_ms / 1000)
-    if embed_ms:
-        metrics.SEARCH_EMBEDDING_SECONDS.observe(embed_ms / 1000)
-    return SearchResult(
-        items=hits,
-        total_tokens_used=used,
-        query_embedding_ms=round(embed_ms, 2),
-        search_ms=round(search_ms, 2),
-        entities=query_entities,
-        stage_ms=stages.elapsed,
+    trust.relation_relevance_apply(ranked, state.query, state.stated)
+    state.ranked = ranked
+
+
+def stage_floor(state: SearchState, cursor) -> None:
+    """Nothing when the best candidate is under the relevance floor (nothing the query asks
+    about was discussed), else the candidates above the item floor. Keyword mode has no
+    floor: every item it returns holds words of the query."""
+    if state.mode == "keyword":
+        return
+    floor = ranking_config().relevance_floor if state.min_relevance is None else state.min_relevance
+    state.ranked = trust.relevance_floor_apply(state.ranked, floor=floor, updates=state.updates)
+
+
+def stage_pack(state: SearchState, cursor) -> None:
+    """At most `top_k` results, one slot per exchange (counting questions: each chat's best
+    first), newer over older among the first ones (the older marked superseded), loaded."""
+    config = ranking_config()
+    ranked = (
+        trust.aggregate_order(state.ranked)
+        if trust.is_aggregate_query(state.query)
+        else state.ranked
+    )
+    packed = _pack(ranked, top_k=state.top_k)
+    window = [c.id for c in packed[: config.supersede_window]]
+    state.packed, state.superseded = trust.supersede_order(
+        packed,
+        trust.pairwise_similarity(cursor, window),
+        as_of=state.now,
+        updates=trust.window_updates(
+            cursor, window, stated=state.stated, texts=state.texts, relation=state.relation
+        ),
+    )
+    state.hits = search_candidates.hits_load(cursor, state.packed)
+
+
+def stage_trim(state: SearchState) -> None:
+    """Display only: long items cut to the passage that matches, chat turns to what they
+    tell, lower results to their gist (unless `trim`/`gists` say no), within `max_tokens`;
+    superseded results say by what and when."""
+    if state.trim:
+        display.hits_trim(state.hits, state.query, gists=state.gists)
+    state.hits, state.used = display.hits_budget(state.hits, max_tokens=state.max_tokens)
+    display.superseded_mark(
+        state.hits,
+        state.superseded,
+        {c.id: datetime.fromtimestamp(c.occurred_epoch, tz=UTC) for c in state.packed},
     )
 
 
