@@ -131,13 +131,14 @@ _BM25_TERM_SQL = """idf * tf * (%(k_k1)s::float8 + 1) / (tf + %(k_k1)s::float8
 
 
 def _bm25_params(*, query: str, drop_name: str, stats: ScopeStats, limit: int) -> dict:
+    config = ranking_config()
     return {
         "k_query": fold_accents(query),
         "k_drop": fold_accents(drop_name),
-        "k_max_terms": ranking_config().max_query_terms,
-        "k_context_tf": float(ranking_config().context_tf_weight),
-        "k_k1": float(ranking_config().bm25_k1),
-        "k_b": float(ranking_config().bm25_b),
+        "k_max_terms": config.max_query_terms,
+        "k_context_tf": float(config.context_tf_weight),
+        "k_k1": float(config.bm25_k1),
+        "k_b": float(config.bm25_b),
         "k_avgdl": float(stats.mean_length or 1.0),
         "k_count": stats.count,
         "k_limit": limit,
@@ -198,6 +199,7 @@ def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: ScopeStats):
        table is never looked up through GIN (GIN_GLOBAL_ROWS); when no term qualifies, the
        scope's rows are scanned, at most BIG_SCOPE_CANDIDATES matches.
     """
+    config = ranking_config()
     cursor.execute(
         f"""WITH {_TERMS_SQL},
             sample AS MATERIALIZED (
@@ -208,7 +210,7 @@ def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: ScopeStats):
                    (SELECT count(*) FROM sample),
                    (SELECT avg(length(search_vector)) FROM sample)
             FROM terms ORDER BY terms.first_position""",
-        {**bm25, "k_sample": ranking_config().df_sample_items},
+        {**bm25, "k_sample": config.df_sample_items},
     )
     rows = cursor.fetchall()
     if not rows:
@@ -222,10 +224,10 @@ def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: ScopeStats):
     candidate_terms, total = [], 0.0
     for lexeme in sorted(estimated, key=lambda lexeme: estimated[lexeme]):
         # Cost of a term: its rows in the scope, plus its posting list read from GIN.
-        cost = estimated[lexeme] + common.get(lexeme, 0) * ranking_config().gin_row_cost
-        if candidate_terms and total + cost > ranking_config().prune_df:
+        cost = estimated[lexeme] + common.get(lexeme, 0) * config.gin_row_cost
+        if candidate_terms and total + cost > config.prune_df:
             break
-        if common.get(lexeme, 0) > ranking_config().gin_global_rows:
+        if common.get(lexeme, 0) > config.gin_global_rows:
             continue
         candidate_terms.append(lexeme)
         total += cost
@@ -278,7 +280,7 @@ def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: ScopeStats):
             "k_count": float(count),
             "k_avgdl": mean_length,
             "k_candidates": candidate_query,
-            "k_max_rows": ranking_config().big_scope_candidates,
+            "k_max_rows": config.big_scope_candidates,
         },
     )
     return [(row[0], float(row[1])) for row in cursor.fetchall()]

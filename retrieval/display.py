@@ -117,17 +117,16 @@ def passage_trim(content: str, query: str) -> tuple[str, dict | None]:
     """The sentences of a long item around the one that shares most words with the query,
     about TRIM_CHARS long, with an ellipsis where text was cut; a short item, or one with no
     word in common, comes back whole. Returns (text, {"start", "end", "length"} or None)."""
-    if len(content) <= ranking_config().trim_min_chars:
+    config = ranking_config()
+    if len(content) <= config.trim_min_chars:
         return content, None
     spans = _sentence_spans(content)
-    window = _query_window(content, spans, query, ranking_config().trim_chars)
+    window = _query_window(content, spans, query, config.trim_chars)
     if window is None:
         return content, None
     begin, end = spans[window[0]][0], spans[window[1]][1]
-    if (
-        end - begin > ranking_config().trim_chars * 2
-    ):  # one very long sentence: cut around its middle
-        end = begin + ranking_config().trim_chars * 2
+    if end - begin > config.trim_chars * 2:  # one very long sentence: cut around its middle
+        end = begin + config.trim_chars * 2
     return _cut(content, begin, end)
 
 
@@ -187,23 +186,18 @@ def gist_trim(content: str, query: str) -> tuple[str, dict | None]:
     speaker label kept: "Caroline: … I also use it to speak up for the LGBTQ+ community and
     push for acceptance. …". A long item (passage_trim's), a turn that short already, or one
     with nothing to cut to comes back whole."""
-    if (
-        len(content) > ranking_config().trim_min_chars
-        or len(content) <= ranking_config().gist_chars
-    ):
+    config = ranking_config()
+    if len(content) > config.trim_min_chars or len(content) <= config.gist_chars:
         return content, None
     label = _SPEAKER_LABEL.match(content)
     offset = label.end() if label else 0
     spans = _sentence_spans(content, offset)
-    window = _query_window(content, spans, query, ranking_config().gist_chars)
+    window = _query_window(content, spans, query, config.gist_chars)
     if window is None and len(spans) > 1:
         telling = _telling(content, spans)
         if telling:
             low = high = telling[0]
-            while (
-                high + 1 < len(spans)
-                and spans[high + 1][1] - spans[low][0] <= ranking_config().gist_chars
-            ):
+            while high + 1 < len(spans) and spans[high + 1][1] - spans[low][0] <= config.gist_chars:
                 high += 1
             window = (low, high)
     if window is None:
@@ -215,11 +209,12 @@ def hits_trim(hits: list[SearchHit], query: str, *, gists: bool = True) -> None:
     """Each hit cut to what matters: a long item to its matching passage, a chat turn below
     the first WHOLE_RESULTS to its gist (unless not `gists`), any other chat turn without the
     reactions and questions around what it tells."""
+    config = ranking_config()
     for rank, hit in enumerate(hits):
         text, trimmed = passage_trim(hit.content, query)
-        if trimmed is None and gists and rank >= ranking_config().whole_results:
+        if trimmed is None and gists and rank >= config.whole_results:
             text, trimmed = gist_trim(hit.content, query)
-        if trimmed is None and ranking_config().chatter_trim:
+        if trimmed is None and config.chatter_trim:
             text, trimmed = chatter_trim(hit.content)
         if trimmed is not None:
             hit.content = text

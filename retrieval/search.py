@@ -732,6 +732,7 @@ def _rank(
     recency_half_life_days: float | None,
     now: float,
 ) -> list[Candidate]:
+    config = ranking_config()
     if mode == "hybrid":
         _smooth_neighbours(candidates)
     trust.question_weight_apply(candidates)
@@ -740,12 +741,12 @@ def _rank(
             speaker = named[0].lower()
             for candidate in candidates.values():
                 if candidate.is_message and candidate.speaker == speaker:
-                    candidate.score *= ranking_config().speaker_boost
+                    candidate.score *= config.speaker_boost
         for candidate in candidates.values():
             if candidate.is_covered_pair:
-                candidate.score *= ranking_config().pair_weight
+                candidate.score *= config.pair_weight
             if candidate.source == MemoryItem.Source.SUMMARY:
-                candidate.score *= ranking_config().summary_weight
+                candidate.score *= config.summary_weight
     kept = []
     for candidate in candidates.values():
         if (
@@ -790,6 +791,7 @@ def _pack(ranked: list[Candidate], *, top_k: int) -> list[Candidate]:
     result holding both turns in the order said) instead of being dropped. Messages of two
     named people keep a slot each (`_own_statements`).
     """
+    config = ranking_config()
     packed: list[Candidate] = []
     covered: set[int] = set()
     exchanges: dict[str, Candidate] = {}
@@ -798,17 +800,17 @@ def _pack(ranked: list[Candidate], *, top_k: int) -> list[Candidate]:
             break
         messages = set(candidate.source_message_ids)
         if messages and (
-            (messages & covered) if ranking_config().collapse_on_overlap else messages <= covered
+            (messages & covered) if config.collapse_on_overlap else messages <= covered
         ):
             continue
         holder = exchanges.get(candidate.exchange_key) if candidate.exchange_key else None
         if (
-            ranking_config().exchange_collapse
+            config.exchange_collapse
             and holder is not None
             and not _own_statements(holder, candidate)
         ):
             if (
-                ranking_config().merge_turns
+                config.merge_turns
                 and holder.is_message
                 and candidate.is_message
                 and not holder.merged

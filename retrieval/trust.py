@@ -67,16 +67,15 @@ def _terms(text: str) -> set[str]:
 
 
 def relevance_of(candidate: Candidate) -> float:
+    config = ranking_config()
     vector = 0.0
     if candidate.similarity is not None:
-        vector = (candidate.similarity - ranking_config().vector_zero) / (
-            ranking_config().vector_one - ranking_config().vector_zero
+        vector = (candidate.similarity - config.vector_zero) / (
+            config.vector_one - config.vector_zero
         )
     keyword = 0.0
     if candidate.keyword_score:
-        keyword = candidate.keyword_score / (
-            candidate.keyword_score + ranking_config().keyword_half
-        )
+        keyword = candidate.keyword_score / (candidate.keyword_score + config.keyword_half)
     return min(1.0, max(0.0, vector, keyword))
 
 
@@ -97,14 +96,13 @@ def coverage_assign(ranked: list[Candidate], query: str, texts: dict[int, tuple[
     """Keyword relevance of the first COVERAGE_WINDOW candidates: the share of the query's
     words their text holds (a BM25 score depends on the scope's size and the item's length;
     coverage means the same in every scope). `texts`: `texts_read` of at least that window."""
+    config = ranking_config()
     terms = query_terms(query)
     if not terms:
         return
-    for candidate in ranked[: ranking_config().coverage_window]:
+    for candidate in ranked[: config.coverage_window]:
         coverage = coverage_of(terms, texts.get(candidate.id, ("", ""))[0])
-        candidate.relevance = min(
-            1.0, max(candidate.relevance, ranking_config().coverage_weight * coverage)
-        )
+        candidate.relevance = min(1.0, max(candidate.relevance, config.coverage_weight * coverage))
 
 
 def texts_read(cursor, ids: list[int], texts: dict[int, tuple[str, str]]) -> None:
@@ -237,15 +235,16 @@ _ABOUT_ASSISTANT = re.compile(
 
 def assistant_weight_apply(candidates: dict[int, Candidate], query: str) -> None:
     """The assistant's items weigh ASSISTANT_WEIGHT for a question about the user's life."""
+    config = ranking_config()
     if (
-        ranking_config().assistant_weight == 1.0
+        config.assistant_weight == 1.0
         or not _ABOUT_USER.search(query)
         or _ABOUT_ASSISTANT.search(query)
     ):
         return
     for candidate in candidates.values():
         if candidate.speaker == "assistant":
-            candidate.score *= ranking_config().assistant_weight
+            candidate.score *= config.assistant_weight
 
 
 def question_weight_apply(candidates: dict[int, Candidate]) -> None:
@@ -261,9 +260,10 @@ def question_weight_apply(candidates: dict[int, Candidate]) -> None:
 
 def text_window(query: str) -> int:
     """How many of the top items' texts the search reads for this query's text rules."""
+    config = ranking_config()
     return max(
-        ranking_config().coverage_window,
-        ranking_config().money_window if MONEY_QUERY.search(query) else 0,
+        config.coverage_window,
+        config.money_window if MONEY_QUERY.search(query) else 0,
     )
 
 
@@ -272,12 +272,13 @@ def money_weight_apply(
 ) -> list[Candidate]:
     """For a question about an amount of money, the first MONEY_WINDOW items that state an
     amount weigh MONEY_WEIGHT (re-sorted as ``_rank`` sorts); others are left as they are."""
+    config = ranking_config()
     if not MONEY_QUERY.search(query):
         return ranked
-    window, rest = ranked[: ranking_config().money_window], ranked[ranking_config().money_window :]
+    window, rest = ranked[: config.money_window], ranked[config.money_window :]
     for candidate in window:
         if _AMOUNT.search(texts.get(candidate.id, ("", ""))[0]):
-            candidate.score *= ranking_config().money_weight
+            candidate.score *= config.money_weight
     window.sort(key=lambda c: (-c.score, -(c.similarity or 0.0), -c.id))
     return window + rest
 
@@ -289,9 +290,10 @@ def is_aggregate_query(query: str) -> bool:
 def aggregate_order(ranked: list[Candidate]) -> list[Candidate]:
     """The first AGGREGATE_WINDOW items with the best of each chat first (rank order kept
     within each pass), so the pieces of a count or a list spread over chats come together."""
+    config = ranking_config()
     window, rest = (
-        ranked[: ranking_config().aggregate_window],
-        ranked[ranking_config().aggregate_window :],
+        ranked[: config.aggregate_window],
+        ranked[config.aggregate_window :],
     )
     first, later, seen = [], [], set()
     for candidate in window:
@@ -378,7 +380,8 @@ def supersede_order(
     first and are superseded by it, items said after `as_of` come last. Returns the new order
     and {superseded item id: id of the item that supersedes it}.
     """
-    window = packed[: ranking_config().supersede_window]
+    config = ranking_config()
+    window = packed[: config.supersede_window]
     parent = {c.id: c.id for c in window}
 
     def root(item_id: int) -> int:
@@ -387,9 +390,7 @@ def supersede_order(
         return item_id
 
     by_id = {c.id: c for c in window}
-    linked = {
-        pair for pair, value in similarity.items() if value >= ranking_config().supersede_similarity
-    }
+    linked = {pair for pair, value in similarity.items() if value >= config.supersede_similarity}
     for a, b in linked | set(updates):
         if a not in by_id or b not in by_id:
             continue
@@ -398,7 +399,7 @@ def supersede_order(
         # replacing the other. A stated new value ("I moved from Austin to Denver") replaces
         # the old one as soon as it is said later.
         gap = abs(first.occurred_epoch - second.occurred_epoch)
-        if gap < (ranking_config().update_min_gap_seconds if (a, b) in updates else 86400):
+        if gap < (config.update_min_gap_seconds if (a, b) in updates else 86400):
             continue
         if first.exchange_key and first.exchange_key == second.exchange_key:
             continue
@@ -427,4 +428,4 @@ def supersede_order(
         positions = sorted(order.index(c) for c in members)
         for position, candidate in zip(positions, said + later, strict=True):
             order[position] = candidate
-    return order + packed[ranking_config().supersede_window :], superseded
+    return order + packed[config.supersede_window :], superseded
