@@ -267,77 +267,6 @@ def _check_arguments(*, mode: str, sources, top_k: int) -> None:
         raise InvalidInput("top_k: at least 1.", field="top_k")
 
 
-def memory_search(
-    *,
-    user,
-    query: str,
-    app_id: str = "default",
-    top_k: int = 10,
-    max_tokens: int | None = 4000,
-    min_similarity: float | None = 0.0,
-    sources: list[str] | tuple[str, ...] = SOURCES,
-    mode: str = "hybrid",
-    filters: SearchFilters | None = None,
-    recency_half_life_days: float | None = None,
-    query_embedding: list[float] | None = None,
-    query_embedding_text: str | None = None,
-    as_of: datetime | None = None,
-    min_relevance: float | None = None,
-    trim: bool = True,
-    gists: bool = True,
-    stage_clock: Callable[[], float | None] | None = None,
-    config: RankingConfig | None = None,
-) -> SearchResult:
-    """Rank the caller's memories for `query`; never reads another user's or app's rows.
-
-    Modes: "hybrid" (BM25 + vector fusion with the boosts above), "semantic" (cosine
-    similarity only, score = similarity) and "keyword" (BM25 only, with the speaker rules).
-    Items come in rank order, at most top_k, each new item skipped when the messages it covers
-    are all covered by items already taken, stopping before the first item that would push the
-    running token total past max_tokens (None: no budget). min_similarity drops items whose
-    cosine similarity to the query is lower (not in keyword mode; None: no threshold). A query
-    with web-search operators ("exact phrase", -word) only returns items matching them.
-
-    Trust rules (retrieval.trust): each hit carries `relevance` and `why`; when the
-    best candidate's relevance is under `min_relevance` (default: the config's
-    relevance_floor) nothing is returned; an exchange takes one slot; a long item is cut to
-    the passage that matches, a chat turn to what it tells without the reactions and the
-    questions to the other person around it, and below the first results to its gist
-    (display.gist_trim; `trimmed`; trim=False: every item whole; gists=False: no
-    gists); between two memories about the same subject the one said later (at or before
-    `as_of`, default now) comes first and the older is `superseded`.
-    `config`: the ranking settings (default: the config active here, `RANKING` unless a
-    caller runs the search inside `ranking_with`).
-    `stage_clock` (benchmarks): a clock in ms read between the stages (candidates, fuse,
-    rerank, pack), whose differences come back in `stage_ms`.
-    `query_embedding`: the vector of `query_embedding_text` (default: of `query`), embedded by
-    the caller; the search embeds nothing when that is the text its vector leg searches with
-    (`search_vector_text`), and makes at most one embedding call otherwise.
-    Raises InvalidInput for an unknown mode/source and ProviderError when the query cannot be
-    embedded (semantic and hybrid modes).
-    """
-    with ranking_with(config or ranking_config()):
-        return _search(
-            user=user,
-            query=query,
-            app_id=app_id,
-            top_k=top_k,
-            max_tokens=max_tokens,
-            min_similarity=min_similarity,
-            sources=sources,
-            mode=mode,
-            filters=filters,
-            recency_half_life_days=recency_half_life_days,
-            query_embedding=query_embedding,
-            query_embedding_text=query_embedding_text,
-            as_of=as_of,
-            min_relevance=min_relevance,
-            trim=trim,
-            gists=gists,
-            stage_clock=stage_clock,
-        )
-
-
 @dataclass
 class SearchState:
     """What one search knows, filled stage by stage (see `_search` for the order)."""
@@ -391,7 +320,7 @@ class SearchState:
         return self.query[:MAX_KEYWORD_QUERY_CHARS]
 
 
-def _search(
+def memory_search(
     *,
     user,
     query: str,
@@ -410,31 +339,78 @@ def _search(
     trim: bool = True,
     gists: bool = True,
     stage_clock: Callable[[], float | None] | None = None,
+    config: RankingConfig | None = None,
 ) -> SearchResult:
-    """The body of `memory_search`, under its ranking config: the query is scoped and
-    embedded, then six stages run in order over one `SearchState`:
+    """Rank the caller's memories for `query`; never reads another user's or app's rows.
+
+    Modes: "hybrid" (BM25 + vector fusion with the boosts above), "semantic" (cosine
+    similarity only, score = similarity) and "keyword" (BM25 only, with the speaker rules).
+    Items come in rank order, at most top_k, each new item skipped when the messages it covers
+    are all covered by items already taken, stopping before the first item that would push the
+    running token total past max_tokens (None: no budget). min_similarity drops items whose
+    cosine similarity to the query is lower (not in keyword mode; None: no threshold). A query
+    with web-search operators ("exact phrase", -word) only returns items matching them.
+
+    Trust rules (retrieval.trust): each hit carries `relevance` and `why`; when the
+    best candidate's relevance is under `min_relevance` (default: the config's
+    relevance_floor) nothing is returned; an exchange takes one slot; a long item is cut to
+    the passage that matches, a chat turn to what it tells without the reactions and the
+    questions to the other person around it, and below the first results to its gist
+    (display.gist_trim; `trimmed`; trim=False: every item whole; gists=False: no
+    gists); between two memories about the same subject the one said later (at or before
+    `as_of`, default now) comes first and the older is `superseded`.
+    `config`: the ranking settings (default: the config active here, `RANKING` unless a
+    caller runs the search inside `ranking_with`).
+    `stage_clock` (benchmarks): a clock in ms read between the stages (candidates, fuse,
+    rerank, pack), whose differences come back in `stage_ms`.
+    `query_embedding`: the vector of `query_embedding_text` (default: of `query`), embedded by
+    the caller; the search embeds nothing when that is the text its vector leg searches with
+    (`search_vector_text`), and makes at most one embedding call otherwise.
+    Raises InvalidInput for an unknown mode/source and ProviderError when the query cannot be
+    embedded (semantic and hybrid modes).
+    """
+    with ranking_with(config or ranking_config()):
+        return _search(
+            SearchState(
+                user_id=user.pk,
+                app_id=app_id,
+                query=query,
+                mode=mode,
+                top_k=top_k,
+                max_tokens=max_tokens,
+                min_similarity=min_similarity,
+                min_relevance=min_relevance,
+                recency_half_life_days=recency_half_life_days,
+                now=(as_of or timezone.now()).timestamp(),
+                trim=trim,
+                gists=gists,
+            ),
+            sources=sources,
+            filters=filters or SearchFilters(),
+            query_embedding=query_embedding,
+            query_embedding_text=query_embedding_text,
+            stage_clock=stage_clock,
+        )
+
+
+def _search(
+    state: SearchState,
+    *,
+    sources,
+    filters: SearchFilters,
+    query_embedding: list[float] | None,
+    query_embedding_text: str | None,
+    stage_clock: Callable[[], float | None] | None,
+) -> SearchResult:
+    """The query scoped and embedded, then six stages in order over one `SearchState`:
 
     candidates -> fuse -> rerank -> floor -> pack -> trim
 
     The first five read the database inside one transaction; trim is display only.
     """
-    _check_arguments(mode=mode, sources=sources, top_k=top_k)
+    _check_arguments(mode=state.mode, sources=sources, top_k=state.top_k)
     started = time.perf_counter()
-    state = SearchState(
-        user_id=user.pk,
-        app_id=app_id,
-        query=query,
-        mode=mode,
-        top_k=top_k,
-        max_tokens=max_tokens,
-        min_similarity=min_similarity,
-        min_relevance=min_relevance,
-        recency_half_life_days=recency_half_life_days,
-        now=(as_of or timezone.now()).timestamp(),
-        trim=trim,
-        gists=gists,
-    )
-    _scope(state, sources=sources, filters=filters or SearchFilters())
+    _scope(state, sources=sources, filters=filters)
     # Before the transaction: a model that fails fails the search, not the caller's one.
     _embed(state, given=query_embedding, given_text=query_embedding_text)
     stages = _StageTimes(stage_clock)
@@ -453,7 +429,7 @@ def _search(
     stage_trim(state)
     stages.mark("trim")
     search_ms = (time.perf_counter() - started) * 1000 - state.embed_ms
-    metrics.SEARCH_SECONDS.labels(mode).observe(search_ms / 1000)
+    metrics.SEARCH_SECONDS.labels(state.mode).observe(search_ms / 1000)
     if state.embed_ms:
         metrics.SEARCH_EMBEDDING_SECONDS.observe(state.embed_ms / 1000)
     return SearchResult(
