@@ -367,13 +367,15 @@ MNEMO_PROFILE_ENABLED = env_bool("MNEMO_PROFILE_ENABLED", True)
 # background task, after the rules have read it in the request).
 MNEMO_PROFILE_MODEL = env_bool("MNEMO_PROFILE_MODEL", True)
 # Webhooks: a delivery's request times out after this many seconds; a failed one is retried
-# after each wait in turn (seconds, about a day in all), then given up and its endpoint disabled.
+# after each wait in turn (seconds, about a day in all; the minute sweep sends what is due, so
+# a receiver that was down for a few minutes gets its events a minute or two after it is back),
+# then given up and its endpoint disabled.
 MNEMO_WEBHOOK_TIMEOUT_SECONDS = env_float("MNEMO_WEBHOOK_TIMEOUT_SECONDS", 10.0)
 MNEMO_WEBHOOK_RETRY_SECONDS = [
     int(value)
     for value in env_list(
         "MNEMO_WEBHOOK_RETRY_SECONDS",
-        ["30", "120", "600", "1800", "3600", "10800", "21600", "43200"],
+        ["10", "30", "60", "120", "300", "900", "1800", "3600", "7200", "14400", "28800", "28800"],
     )
 ]
 # Off: an endpoint on a private or loopback address is refused when registered.

@@ -179,8 +179,9 @@ class Sessions(_Group):
 
 
 class Memories(_Group):
-    def add(self, text: str, *, project_id=None):
-        return self._call("memories.add", text=text, project_id=project_id)
+    def add(self, content: str, *, project_id=None):
+        """Remember one fact (status added, updated, known or duplicate)."""
+        return self._call("memories.add", text=content, project_id=project_id)
 
     def list(self, *, source=None, session_id=None, project_id=None, app_id=None, q=None,
              page=None, page_size=None):  # fmt: skip
