@@ -31,10 +31,8 @@ from memory_site.text.keywords import tags
 MAX_CHUNK_WORDS = 2000
 MAX_PAIRS_PER_CHUNK = 4
 # The summarizer's cost grows with the text; the head of a long reply carries its topic (and
-# the reply's passages are searched on their own). A reply's first 800 characters instead of
-# 1,200: LongMemEval dev the same (0.870, every question type), the import's workers 7 % less
-# CPU per pair (session 11); 600 instead of 800: LongMemEval dev again the same (0.870, @10
-# 0.889, every question type), the workers 0.83 -> 0.78 ms per pair (session 12).
+# the reply's passages are searched on their own), so a header reads only the start of each
+# side (figures in bench/RESULTS.md).
 HEADER_USER_CHARS = 800
 HEADER_ASSISTANT_CHARS = 600
 

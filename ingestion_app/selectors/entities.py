@@ -22,10 +22,8 @@ MAX_QUERY_NGRAMS = 300
 ENTITIES_PER_QUERY = 10
 # An entity named in more than this share of the scope's items tells the leg nothing.
 MAX_MENTION_SHARE = 0.2
-# The leg reads at most this many of an entity's newest mentions (an index range each). 100
-# (was 300): the leg returns at most 100 items anyway; on bench/scale.py --entities 60 at 1M
-# rows the leg took 1.6-1.7 / 2.0-2.3 ms p50/p95 instead of 2.2-2.6 / 2.9-3.8, with LoCoMo
-# and LongMemEval dev recall unchanged to the fourth decimal (session 9).
+# The leg reads at most this many of an entity's newest mentions (an index range each): it
+# returns at most 100 items anyway (figures in bench/RESULTS.md).
 MENTIONS_PER_ENTITY = 100
 _QUERY_WORD_RE = re.compile(r"[\w&+#-]+(?:['’]s)?")
 

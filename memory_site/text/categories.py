@@ -6,11 +6,9 @@ signed up for a pottery class", "We just got back from Rome"). A memory that nam
 activity, a trip or a place, family, pets, books, art, music, an event, food, work, sport,
 films and shows, games, shopping or a cause gets the category's own words ("activity hobby",
 "place city country travel"...) in its keyword context (weight B of the search vector:
-indexed, never shown, not embedded), so such a question's words meet it. Measured on fresh
-LoCoMo dev ingests (session 9): recall within 2,000 characters 0.7914 -> 0.7946 with the
-first ten categories (multi-hop 0.478 -> 0.490, open-domain 0.490 -> 0.510), 0.7982 with
-all fifteen (multi-hop 0.495, open-domain 0.516); LongMemEval dev unchanged. The lists are
-general English, but were written after reading some of LoCoMo dev's multi-hop questions.
+indexed, never shown, not embedded), so such a question's words meet it (figures in
+bench/RESULTS.md). The lists are general English, but were written after reading some of
+LoCoMo dev's multi-hop questions.
 
 Deterministic and cheap (one word set per text); texts over CATEGORY_MAX_CHARS (a whole long
 reply, a document chunk) are left alone: they name every category and would match them all.
