@@ -8,7 +8,7 @@ Used by the context pack's [Relevant memories], the memory browser and the searc
 statement filters on (user, app_id, sources, filters) before anything is ranked, so another
 user's or app's rows can never reach a ranking.
 
-Design (measured on LoCoMo, /work/briefs/retrieval_findings.md; `bench/locomo.py` reproduces it):
+Design (measured on LoCoMo; `bench/locomo.py` reproduces it, bench/RESULTS.md has the figures):
 
 - Keyword side: Okapi BM25 computed in SQL over the `search_vector` lexemes (english config).
   `ts_rank_cd` has no inverse document frequency and ranks 10-20 points worse. Words of the item

@@ -1,6 +1,6 @@
 """Message items: every user/assistant message becomes its own retrievable rag_store row.
 
-Why one item per message (measured on LoCoMo, /work/briefs/retrieval_findings.md): a question is
+Why one item per message (measured on LoCoMo; bench/RESULTS.md): a question is
 usually answered by one line of a conversation, and short items let ~11 answers fit in a 2,000
 character budget where turn pairs fit half as many (79% evidence recall against 75%). The words
 a question uses often sit in the neighbouring messages (the other speaker's question, the
