@@ -1,10 +1,11 @@
 """Retrieval: the one hybrid search over the rag_store, scoped to the caller before ranking.
 
-This module fuses, ranks, packs and formats; the SQL that reads candidates from the rag_store
-(scope, BM25, HNSW, statistics) belongs to the store: ingestion_app.selectors.scope and
-ingestion_app.selectors.search_candidates.
+`memory_search` is the entry point; it runs the stages below over one `SearchState`. The legs'
+SQL is `retrieval.candidates` (on the store's scope rule, ingestion_app.selectors.scope), the
+rerank and floor rules `retrieval.trust`, display `retrieval.display`, every setting
+`retrieval.config.RankingConfig`.
 
-Used by the context pack's [Relevant memories], the memory browser and the search API. Every
+Used by the context pack's [Relevant memories], the memory browser, MCP and the search API. Every
 statement filters on (user, app_id, sources, filters) before anything is ranked, so another
 user's or app's rows can never reach a ranking.
 
