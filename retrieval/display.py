@@ -10,6 +10,8 @@ import math
 import re
 from datetime import datetime
 
+from django.utils import timezone
+
 from memory_site.text.accents import fold_accents
 from memory_site.text.sentences import is_chatter
 from memory_site.tokens import count_tokens
@@ -250,3 +252,43 @@ def superseded_mark(
                 "occurred_at": hit.occurred_at.isoformat() if hit.occurred_at else None,
                 "by_occurred_at": occurred[newer].isoformat() if newer in occurred else None,
             }
+
+
+# --------------------------------------------------------------------------------------------
+# Prompt lines
+# --------------------------------------------------------------------------------------------
+
+
+def format_date(moment: datetime | None) -> str:
+    if moment is None:
+        return ""
+    local = timezone.localtime(moment) if timezone.is_aware(moment) else moment
+    return f"{local.day} {local:%B %Y}"
+
+
+def format_hit(hit: SearchHit) -> str:
+    """One memory as the pack shows it: `(8 May 2023) "Caroline: text"` (quoted data).
+
+    The date is the one thing a reader cannot infer from the text and temporal questions need
+    it; the source is named for everything but conversation messages and their passages, and
+    a superseded memory says so with the date of the one that replaces it ("superseded 2 April
+    2026"). Kept short because every character of the label comes out of the budget: the full
+    provenance ("Chat 'Trip planning', 3 Nov 2026") is on the search result, not in the pack.
+    The contextual header is indexed, never shown: a 2-4 sentence header would eat the budget
+    of a whole memory.
+    """
+    parts = [format_date(hit.occurred_at)]
+    if (hit.metadata or {}).get("granularity") not in ("message", "passage"):
+        parts.append(hit.source)
+    if hit.superseded:
+        later = hit.superseded.get("by_occurred_at")
+        later_date = format_date(datetime.fromisoformat(later)) if later else ""
+        parts.append(f"superseded {later_date}" if later_date else "superseded")
+    label = ", ".join(part for part in parts if part)
+    text = " ".join(hit.content.split())
+    return f'({label}) "{text}"' if label else f'"{text}"'
+
+
+def format_for_prompt(items: list[SearchHit]) -> str:
+    """The retrieved-knowledge block of the context pack: quoted data, one line per memory."""
+    return "\n".join(format_hit(hit) for hit in items)

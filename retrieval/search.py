@@ -41,19 +41,14 @@ Design (measured on LoCoMo; `bench/locomo.py` reproduces it, bench/RESULTS.md ha
 
 from __future__ import annotations
 
-import math
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
 
-import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
-from ingestion_app.models import MemoryItem
 from ingestion_app.selectors import scope as search_scope
 from ingestion_app.selectors.entities import (
     QueryEntity,
@@ -64,13 +59,20 @@ from ingestion_app.selectors.entities import (
 from ingestion_app.selectors.scope import SOURCES, SearchFilters
 from memory_site import metrics
 from memory_site.errors import InvalidInput
-from memory_site.providers import ProviderError, get_embedder
 from memory_site.text.accents import fold_accents
 from memory_site.text.fact_updates import question_relation
 from retrieval import candidates as search_candidates
 from retrieval import display, trust
 from retrieval.candidates import Candidate, SearchHit
 from retrieval.config import RankingConfig, ranking_config, ranking_with
+from retrieval.display import format_date, format_for_prompt, format_hit
+from retrieval.query import (
+    MAX_KEYWORD_QUERY_CHARS,
+    query_vector,
+    scope_speakers_named,
+    search_vector_text,
+)
+from retrieval.ranking import pack_slots, rank_candidates, rrf
 
 # Re-exported: the search API, the pages and the context pack take them from here.
 __all__ = [
@@ -88,8 +90,6 @@ __all__ = [
 ]
 
 MODES = ("hybrid", "semantic", "keyword")
-
-MAX_KEYWORD_QUERY_CHARS = 4000  # a pasted document as query: only its start is parsed
 
 
 @dataclass
@@ -123,139 +123,9 @@ class _StageTimes:
         self._last = now
 
 
-def _named_speakers(query: str, speakers: list[str]) -> list[str]:
-    lowered = query.lower()
-    return [
-        name for name in speakers if re.search(rf"(?<!\w){re.escape(name.lower())}(?!\w)", lowered)
-    ]
-
-
-def _without_name(query: str, name: str) -> str:
-    """The query with a speaker's name (and its possessive) taken out; "" when nothing else is
-    left."""
-    rest = re.sub(rf"(?<!\w){re.escape(name)}(?:'s)?(?!\w)", " ", query, flags=re.IGNORECASE)
-    rest = " ".join(rest.split())
-    return rest if re.search(r"\w", rest) else ""
-
-
-def _vector_text(query: str, named: list[str]) -> str:
-    """What the vector leg embeds: the query, or without its speaker when it names exactly one."""
-    if ranking_config().vector_without_name and len(named) == 1:
-        return _without_name(query[:MAX_KEYWORD_QUERY_CHARS], named[0]) or query
-    return query
-
-
-def search_vector_text(
-    *,
-    user,
-    query: str,
-    app_id: str = "default",
-    sources: list[str] | tuple[str, ...] = SOURCES,
-    filters: SearchFilters | None = None,
-) -> str:
-    """The text `memory_search` embeds for `query` in this scope (hybrid mode): a caller that
-    embeds it ahead (to overlap the model with the database) passes that vector and this text,
-    and the search makes no model call. Reads the scope's speakers (cached with its stats)."""
-    scope, params = search_scope.scope_sql(
-        user_id=user.pk, app_id=app_id, sources=sources, filters=filters or SearchFilters()
-    )
-    return _vector_text(query, _scope_speakers_named(scope, params, query)[1])
-
-
-def _scope_speakers_named(
-    scope: str, params: dict, query: str
-) -> tuple[search_scope.ScopeStats, list[str]]:
-    """(the scope's stats, cached briefly; the scope's speakers the query names)."""
-    with connection.cursor() as cursor:
-        stats = search_scope.scope_stats(cursor, scope=scope, params=params)
-    return stats, _named_speakers(query[:MAX_KEYWORD_QUERY_CHARS], stats.speakers)
-
-
-def _query_vector(
-    *,
-    query: str,
-    named: list[str],
-    mode: str,
-    given: list[float] | None,
-    given_text: str | None,
-) -> tuple[list[float], float]:
-    """The vector the vector leg searches with and the ms spent embedding. It is the vector of
-    `_vector_text` (the query, or the query without the one speaker it names): the caller's
-    when it embedded that text; when the caller embedded the whole query instead, that vector
-    with the name's direction taken out (no model call); else (no vector, or one of another
-    text) one embedding of the text."""
-    text = _vector_text(query, named) if mode == "hybrid" else query
-    given_text = query if given_text is None else given_text
-    if given is not None and given_text == text:
-        return given, 0.0
-    if given is not None and given_text == query and len(named) == 1:
-        derived = _without_name_vector(given, named[0])
-        if derived is not None:
-            return derived, 0.0
-    started = time.perf_counter()
-    vector = get_embedder().embed([text])[0]
-    return vector, (time.perf_counter() - started) * 1000
-
-
-@lru_cache(maxsize=512)
-def _name_direction(embedder, name: str) -> np.ndarray:
-    """A speaker name's own unit embedding, computed once per embedder and name."""
-    return np.asarray(embedder.embed([name])[0], dtype=np.float64)
-
-
-def _without_name_vector(query_embedding: list[float], name: str) -> list[float] | None:
-    """The query's unit vector with its component along `name`'s embedding removed: what the
-    query asks beyond the name, without a second model call per search. None when the name
-    cannot be embedded (the caller keeps the query's own vector)."""
-    try:
-        direction = _name_direction(get_embedder(), name)
-    except ProviderError:
-        return None
-    vector = np.asarray(query_embedding, dtype=np.float64)
-    rest = vector - float(vector @ direction) * direction
-    norm = float(np.linalg.norm(rest))
-    return (rest / norm).tolist() if norm > 1e-6 else None
-
-
 # --------------------------------------------------------------------------------------------
 # Ranking
 # --------------------------------------------------------------------------------------------
-
-
-def _rrf(ranking: list[tuple[int, float]], weight: float) -> dict[int, float]:
-    return {
-        item_id: weight / (ranking_config().rrf_k + rank)
-        for rank, (item_id, _) in enumerate(ranking, 1)
-    }
-
-
-def _smooth_neighbours(candidates: dict[int, Candidate]) -> None:
-    """A message item gains NEIGHBOUR_WEIGHT x the best score of its adjacent messages."""
-    by_position = {
-        (c.chat_session_id, c.position): c
-        for c in candidates.values()
-        if c.is_message and c.position is not None
-    }
-    base = {item_id: c.score for item_id, c in candidates.items()}
-    for candidate in by_position.values():
-        best = max(
-            (
-                base[neighbour.id]
-                for offset in (-1, 1)
-                if (
-                    neighbour := by_position.get(
-                        (candidate.chat_session_id, candidate.position + offset)
-                    )
-                )
-            ),
-            default=0.0,
-        )
-        candidate.score += ranking_config().neighbour_weight * best
-
-
-def _recency_factor(occurred_epoch: float, now: float, half_life_days: float) -> float:
-    age_days = max(0.0, (now - occurred_epoch) / 86400)
-    return 0.5 + 0.5 * math.pow(0.5, age_days / half_life_days)
 
 
 def _check_arguments(*, mode: str, sources, top_k: int) -> None:
@@ -459,7 +329,7 @@ def _scope(state: SearchState, *, sources, filters: SearchFilters) -> None:
         state.top_k * 3,
     )
     if state.mode in ("hybrid", "keyword") and state.query.strip():
-        state.stats, state.named = _scope_speakers_named(state.scope, state.params, state.query)
+        state.stats, state.named = scope_speakers_named(state.scope, state.params, state.query)
 
 
 def _embed(state: SearchState, *, given, given_text) -> None:
@@ -467,14 +337,14 @@ def _embed(state: SearchState, *, given, given_text) -> None:
     vector leg searches with)."""
     if state.mode not in ("hybrid", "semantic"):
         return
-    query_vector, state.embed_ms = _query_vector(
+    embedding, state.embed_ms = query_vector(
         query=state.query,
         named=state.named,
         mode=state.mode,
         given=given,
         given_text=given_text,
     )
-    state.vector = search_scope.vector_literal(query_vector)
+    state.vector = search_scope.vector_literal(embedding)
 
 
 def stage_candidates(state: SearchState, cursor) -> None:
@@ -521,12 +391,12 @@ def stage_fuse(state: SearchState, cursor) -> None:
     its relevance in [0, 1]."""
     config = ranking_config()
     if state.mode == "hybrid":
-        fused = _rrf(state.keyword_rows, config.keyword_weight)
+        fused = rrf(state.keyword_rows, config.keyword_weight)
         for rows, weight in (
             (state.vector_rows, config.vector_weight),
             (state.entity_rows, config.entity_weight),
         ):
-            for item_id, value in _rrf(rows, weight).items():
+            for item_id, value in rrf(rows, weight).items():
                 fused[item_id] = fused.get(item_id, 0.0) + value
     elif state.mode == "keyword":
         fused = dict(state.keyword_rows)
@@ -539,7 +409,7 @@ def stage_fuse(state: SearchState, cursor) -> None:
         sorted(fused, key=fused.__getitem__, reverse=True)[: config.loaded_candidates],
         state.vector,
         dict(state.vector_rows),
-        # Only the fused modes weigh covered pairs (see _rank).
+        # Only the fused modes weigh covered pairs (see rank_candidates).
         probe_covered_pairs=config.pair_weight != 1.0 and state.mode != "semantic",
         names=state.names,
         scope=state.scope,
@@ -561,12 +431,12 @@ def stage_fuse(state: SearchState, cursor) -> None:
 
 def stage_rerank(state: SearchState, cursor) -> None:
     """The candidates in rank order by the trust rules: the assistant's words below the
-    user's for questions about the user, factors and recency (`_rank`), amounts for money
+    user's for questions about the user, factors and recency (`rank_candidates`), amounts for money
     questions, the share of the query's words held, names the memory never mentions, and the
     statements of a relation the question asks about. Reads the top items' text once."""
     config = ranking_config()
     trust.assistant_weight_apply(state.candidates, state.query)
-    ranked = _rank(
+    ranked = rank_candidates(
         state.candidates,
         mode=state.mode,
         named=state.named,
@@ -622,7 +492,7 @@ def stage_pack(state: SearchState, cursor) -> None:
         if trust.is_aggregate_query(state.query)
         else state.ranked
     )
-    packed = _pack(ranked, top_k=state.top_k)
+    packed = pack_slots(ranked, top_k=state.top_k)
     window = [c.id for c in packed[: config.supersede_window]]
     state.packed, state.superseded = trust.supersede_order(
         packed,
@@ -700,143 +570,6 @@ def _entity_leg(
     )
 
 
-def _rank(
-    candidates: dict[int, Candidate],
-    *,
-    mode: str,
-    named: list[str],
-    min_similarity: float | None,
-    recency_half_life_days: float | None,
-    now: float,
-) -> list[Candidate]:
-    config = ranking_config()
-    if mode == "hybrid":
-        _smooth_neighbours(candidates)
-    trust.question_weight_apply(candidates)
-    if mode != "semantic":
-        if len(named) == 1:
-            speaker = named[0].lower()
-            for candidate in candidates.values():
-                if candidate.is_message and candidate.speaker == speaker:
-                    candidate.score *= config.speaker_boost
-        for candidate in candidates.values():
-            if candidate.is_covered_pair:
-                candidate.score *= config.pair_weight
-            if candidate.source == MemoryItem.Source.SUMMARY:
-                candidate.score *= config.summary_weight
-    kept = []
-    for candidate in candidates.values():
-        if (
-            mode != "keyword"
-            and min_similarity is not None
-            and candidate.similarity is not None
-            and candidate.similarity < min_similarity
-        ):
-            continue
-        if recency_half_life_days:
-            candidate.recency_factor = _recency_factor(
-                candidate.occurred_epoch, now, recency_half_life_days
-            )
-            candidate.score *= candidate.recency_factor
-        kept.append(candidate)
-    kept.sort(key=lambda c: (-c.score, -(c.similarity or 0.0), -c.id))
-    return kept
-
-
-_ROLE_SPEAKERS = frozenset({"", "user", "assistant"})
-
-
-def _own_statements(first: Candidate, second: Candidate) -> bool:
-    """Two messages of one exchange between two named people ("Caroline", "Melanie": a chat
-    logged with speaker names): each says something of its own and keeps its own slot. Only a
-    prompt and the model's reply to it are one memory (measured on LoCoMo dev, whose chats
-    are between two people: one slot per exchange cost 2.4 points of budget recall)."""
-    return (
-        first.is_message
-        and second.is_message
-        and first.speaker not in _ROLE_SPEAKERS
-        and second.speaker not in _ROLE_SPEAKERS
-        and first.speaker != second.speaker
-    )
-
-
-def _pack(ranked: list[Candidate], *, top_k: int) -> list[Candidate]:
-    """At most top_k items in rank order, one slot per exchange (see COLLAPSE_ON_OVERLAP).
-
-    When both turns of a live exchange rank (the user's message item and the reply's, items of
-    different messages), the later-ranked one joins the first one's slot (`merged`: one
-    result holding both turns in the order said) instead of being dropped. Messages of two
-    named people keep a slot each (`_own_statements`).
-    """
-    config = ranking_config()
-    packed: list[Candidate] = []
-    covered: set[int] = set()
-    exchanges: dict[str, Candidate] = {}
-    for candidate in ranked:
-        if len(packed) >= top_k:
-            break
-        messages = set(candidate.source_message_ids)
-        if messages and (
-            (messages & covered) if config.collapse_on_overlap else messages <= covered
-        ):
-            continue
-        holder = exchanges.get(candidate.exchange_key) if candidate.exchange_key else None
-        if (
-            config.exchange_collapse
-            and holder is not None
-            and not _own_statements(holder, candidate)
-        ):
-            if (
-                config.merge_turns
-                and holder.is_message
-                and candidate.is_message
-                and not holder.merged
-            ):
-                holder.merged.append(candidate)
-                covered |= messages
-            continue
-        packed.append(candidate)
-        covered |= messages
-        if candidate.exchange_key:
-            exchanges[candidate.exchange_key] = candidate
-    return packed
-
-
 # --------------------------------------------------------------------------------------------
 # Rendering
 # --------------------------------------------------------------------------------------------
-
-
-def format_date(moment: datetime | None) -> str:
-    if moment is None:
-        return ""
-    local = timezone.localtime(moment) if timezone.is_aware(moment) else moment
-    return f"{local.day} {local:%B %Y}"
-
-
-def format_hit(hit: SearchHit) -> str:
-    """One memory as the pack shows it: `(8 May 2023) "Caroline: text"` (quoted data).
-
-    The date is the one thing a reader cannot infer from the text and temporal questions need
-    it; the source is named for everything but conversation messages and their passages, and
-    a superseded memory says so with the date of the one that replaces it ("superseded 2 April
-    2026"). Kept short because every character of the label comes out of the budget: the full
-    provenance ("Chat 'Trip planning', 3 Nov 2026") is on the search result, not in the pack.
-    The contextual header is indexed, never shown: a 2-4 sentence header would eat the budget
-    of a whole memory.
-    """
-    parts = [format_date(hit.occurred_at)]
-    if (hit.metadata or {}).get("granularity") not in ("message", "passage"):
-        parts.append(hit.source)
-    if hit.superseded:
-        later = hit.superseded.get("by_occurred_at")
-        later_date = format_date(datetime.fromisoformat(later)) if later else ""
-        parts.append(f"superseded {later_date}" if later_date else "superseded")
-    label = ", ".join(part for part in parts if part)
-    text = " ".join(hit.content.split())
-    return f'({label}) "{text}"' if label else f'"{text}"'
-
-
-def format_for_prompt(items: list[SearchHit]) -> str:
-    """The retrieved-knowledge block of the context pack: quoted data, one line per memory."""
-    return "\n".join(format_hit(hit) for hit in items)

@@ -316,7 +316,7 @@ def test_a_question_naming_a_speaker_is_embedded_once_without_the_name(user, mon
             ("Melanie", "Good, thanks!"),
         ],
     )
-    from retrieval import search as selectors
+    from retrieval import query as selectors
 
     counting = CountingEmbedder(get_embedder())
     monkeypatch.setattr(selectors, "get_embedder", lambda: counting)
