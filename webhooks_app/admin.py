@@ -1,6 +1,7 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 
 from webhooks_app.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from webhooks_app.services.endpoints import new_secret
 
 
 @admin.register(WebhookEndpoint)
@@ -12,6 +13,17 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
     # The secret is never shown again after it was created.
     exclude = ("secret",)
     readonly_fields = ("disabled_at", "created_at", "updated_at")
+
+    def save_model(self, request, obj, form, change):
+        """A new endpoint gets its signing secret here, shown once in the confirmation."""
+        secret = None
+        if not change:
+            secret = obj.secret = new_secret()
+        super().save_model(request, obj, form, change)
+        if secret:
+            messages.warning(
+                request, f"Signing secret of {obj.url} (shown this once, keep it): {secret}"
+            )
 
 
 class WebhookAttemptInline(admin.TabularInline):

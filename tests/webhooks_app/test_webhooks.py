@@ -18,7 +18,7 @@ from context_app.services.summaries import session_close_run
 from ingestion_app.models import Entity, MemoryItem
 from ingestion_app.services.commit.add import memory_fact_add
 from sessions_app.services.sessions import session_close
-from tests.factories import add_message, open_session
+from tests.factories import add_message, make_user, open_session
 from tests.ingestion_app.export_builders import chatgpt_linear, write_json
 from tests.ingestion_app.imports.helpers import run_import
 from webhooks_app.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
@@ -273,3 +273,22 @@ def test_closing_a_session_importing_and_merging_entities_are_events(
     assert "tomato" in by_type["session.closed"]["summary"].lower()
     assert by_type["import.completed"]["status"] == "done"
     assert by_type["entity.merged"]["merged_ids"] == [ids[1]]
+
+
+def test_an_endpoint_added_in_admin_gets_a_secret_shown_once(user, client):
+    admin_user = make_user("root", staff=True)
+    admin_user.is_superuser = True
+    admin_user.save()
+    client.force_login(admin_user)
+    response = client.post(
+        "/admin/webhooks_app/webhookendpoint/add/",
+        {"user": user.id, "url": "https://crm.example.com/hooks", "enabled": "on", "events": ""},
+        follow=True,
+    )
+    assert response.status_code == 200
+    endpoint = WebhookEndpoint.objects.get(user=user)
+    assert endpoint.secret.startswith("whsec_")
+    shown = [str(m) for m in response.context["messages"]]
+    assert any(endpoint.secret in m for m in shown)
+    page = client.get(f"/admin/webhooks_app/webhookendpoint/{endpoint.id}/change/")
+    assert endpoint.secret not in page.content.decode()
