@@ -114,8 +114,11 @@ class ProfilePack:
     entry, for benchmarks that score what a pack carries."""
 
     text: str = ""
-    entry_ids: list[int] = field(default_factory=list)
     lines: list[tuple[str, ProfileEntry]] = field(default_factory=list)
+
+    @property
+    def entry_ids(self) -> list[int]:
+        return [entry.id for _, entry in self.lines]
 
 
 def _line(entry: ProfileEntry) -> str:
@@ -147,7 +150,6 @@ def profile_for_pack(*, user_id: int, app_id: str, cap_chars: int) -> ProfilePac
             if used + cost > cap_chars:
                 continue
             pack.lines.append((line, entry))
-            pack.entry_ids.append(entry.id)
             used += cost
             first = False
     pack.text = "\n".join(line for line, _ in pack.lines)

@@ -186,10 +186,6 @@ class RankingConfig:
         """A copy with `changes` (names are the fields; upper case is accepted too)."""
         return dataclasses.replace(self, **{name.lower(): value for name, value in changes.items()})
 
-    @classmethod
-    def settings(cls) -> list[dataclasses.Field]:
-        return list(dataclasses.fields(cls))
-
 
 RANKING = RankingConfig()
 

@@ -35,7 +35,7 @@ from memory_site.text.profile_statements import (
     statement_terms,
 )
 from profile_app.models import ProfileEntry
-from profile_app.selectors import profile_entry_get_for_user
+from profile_app.selectors import profile_entry_get_for_user, profile_entry_history
 from sessions_app.models import Message
 from sessions_app.selectors import chat_sessions
 from sessions_app.services.usage import usage_record_json
@@ -376,15 +376,7 @@ def profile_entry_delete(*, user, entry_id: int) -> int:
     with transaction.atomic():
         entry = profile_entry_get_for_user(user=user, entry_id=entry_id)
         _lock(user.id, entry.app_id)
-        chain = {entry.id}
-        frontier = [entry.id]
-        while frontier:
-            frontier = list(
-                ProfileEntry.objects.filter(superseded_by_id__in=frontier)
-                .exclude(id__in=chain)
-                .values_list("id", flat=True)
-            )
-            chain.update(frontier)
+        chain = [version.id for version in profile_entry_history(entry=entry)]
         deleted, _ = ProfileEntry.objects.filter(id__in=chain, user=user).delete()
     return deleted
 
@@ -400,15 +392,6 @@ def profile_patch(
             profile_entry_update(user=user, entry_id=change["id"], text=change["text"])
         for new in add:
             profile_entry_add(user=user, app_id=app_id, kind=new["kind"], text=new["text"])
-
-
-def profile_erase(*, user, app_id: str | None = None) -> int:
-    """Every profile entry of the user (in one app when given); returns how many went."""
-    entries = ProfileEntry.objects.filter(user=user)
-    if app_id is not None:
-        entries = entries.filter(app_id=app_id)
-    deleted, _ = entries.delete()
-    return deleted
 
 
 # ------------------------------------------------------------------------------------------

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import FieldError
 from django.db import transaction
 from django.db.models import Q
@@ -43,12 +45,19 @@ EVENT_TYPES = (
 
 def _recipients(user_id: int) -> tuple[list[WebhookEndpoint], str]:
     """The enabled endpoints of the user and, when the user is a chat app's end user, of the
-    app's key owner; with the end user's id in that app (or "")."""
-    endpoints = WebhookEndpoint.objects.filter(enabled=True)
+    app's key owner; with the end user's id in that app (or ""). One query when there are no
+    endpoints (the usual case), two otherwise."""
     try:
-        endpoints = list(endpoints.filter(Q(user_id=user_id) | Q(user__end_users__user_id=user_id)))
+        endpoints = list(
+            WebhookEndpoint.objects.filter(enabled=True).filter(
+                Q(user_id=user_id) | Q(user__end_users__user_id=user_id)
+            )
+        )
+        if not endpoints:
+            return [], ""
         external = (
-            WebhookEndpoint.user.field.related_model.objects.filter(id=user_id)
+            get_user_model()
+            .objects.filter(id=user_id)
             .values_list("end_user_of__external_id", flat=True)
             .first()
         )
@@ -58,27 +67,34 @@ def _recipients(user_id: int) -> tuple[list[WebhookEndpoint], str]:
     return endpoints, external or ""
 
 
-def event_emit(*, user_id: int, event: str, data: dict) -> int:
-    """Queue `event` with `data` (JSON-able) for the user's endpoints; returns how many."""
-    if event not in EVENT_TYPES:
-        raise ValueError(f"unknown webhook event {event!r}")
+def events_emit(*, user_id: int, events: Iterable[tuple[str, dict]]) -> int:
+    """Queue each (event, data) for the user's endpoints that take it; returns the deliveries.
+
+    The endpoints are read once for the batch, and `events` (which may be a generator) is not
+    consumed when the user has none, so a writer emitting per item pays one query at most.
+    """
     endpoints, end_user = _recipients(user_id)
-    endpoints = [e for e in endpoints if not e.events or event in e.events]
     if not endpoints:
         return 0
-    payload = {**data, "user_id": user_id}
-    if end_user:
-        payload["end_user"] = end_user
-    body = json.dumps(
-        {"type": event, "timestamp": timezone.now().isoformat(), "data": payload},
-        ensure_ascii=False,
-        separators=(",", ":"),
-        default=str,
-    )
-    deliveries = WebhookDelivery.objects.bulk_create(
-        [WebhookDelivery(endpoint=endpoint, event=event, body=body) for endpoint in endpoints]
-    )
-    ids = [str(delivery.id) for delivery in deliveries]
+    now = timezone.now().isoformat()
+    rows = []
+    for event, data in events:
+        if event not in EVENT_TYPES:
+            raise ValueError(f"unknown webhook event {event!r}")
+        takers = [e for e in endpoints if not e.events or event in e.events]
+        if not takers:
+            continue
+        payload = {**data, "user_id": user_id, **({"end_user": end_user} if end_user else {})}
+        body = json.dumps(
+            {"type": event, "timestamp": now, "data": payload},
+            ensure_ascii=False,
+            separators=(",", ":"),
+            default=str,
+        )
+        rows.extend(WebhookDelivery(endpoint=e, event=event, body=body) for e in takers)
+    if not rows:
+        return 0
+    ids = [str(delivery.id) for delivery in WebhookDelivery.objects.bulk_create(rows)]
 
     def queue() -> None:
         for delivery_id in ids:
@@ -89,6 +105,13 @@ def event_emit(*, user_id: int, event: str, data: dict) -> int:
 
     transaction.on_commit(queue)
     return len(ids)
+
+
+def event_emit(*, user_id: int, event: str, data: dict) -> int:
+    """Queue one event with `data` (JSON-able) for the user's endpoints; returns how many."""
+    if event not in EVENT_TYPES:
+        raise ValueError(f"unknown webhook event {event!r}")
+    return events_emit(user_id=user_id, events=[(event, data)])
 
 
 def memory_as_event(item) -> dict:

@@ -22,7 +22,7 @@ from sessions_app.models import ChatSession, Message
 from webhooks_app.services.events import (
     MEMORY_CREATED,
     MEMORY_UPDATED,
-    event_emit,
+    events_emit,
     memory_as_event,
 )
 
@@ -166,16 +166,21 @@ def decisions_apply(
     )
     committed = [CommittedFact(id=item.id, content=item.content, event="ADD") for item in created]
     committed.extend(updated_rows.values())
+    events_emit(user_id=user.pk, events=_memory_events(created, updated_rows))
+    return committed, updates, noops
+
+
+def _memory_events(created: list[MemoryItem], updated_rows: dict[int, CommittedFact]):
+    """memory.created per new fact, memory.updated per rewritten one (read only when some
+    endpoint will take them: `events_emit` consumes this lazily)."""
     for item in created:
-        event_emit(user_id=user.pk, event=MEMORY_CREATED, data={"memory": memory_as_event(item)})
+        yield MEMORY_CREATED, {"memory": memory_as_event(item)}
     if updated_rows:
         for item in MemoryItem.objects.filter(id__in=list(updated_rows)).defer("embedding"):
-            event_emit(
-                user_id=user.pk,
-                event=MEMORY_UPDATED,
-                data={
+            yield (
+                MEMORY_UPDATED,
+                {
                     "memory": memory_as_event(item),
                     "previous_content": updated_rows[item.id].previous_content,
                 },
             )
-    return committed, updates, noops

@@ -53,6 +53,60 @@ def _mem0_turns(messages) -> list[dict]:
     return [{"role": m["role"], "content": m["content"]} for m in messages]
 
 
+class _Client:
+    """What `Mnemo` and `AsyncMnemo` set up alike: the server, the key, the retry policy, the
+    HTTP client of their kind (`_http_class`) and the resource groups."""
+
+    _http_class: type
+    _memories_group: type
+    _imports_group: type
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        end_user: str | None = None,
+        end_user_header: str = DEFAULT_END_USER_HEADER,
+        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
+    ):
+        base_url, api_key = _settings(base_url, api_key)
+        self.end_user_header = end_user_header
+        self.retry = retry or RetryPolicy()
+        self._http = self._http_class(
+            base_url=base_url,
+            timeout=timeout,
+            headers=auth_headers(api_key, end_user, end_user_header),
+            transport=transport,
+        )
+        self.sessions = Sessions(self)
+        self.memories = self._memories_group(self)
+        self.entities = Entities(self)
+        self.profile = Profile(self)
+        self.webhooks = Webhooks(self)
+        self.me = Me(self)
+        self.imports = self._imports_group(self)
+
+
+def _opened_files(files: ExitStack, request: Request) -> list | None:
+    """The multipart parts of an upload's paths, opened for the request's lifetime."""
+    if not request.files:
+        return None
+    return [("files", files.enter_context(open(path, "rb"))) for path in request.files]
+
+
+def _search(query: str, user_id, limit, options: dict, header: str) -> Request:
+    """The search request; `user_id` acts for that end user, `limit` is `top_k` (mem0's)."""
+    if limit is not None:
+        options.setdefault("top_k", limit)
+    request = _core.search_request(query, **options)
+    if user_id:
+        request.headers[header] = user_id
+    return request
+
+
 class SyncMemories(Memories):
     def search(self, query: str, *, top_k: int | None = None, **options) -> list[SearchHit]:
         """The ranked results of `Mnemo.search` (each with `content`, `relevance`, `why`)."""
@@ -92,7 +146,7 @@ class Imports:
             time.sleep(interval)
 
 
-class Mnemo:
+class Mnemo(_Client):
     """A client of one Mnemo server with one API key.
 
     Every call has a timeout (`timeout` seconds, per call with `timeout=` on the transport
@@ -102,33 +156,9 @@ class Mnemo:
     `end_user` acts for one end user of a chat app whose key has an end-user grant.
     """
 
-    def __init__(
-        self,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        *,
-        timeout: float = DEFAULT_TIMEOUT,
-        retry: RetryPolicy | None = None,
-        end_user: str | None = None,
-        end_user_header: str = DEFAULT_END_USER_HEADER,
-        transport: httpx.BaseTransport | None = None,
-    ):
-        base_url, api_key = _settings(base_url, api_key)
-        self.end_user_header = end_user_header
-        self.retry = retry or RetryPolicy()
-        self._http = httpx.Client(
-            base_url=base_url,
-            timeout=timeout,
-            headers=auth_headers(api_key, end_user, end_user_header),
-            transport=transport,
-        )
-        self.sessions = Sessions(self)
-        self.memories = SyncMemories(self)
-        self.entities = Entities(self)
-        self.profile = Profile(self)
-        self.webhooks = Webhooks(self)
-        self.me = Me(self)
-        self.imports = Imports(self)
+    _http_class = httpx.Client
+    _memories_group = SyncMemories
+    _imports_group = Imports
 
     def __enter__(self) -> Mnemo:
         return self
@@ -143,11 +173,7 @@ class Mnemo:
 
     def _send(self, request: Request) -> httpx.Response:
         with ExitStack() as files:
-            upload = (
-                [("files", files.enter_context(open(path, "rb"))) for path in request.files]
-                if request.files
-                else None
-            )
+            upload = _opened_files(files, request)
             return self._http.request(
                 request.method,
                 request.path,
@@ -183,12 +209,7 @@ class Mnemo:
                **options) -> SearchResult:  # fmt: skip
         """Ranked hybrid search of the caller's memories (`top_k`, `mode`, `sources`, `app_id`,
         `filters`, `as_of`); `user_id` acts for that end user, `limit` is `top_k` (mem0's names)."""
-        if limit is not None:
-            options.setdefault("top_k", limit)
-        request = _core.search_request(query, **options)
-        if user_id:
-            request.headers[self.end_user_header] = user_id
-        return self._call(request)
+        return self._call(_search(query, user_id, limit, options, self.end_user_header))
 
     def chat_stream(self, messages: list[dict], *, session_id: str | None = None,
                     context_version: str | None = None, attachments=None,
@@ -259,36 +280,12 @@ class AsyncImports:
             await asyncio.sleep(interval)
 
 
-class AsyncMnemo:
+class AsyncMnemo(_Client):
     """`Mnemo` for asyncio: the same groups and operations, each awaited."""
 
-    def __init__(
-        self,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        *,
-        timeout: float = DEFAULT_TIMEOUT,
-        retry: RetryPolicy | None = None,
-        end_user: str | None = None,
-        end_user_header: str = DEFAULT_END_USER_HEADER,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ):
-        base_url, api_key = _settings(base_url, api_key)
-        self.end_user_header = end_user_header
-        self.retry = retry or RetryPolicy()
-        self._http = httpx.AsyncClient(
-            base_url=base_url,
-            timeout=timeout,
-            headers=auth_headers(api_key, end_user, end_user_header),
-            transport=transport,
-        )
-        self.sessions = Sessions(self)
-        self.memories = AsyncMemories(self)
-        self.entities = Entities(self)
-        self.profile = Profile(self)
-        self.webhooks = Webhooks(self)
-        self.me = Me(self)
-        self.imports = AsyncImports(self)
+    _http_class = httpx.AsyncClient
+    _memories_group = AsyncMemories
+    _imports_group = AsyncImports
 
     async def __aenter__(self) -> AsyncMnemo:
         return self
@@ -301,11 +298,7 @@ class AsyncMnemo:
 
     async def _send(self, request: Request) -> httpx.Response:
         with ExitStack() as files:
-            upload = (
-                [("files", files.enter_context(open(path, "rb"))) for path in request.files]
-                if request.files
-                else None
-            )
+            upload = _opened_files(files, request)
             return await self._http.request(
                 request.method,
                 request.path,
@@ -336,12 +329,7 @@ class AsyncMnemo:
 
     async def search(self, query: str, *, user_id: str | None = None, limit: int | None = None,
                      **options) -> SearchResult:  # fmt: skip
-        if limit is not None:
-            options.setdefault("top_k", limit)
-        request = _core.search_request(query, **options)
-        if user_id:
-            request.headers[self.end_user_header] = user_id
-        return await self._call(request)
+        return await self._call(_search(query, user_id, limit, options, self.end_user_header))
 
     async def chat_stream(self, messages: list[dict], *, session_id: str | None = None,
                           context_version: str | None = None, attachments=None,
