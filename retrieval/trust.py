@@ -333,8 +333,10 @@ def window_updates(
     older must be replaced, or with `relation` (what the question asks: `question_relation`)
     every one of that relation: "I live in Austin and work at Globex" is not replaced by "I
     moved to Denver" for "where do I work?", but is for "where do I live?". `stated` caches
-    each item's statements and `texts` its text (`texts_read`) across calls of one search."""
-    if len(ids) < 2:
+    each item's statements and `texts` its text (`texts_read`) across calls of one search.
+    With `relation`, a lone item's statements are parsed too: `relation_relevance_apply`
+    needs them ("I moved to Lisbon" is the answer to "where do I live?" in a store of one)."""
+    if len(ids) < 2 and not (ids and relation):
         return set()
     texts_read(cursor, ids, texts)
     for item_id in ids:

@@ -502,3 +502,16 @@ def test_an_edited_memory_is_found_by_its_new_accented_word_written_plain(api, u
 
     assert edited.status_code == 200, edited.json()
     assert [hit["id"] for hit in body["items"]] == [item.id]
+
+
+@pytest.mark.parametrize("question", ["Where do I live?", "Where did I move to?"])
+def test_a_new_users_one_memory_of_a_move_answers_where_they_live(api, user, question):
+    """The first thing a new user tries: one stated move, then a question that shares no
+    word with it. A store of one item answers it as a store of thousands does."""
+    stored = written(user, "User: I moved to Lisbon in March and I'm looking for a climbing gym.")
+
+    body = api.post(SEARCH, {"query": question}, format="json").json()
+
+    assert [item["id"] for item in body["items"]] == [stored.id]
+    unrelated = api.post(SEARCH, {"query": "What is my favourite colour?"}, format="json")
+    assert unrelated.json()["items"] == []
