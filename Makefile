@@ -12,15 +12,18 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: install run test test-external lint browser-deps redis-deps db-stop embedder
+.PHONY: install run test test-external lint docs docs-build docs-reference docs-screenshots browser-deps redis-deps db-stop embedder
 
-$(STAMP): requirements.txt
+# The project (editable) with its `export` extra and `dev` group, every package pinned by the
+# lock (requirements.txt). A production install is `pip install -c requirements.txt .` alone.
+$(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --upgrade "pip>=25.1"
 	# torch first: 2.13.0 is the local CPU wheel; any other version pulls GBs of CUDA.
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet -c requirements.txt -e ".[export]" --group dev
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -66,6 +69,24 @@ test-external: install redis-deps
 # Style, formatting, and the import contracts (pyproject.toml [tool.importlinter]).
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports
+
+# The docs site (MkDocs + Material, docs/ and mkdocs.yml): `make docs` serves it on
+# 127.0.0.1:8001, `make docs-build` builds it in strict mode (a broken link fails) into var/site.
+# `make docs-reference` regenerates the reference pages and .env.example from the code.
+docs: install
+	$(VENV)/bin/mkdocs serve --strict -a 127.0.0.1:8001
+
+docs-build: install
+	$(VENV)/bin/mkdocs build --strict -d var/site
+
+docs-reference: install
+	$(PY) manage.py docs_reference
+
+# The tutorial's screenshots, taken again by the browser tests.
+DOC_SCREENSHOTS := 01-login 03-chat-streamed-topic-commit-debug 04-memories-search 05-memory-detail 09-entities
+docs-screenshots: install browser-deps
+	$(PY) -m pytest -q tests/browser
+	for name in $(DOC_SCREENSHOTS); do cp artifacts/screenshots/$$name.png docs/img/; done
 
 # Stop the embedded PostgreSQL (it outlives `make run` so restarts are instant).
 db-stop:

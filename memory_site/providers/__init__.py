@@ -4,6 +4,7 @@ a loopback server) and clients are cached per configuration."""
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from collections.abc import Callable
 from functools import lru_cache
@@ -19,7 +20,7 @@ from memory_site.providers.base import (
     ProviderError,
     StreamChunk,
 )
-from memory_site.providers.local import LocalEmbedder, LocalLLM
+from memory_site.providers.local import LocalEmbedder, LocalLLM, UnavailableEmbedder
 from memory_site.providers.local_onnx import OnnxEmbedder, onnx_model_prepare
 from memory_site.providers.openai_provider import OpenAIEmbedder, OpenAILLM, make_client
 
@@ -59,7 +60,7 @@ def _local_embedder(backend: str, min_cosine: float) -> Embedder:
     on first use); torch only when explicitly configured or when the export itself failed.
     Every graph gives all-MiniLM-L6-v2 vectors, so stored vectors stay valid either way."""
     if backend == "onnx":
-        choice = onnx_model_prepare(settings.DATA_DIR, min_cosine=min_cosine)
+        choice = onnx_model_prepare(settings.MNEMO_MODELS_DIR, min_cosine=min_cosine)
         if choice is not None:
             return OnnxEmbedder(
                 choice.path,
@@ -71,6 +72,11 @@ def _local_embedder(backend: str, min_cosine: float) -> Embedder:
                 ),
                 workers=settings.EMBEDDING_WORKERS,
                 graph=choice.kind.name,
+            )
+        if importlib.util.find_spec("torch") is None:
+            return UnavailableEmbedder(
+                "no local embedder: the ONNX graphs are not exported and torch is not "
+                "installed (pip install '.[export]', then manage.py embedder_prepare)"
             )
         logger.error("EMBEDDING_BACKEND=onnx is not usable; local embeddings run on torch")
     return LocalEmbedder(

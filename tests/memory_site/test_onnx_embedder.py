@@ -22,6 +22,8 @@ from memory_site.providers import _local_embedder, get_embedder
 from memory_site.providers.local import LocalEmbedder
 from memory_site.providers.local_onnx import (
     GRAPHS,
+    REFERENCE_FILENAME,
+    TOKENIZER_FILENAME,
     OnnxEmbedder,
     cpu_flags,
     graph_choose,
@@ -116,7 +118,7 @@ def test_int8_refused_serves_the_fp32_onnx_graph_never_torch(onnx_backend, setti
 def test_unsigned_weight_graph_matches_torch_with_saturation_free_kernels(onnx_backend, settings):
     """The u8u8 graph's integer products never saturate, so its vectors are the same on every
     x86-64 CPU: what it scores here it scores on an AVX2-only one."""
-    choice = onnx_model_prepare(settings.DATA_DIR)
+    choice = onnx_model_prepare(settings.MNEMO_MODELS_DIR)
     embedder = OnnxEmbedder(choice.path.parent / "model_int8_u8u8.onnx", graph="int8-u8u8")
     assert cosines(embedder.embed(TEXTS), LocalEmbedder().embed(TEXTS)).min() >= 0.99
 
@@ -138,21 +140,59 @@ def test_the_first_graph_holding_parity_serves_in_speed_order(tmp_path):
     assert last.kind.name == "fp32" and "last resort" in last.reason
 
 
-def test_a_cache_measured_on_another_cpu_is_measured_again(onnx_backend, settings, tmp_path):
-    """A data folder moved to another machine (a volume, an image) is not trusted there: its
-    parity was measured on other kernels."""
-    onnx_model_prepare(settings.DATA_DIR)
-    source = onnx_cache_dir(settings.DATA_DIR)
+def test_a_cache_measured_on_another_cpu_is_measured_again(
+    onnx_backend, settings, tmp_path, caplog
+):
+    """A cache moved to another machine (a volume, an image built elsewhere) is not trusted
+    there, since int8 parity depends on the CPU's kernels, but neither is it exported again:
+    it is measured against the stored torch vectors, with ONNX Runtime alone."""
+    onnx_model_prepare(settings.MNEMO_MODELS_DIR)
+    source = onnx_cache_dir(settings.MNEMO_MODELS_DIR)
     moved = onnx_cache_dir(tmp_path)
     moved.mkdir(parents=True)
     for kind in GRAPHS:
         (moved / kind.filename).symlink_to(source / kind.filename)
+    for name in (REFERENCE_FILENAME, TOKENIZER_FILENAME):
+        (moved / name).symlink_to(source / name)
     manifest = onnx_manifest_read(source)
-    (moved / "manifest.json").write_text(json.dumps(manifest))
-    assert onnx_manifest_read(moved) == manifest
-    manifest["source"]["cpu_flags"] = ["avx2"] if list(cpu_flags()) != ["avx2"] else []
-    (moved / "manifest.json").write_text(json.dumps(manifest))
-    assert onnx_manifest_read(moved) is None
+    assert manifest["measured_on"] == list(cpu_flags())
+    elsewhere = {
+        **manifest,
+        "measured_on": ["avx2"] if list(cpu_flags()) != ["avx2"] else [],
+        "graphs": {
+            name: {**parity, "min_cosine": 0.5} for name, parity in manifest["graphs"].items()
+        },
+    }
+    (moved / "manifest.json").write_text(json.dumps(elsewhere))
+    assert onnx_manifest_read(moved) == elsewhere
+    with caplog.at_level(logging.INFO, logger="memory_site.providers.local_onnx"):
+        choice = onnx_model_prepare(tmp_path)
+    assert "measured on this CPU" in caplog.text
+    assert "exporting" not in caplog.text
+    rewritten = onnx_manifest_read(moved)
+    assert rewritten["measured_on"] == list(cpu_flags())
+    for name, parity in manifest["graphs"].items():
+        assert rewritten["graphs"][name]["min_cosine"] == pytest.approx(
+            parity["min_cosine"], abs=1e-4
+        )
+    assert choice.kind.name == graph_choose(manifest, source, min_cosine=0.99).kind.name
+
+
+def test_no_cache_and_no_torch_says_how_to_export(settings, tmp_path, caplog, monkeypatch):
+    """A runtime-only install (no torch) with no exported graphs names the fix instead of
+    failing on an import deep in a request."""
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *args: None if name == "torch" else real_find_spec(name, *args),
+    )
+    with caplog.at_level(logging.ERROR, logger="memory_site.providers.local_onnx"):
+        assert onnx_model_prepare(tmp_path) is None
+    assert "pip install '.[export]'" in caplog.text
+    assert not any(onnx_cache_dir(tmp_path).glob("*.onnx"))
 
 
 def test_torch_backend_can_be_chosen(settings):

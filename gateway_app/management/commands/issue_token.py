@@ -19,7 +19,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("username")
+        parser.add_argument("username", help="the user the token acts for")
         parser.add_argument("--create-user", action="store_true", help="create the user if missing")
         parser.add_argument(
             "--end-users",

@@ -25,7 +25,7 @@ class Command(BaseCommand):
     help = "Export memory items (every kind) as Markdown files with YAML frontmatter."
 
     def add_arguments(self, parser):
-        parser.add_argument("directory")
+        parser.add_argument("directory", help="folder the Markdown files are written to")
         parser.add_argument("--user", default=None, help="only this user's chunks")
         parser.add_argument("--platform", default=None, help="only chunks from this platform")
         parser.add_argument("--agent-id", default=None, help="only chunks of this agent_id")

@@ -46,7 +46,12 @@ class Command(BaseCommand):
     help = "Re-embed every rag_store row with the configured embedding model."
 
     def add_arguments(self, parser):
-        parser.add_argument("--batch-size", type=int, default=settings.EMBEDDING_BATCH_SIZE)
+        parser.add_argument(
+            "--batch-size",
+            type=int,
+            default=settings.EMBEDDING_BATCH_SIZE,
+            help="texts per embedding call (default: EMBEDDING_BATCH_SIZE)",
+        )
         parser.add_argument(
             "--only-missing", action="store_true", help="only rows without a vector"
         )

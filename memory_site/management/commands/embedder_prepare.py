@@ -18,7 +18,7 @@ from memory_site.providers.local_onnx import (
 class Command(BaseCommand):
     help = (
         "Export all-MiniLM-L6-v2 to ONNX graphs (int8 u8s8, int8 u8u8, fp32) under "
-        "DATA_DIR/models (reused if present), measure each against torch on this CPU and say "
+        "MNEMO_MODELS_DIR (reused if present), measure each against torch on this CPU and say "
         "which one serves."
     )
 
@@ -30,14 +30,14 @@ class Command(BaseCommand):
             self.stdout.write("the onnx local embedder is not configured; nothing to prepare")
             return
         choice = onnx_model_prepare(
-            settings.DATA_DIR,
+            settings.MNEMO_MODELS_DIR,
             force=force,
             min_cosine=settings.EMBEDDING_ONNX_PARITY_MIN_COSINE,
         )
         if choice is None:
             self.stderr.write("the onnx export failed (see the log above); torch will be used")
             return
-        manifest = onnx_manifest_read(onnx_cache_dir(settings.DATA_DIR)) or {}
+        manifest = onnx_manifest_read(onnx_cache_dir(settings.MNEMO_MODELS_DIR)) or {}
         cosines = {name: parity["min_cosine"] for name, parity in manifest["graphs"].items()}
         self.stdout.write(
             f"onnx embedder ready: the {choice.kind.name} graph serves on this CPU "

@@ -41,7 +41,9 @@ class Command(BaseCommand):
     help = "Re-encrypt all encrypted columns under the first key of MNEMO_ENCRYPTION_KEYS."
 
     def add_arguments(self, parser):
-        parser.add_argument("--batch-size", type=int, default=500)
+        parser.add_argument(
+            "--batch-size", type=int, default=500, help="rows re-encrypted per transaction"
+        )
         parser.add_argument(
             "--dry-run",
             action="store_true",

@@ -2,7 +2,7 @@
 
 One machine runs both (the default). A multi-node layout runs web-only nodes
 (`serve --no-worker`) behind a load balancer and worker-only nodes (`serve --no-web`), all on
-one DATABASE_URL and one REDIS_URL (docs/SCALING.md).
+one DATABASE_URL and one REDIS_URL (docs/explanation/scaling.md).
 
 Each child runs in its own process group, so the terminal's Ctrl-C reaches only this command,
 which then stops them in order: SIGINT to every group first, and SIGKILL to the whole group of
@@ -28,6 +28,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memory_site.database import database_preflight
 from memory_site.providers.local_onnx import onnx_model_prepare
+from memory_site.setting_table import setting
 
 # Ctrl-C to nothing left running: graceful stop for this long, then SIGKILL (under 10 s).
 STOP_GRACE_SECONDS = 6.0
@@ -37,12 +38,12 @@ class Command(BaseCommand):
     help = "Run the web server (ASGI, streaming-capable) and the task worker in one foreground process."
 
     def add_arguments(self, parser):
-        parser.add_argument("--host", default="127.0.0.1")
-        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+        parser.add_argument("--port", type=int, default=8000, help="port to listen on")
         parser.add_argument(
             "--web-workers",
             type=int,
-            default=int(os.environ.get("WEB_WORKERS") or 1),
+            default=setting("WEB_WORKERS"),
             help="uvicorn worker processes sharing the port (default: WEB_WORKERS or 1)",
         )
         parser.add_argument(
@@ -66,7 +67,7 @@ class Command(BaseCommand):
         # Export the onnx embedder here, once, before the web server and the worker both load it.
         if settings.EMBEDDING_PROVIDER == "local" and settings.EMBEDDING_BACKEND == "onnx":
             onnx_model_prepare(
-                settings.DATA_DIR, min_cosine=settings.EMBEDDING_ONNX_PARITY_MIN_COSINE
+                settings.MNEMO_MODELS_DIR, min_cosine=settings.EMBEDDING_ONNX_PARITY_MIN_COSINE
             )
         env = {**os.environ, "MNEMO_WARM_EMBEDDER": "1"}
         # Prometheus multi-process mode: every web worker and task worker of this command
@@ -79,7 +80,7 @@ class Command(BaseCommand):
         processes: dict[str, subprocess.Popen] = {}
         if not no_worker:
             processes["task worker"] = subprocess.Popen(
-                [python, "manage.py", "qcluster"], env=env, start_new_session=True
+                [python, "-m", "memory_site.cli", "qcluster"], env=env, start_new_session=True
             )
         if not no_web:
             processes["web server"] = subprocess.Popen(

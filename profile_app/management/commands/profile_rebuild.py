@@ -15,7 +15,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--user", help="only this username")
-        parser.add_argument("--app-id", default=settings.MNEMO_DEFAULT_APP_ID)
+        parser.add_argument(
+            "--app-id",
+            default=settings.MNEMO_DEFAULT_APP_ID,
+            help="the app whose profiles are rebuilt",
+        )
 
     def handle(self, *args, user=None, app_id, **options):
         users = get_user_model().objects.order_by("id")

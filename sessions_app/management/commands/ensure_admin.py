@@ -10,8 +10,10 @@ class Command(BaseCommand):
     help = "Create the admin account on first run (idempotent) and print how to log in."
 
     def add_arguments(self, parser):
-        parser.add_argument("--username", default="admin")
-        parser.add_argument("--url", default="http://127.0.0.1:8000")
+        parser.add_argument("--username", default="admin", help="the admin account's name")
+        parser.add_argument(
+            "--url", default="http://127.0.0.1:8000", help="the address printed with the login"
+        )
 
     def handle(self, *args, username, url, **options):
         user_model = get_user_model()

@@ -76,7 +76,7 @@ class Command(BaseCommand):
     help = "Write a session's raw log (Timestamp / Model / Turn / User / Assistant blocks)."
 
     def add_arguments(self, parser):
-        parser.add_argument("session_id")
+        parser.add_argument("session_id", help="the session to write out")
         parser.add_argument(
             "--output",
             "-o",
