@@ -1,4 +1,4 @@
-"""Faults and fuzzing against a real server: the figures of docs/RELIABILITY.md.
+"""Faults and fuzzing against a real server: the figures of bench/reports/reliability.md.
 
 1. Fuzz: schemathesis over every operation of the OpenAPI schema (valid and invalid requests,
    tests/schema_fuzz.py) for ``--fuzz-seconds``: requests sent, statuses, 5xx, check failures.

@@ -1,4 +1,4 @@
-"""A real full disk under the upload folder: the figures of docs/RELIABILITY.md's disk-full
+"""A real full disk under the upload folder: the figures of bench/reports/reliability.md's disk-full
 section. Called by bench/faults.py (``--disk-full``); needs root (it mounts a tmpfs).
 
 A tmpfs of ``size_mib`` is mounted and uvicorn started with ``MNEMO_UPLOAD_DIR`` on it (tasks

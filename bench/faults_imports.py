@@ -1,5 +1,5 @@
 """Imports through a real `manage.py serve` (web + django-q cluster): the figures of
-docs/RELIABILITY.md's import sections. Called by bench/faults.py (``--imports-mib``,
+bench/reports/reliability.md's import sections. Called by bench/faults.py (``--imports-mib``,
 ``--kill-worker``); kept apart so the fuzz/outage part stays readable.
 
 - Imports of each size (a generated ChatGPT export, bench/import_bench.py's generator) through

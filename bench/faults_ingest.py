@@ -1,4 +1,4 @@
-"""Document ingest answers before reading the document: the figures of docs/RELIABILITY.md's
+"""Document ingest answers before reading the document: the figures of bench/reports/reliability.md's
 ingest section. Called by bench/faults.py (``--ingest-pdf-pages N``).
 
 A PDF of N text pages is generated; the bench times pypdf's extraction of it in this process

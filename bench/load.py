@@ -16,7 +16,7 @@ warmed before anything is measured, the phases alternate (1, 2, then 2, 1, ...) 
 `--rounds` rounds with the same clients and request mix, and the median round counts. Each
 phase also reports the CPU seconds per request spent by the web processes, the database, the
 fake model and the load generator, and how busy the whole machine was: the figures that say
-which part was the bottleneck (docs/SCALING.md). Errors are counted by kind (HTTP status or
+which part was the bottleneck (bench/reports/scaling.md). Errors are counted by kind (HTTP status or
 exception) and the web processes' output is kept under `--data-dir`/logs-<database>.
 
     .venv/bin/python bench/load.py --data-dir /tmp/load_<branch> [--clients 48] [--duration 8]

@@ -1,7 +1,7 @@
 """A schema-driven fuzzer (schemathesis) over every operation of a running Mnemo server.
 
 Shared by tests/memory_site/test_schema_fuzz.py (about 60 s, in the suite) and bench/faults.py
-(longer runs for the figures in docs/RELIABILITY.md). Each operation gets an equal share of the
+(longer runs for the figures in bench/reports/reliability.md). Each operation gets an equal share of the
 time budget, half valid requests (positive) and half invalid ones (negative); every response is
 checked: no 5xx, a documented status code and content type, a body that matches the schema.
 """
