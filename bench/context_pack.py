@@ -85,9 +85,9 @@ def unit(vector: np.ndarray) -> np.ndarray:
 
 
 def generate(args, rng: np.random.Generator, centroids: np.ndarray) -> None:
-    from context_app.models import UserChatSummary
+    from context_app.models import SessionSummary, SessionTag, UserChatSummary
     from ingestion_app.models import MemoryItem
-    from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag
+    from sessions_app.models import ChatSession, Message
 
     user_model = get_user_model()
     now = timezone.now()

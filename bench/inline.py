@@ -93,11 +93,12 @@ from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.db import connection  # noqa: E402
 
+from context_app.models import SessionSummary  # noqa: E402
 from context_app.services.summaries import session_close_run  # noqa: E402
 from ingestion_app.models import MemoryItem  # noqa: E402
 from ingestion_app.services.deferred_embeddings import pending_embeddings_wait  # noqa: E402
 from memory_site.providers import get_embedder  # noqa: E402
-from sessions_app.models import ChatSession, SessionSummary  # noqa: E402
+from sessions_app.models import ChatSession  # noqa: E402
 from sessions_app.services.messages import message_create, message_run_hooks  # noqa: E402
 from sessions_app.services.sessions import session_open  # noqa: E402
 

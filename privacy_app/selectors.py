@@ -1,7 +1,7 @@
 """Whose data a page may show (the access log records every look at someone else's).
 
 Users see only their own memories, sessions and imports. Staff holding
-`context_app.browse_all_memories` may pick another user (`?user=<username>`) or open another
+`privacy_app.browse_all_memories` may pick another user (`?user=<username>`) or open another
 user's object by id; each such page view writes one `AccessLog` row
 (`privacy_app.services.access_log`). Anyone else naming another user in `?user=` gets a
 403 page (never their own data under someone else's name); anyone else opening another
@@ -19,7 +19,7 @@ OTHER_USER_PAGE_MESSAGE = (
     "remove ?user= from the address to see your own."
 )
 
-BROWSE_ALL_PERMISSION = "context_app.browse_all_memories"
+BROWSE_ALL_PERMISSION = "privacy_app.browse_all_memories"
 
 
 def can_browse_all(user) -> bool:

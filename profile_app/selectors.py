@@ -25,6 +25,13 @@ KIND_HEADINGS = {
 }
 # Entries of one kind a pack reads at most (newest first); the cap usually stops sooner.
 PACK_MAX_PER_KIND = 20
+# The kinds an entry may have, as (value, label) pairs, for forms of other apps.
+PROFILE_KIND_CHOICES = ProfileEntry.Kind.choices
+
+
+def profile_entry_is_active(entry: ProfileEntry) -> bool:
+    """Whether the entry is in force (not superseded by a newer one, not withdrawn)."""
+    return entry.status == ProfileEntry.Status.ACTIVE
 
 
 def profile_entries(*, user, app_id: str, include_history: bool = False) -> QuerySet:

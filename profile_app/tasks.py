@@ -7,12 +7,12 @@ from profile_app.services.profile import (
     profile_memories_read,
     profile_message_read,
 )
-from sessions_app.models import Message
+from sessions_app.selectors import message_with_session
 
 
 def profile_message_read_task(message_id: int) -> int:
     """The model's reading of one user message; a message deleted since reads nothing."""
-    message = Message.objects.filter(id=message_id).select_related("session__user").first()
+    message = message_with_session(message_id)
     return len(profile_message_read(message=message)) if message is not None else 0
 
 

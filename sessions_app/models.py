@@ -108,40 +108,6 @@ class UsageLog(models.Model):
         indexes = [models.Index(fields=["user", "created_at"], name="usage_user_date")]
 
 
-class SessionSummary(models.Model):
-    """The mini summary written when a session closes (its searchable copy lives in rag_store)."""
-
-    session = models.OneToOneField(ChatSession, on_delete=models.CASCADE, related_name="summary")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="session_summaries"
-    )
-    summary = models.TextField()
-    token_estimate = models.PositiveIntegerField(default=0)
-    model = models.CharField(max_length=128, blank=True, default="")
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        verbose_name = "session summary"
-        verbose_name_plural = "session summaries"
-
-
-class SessionTag(models.Model):
-    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="tags")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="session_tags"
-    )
-    tag = models.CharField(max_length=64)
-    confidence = models.FloatField()
-
-    class Meta:
-        ordering = ["-confidence"]
-        constraints = [
-            models.UniqueConstraint(fields=["session", "tag"], name="session_tag_unique")
-        ]
-        indexes = [models.Index(fields=["user", "tag"], name="session_tag_user")]
-
-
 class RetentionLog(models.Model):
     """One row per retention run: what was deleted, so a purge can be accounted for later.
 

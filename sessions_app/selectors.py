@@ -20,6 +20,23 @@ from django.utils.dateparse import parse_date, parse_datetime
 from memory_site.errors import InvalidInput, NotFound
 from sessions_app.models import ChatSession, Message, UsageLog
 
+# The roles a message may have, as (value, label) pairs, for other apps' input validation.
+MESSAGE_ROLE_CHOICES = Message.Role.choices
+
+
+def message_with_session(message_id: int) -> Message | None:
+    """The message with its session and user loaded (for a task), or None once deleted."""
+    return Message.objects.filter(id=message_id).select_related("session__user").first()
+
+
+def session_is_open(session: ChatSession) -> bool:
+    return session.status == ChatSession.Status.OPEN
+
+
+def session_get(session_id) -> ChatSession | None:
+    """Any user's session by id (staff pages that name one), or None."""
+    return ChatSession.objects.filter(id=session_id).first()
+
 
 def session_get_for_user(
     *, user, session_id: uuid.UUID | str, lock: bool = False, field: str = "session_id"

@@ -18,7 +18,7 @@ from django.db.models.functions import Substr
 from django.http import Http404
 from django.utils import timezone
 
-from ingestion_app.models import Document, ImportFile, ImportJob, MemoryItem
+from ingestion_app.models import Document, Entity, ImportFile, ImportJob, MemoryItem
 from ingestion_app.selectors import (
     countable_memories,
     memories_for_user,
@@ -393,3 +393,15 @@ def usernames(*, limit: int = 500) -> list[str]:
         .order_by("username")
         .values_list("username", flat=True)[:limit]
     )
+
+
+def import_job_progress(*, job: ImportJob, files: list[ImportFile]) -> tuple[int, bool]:
+    """How many of the job's files are done (imported, skipped or failed), and whether the job
+    is still queued or running."""
+    done = sum(1 for f in files if f.status != ImportFile.Status.PENDING)
+    return done, job.status in (ImportJob.Status.QUEUED, ImportJob.Status.RUNNING)
+
+
+def entity_for_staff(*, entity_id: int):
+    """Any user's entity by id with its user (browsing staff), or None."""
+    return Entity.objects.filter(id=entity_id).select_related("user").first()

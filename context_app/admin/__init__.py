@@ -3,4 +3,5 @@
 from context_app.admin import (
     context,  # noqa: F401
     rollups,  # noqa: F401
+    session_summaries,  # noqa: F401
 )

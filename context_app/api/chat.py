@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 from context_app.services.chat_stream import chat_turn_frames, chat_turn_start
 from memory_site import sse
 from memory_site.api_fields import StrictCharField, StrictUUIDField
-from sessions_app.models import Message
+from sessions_app.selectors import MESSAGE_ROLE_CHOICES
 
 MAX_MESSAGES = 200
 MAX_ATTACHMENTS = 20
@@ -29,7 +29,7 @@ _DEBUG_ON = {"1", "true", "yes", "on"}
 
 
 class ChatMessageInput(serializers.Serializer):
-    role = serializers.ChoiceField(choices=Message.Role.choices)
+    role = serializers.ChoiceField(choices=MESSAGE_ROLE_CHOICES)
     content = StrictCharField(max_length=200_000, trim_whitespace=False, allow_blank=True)
 
 

@@ -26,7 +26,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django_q.models import Schedule
 
-from context_app.models import UserChatSummary
+from context_app.models import SessionSummary, SessionTag, UserChatSummary
 from ingestion_app.models import MemoryItem
 from ingestion_app.services.memory_store import MemoryScope, memory_item_create
 from memory_site.db_locks import advisory_transaction_lock, advisory_try_lock
@@ -39,7 +39,7 @@ from memory_site.text.keywords import keywords
 from memory_site.text.keywords import title as local_title
 from memory_site.text.summaries import fold_summaries, summarize
 from memory_site.tokens import count_tokens
-from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag
+from sessions_app.models import ChatSession, Message
 from sessions_app.services.usage import usage_record_json
 from webhooks_app.services.events import SESSION_CLOSED, event_emit
 

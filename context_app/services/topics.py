@@ -20,12 +20,12 @@ from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
-from context_app.models import ContextSettings, TopicSummary
+from context_app.models import ContextSettings, SessionSummary, SessionTag, TopicSummary
 from context_app.models.context import topic_key
 from memory_site.raw_reads import raw_first
 from memory_site.text.keywords import keywords as text_keywords
 from memory_site.text.summaries import fold_summaries
-from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag
+from sessions_app.models import ChatSession, Message
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import AfterValidator, ConfigDict, Field
 
-from context_app.models import ContextSettings
+from context_app.selectors import context_settings_current
 from context_app.services.context_pack.segments import (
     PROFILE_SEGMENT,
     Segment,
@@ -187,7 +187,7 @@ def _search(
 def _context(user, *, query: str) -> dict:
     """The budgeted pack for `query`: the user's recent and long-term rollups and the stored
     memories most similar to it, each under its cap and all under the total cap."""
-    caps = ContextSettings.current()
+    caps = context_settings_current()
     snapshot = user_context_snapshot(user=user, app_id=settings.MNEMO_DEFAULT_APP_ID)
     pending_embeddings_wait(READ_WAIT_SECONDS, user_id=user.id)
     hits = memory_search(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from context_app.models import AccessLog
+from privacy_app.models import AccessLog
 
 
 @admin.register(AccessLog)

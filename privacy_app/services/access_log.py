@@ -1,12 +1,12 @@
 """The access log's writer: one row per staff page view of another user's data.
 
-The `AccessLog` model stays in `context_app.models.access` (its permission is
-`context_app.browse_all_memories`); this module is the only code that writes it.
+The `AccessLog` model (`privacy_app.models`, with the `privacy_app.browse_all_memories`
+permission) is written only here.
 """
 
 from __future__ import annotations
 
-from context_app.models import AccessLog
+from privacy_app.models import AccessLog
 
 
 def access_log_record(*, request, target_user, object_type: str, object_id: str = "") -> None:

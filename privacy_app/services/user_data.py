@@ -61,8 +61,8 @@ MAX_OWNERSHIP_DEPTH = 4
 SECTIONS = {
     "sessions_app.ChatSession": "sessions",
     "sessions_app.Message": "messages",
-    "sessions_app.SessionSummary": "summaries",
-    "sessions_app.SessionTag": "tags",
+    "context_app.SessionSummary": "summaries",
+    "context_app.SessionTag": "tags",
     "sessions_app.UsageLog": "usage",
     "ingestion_app.MemoryItem": "memories",  # split into memories / chunks, see _section_for
     "ingestion_app.FactHistory": "memory_history",

@@ -2,7 +2,7 @@ from django.contrib import admin, messages
 from django_q.tasks import async_task
 
 from memory_site.task_paths import SESSION_RESUMMARIZE_TASK, USER_ROLLUPS_REBUILD_TASK
-from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag, UsageLog
+from sessions_app.models import ChatSession, Message, UsageLog
 
 
 class MessageInline(admin.TabularInline):
@@ -102,19 +102,3 @@ class UsageLogAdmin(admin.ModelAdmin):
     raw_id_fields = ["user", "session"]
     date_hierarchy = "created_at"
     show_full_result_count = False
-
-
-@admin.register(SessionSummary)
-class SessionSummaryAdmin(admin.ModelAdmin):
-    list_display = ["session", "user", "token_estimate", "model", "created_at"]
-    search_fields = ["summary", "user__username", "session__title"]
-    list_select_related = ["session", "user"]
-    raw_id_fields = ["session", "user"]
-
-
-@admin.register(SessionTag)
-class SessionTagAdmin(admin.ModelAdmin):
-    list_display = ["tag", "confidence", "session", "user"]
-    search_fields = ["tag", "user__username"]
-    list_select_related = ["session", "user"]
-    raw_id_fields = ["session", "user"]

@@ -13,7 +13,15 @@ import pytest
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
-from context_app.models import ContextSettings, InjectionLog, OptOut, TopicSummary, UserChatSummary
+from context_app.models import (
+    ContextSettings,
+    InjectionLog,
+    OptOut,
+    SessionSummary,
+    SessionTag,
+    TopicSummary,
+    UserChatSummary,
+)
 from context_app.services.context_pack import (
     PREAMBLE,
     TRUNCATION_MARK,
@@ -27,7 +35,7 @@ from context_app.services.context_pack import build as context_pack_build
 from ingestion_app.models import MemoryItem
 from memory_site.providers import ProviderError
 from memory_site.tokens import count_tokens
-from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag
+from sessions_app.models import ChatSession, Message
 from tests.context_app.stream_helpers import generous_budget, stream_turn  # noqa: F401
 from tests.factories import add_message, open_session
 from tests.fake_openai import hashed_embedding

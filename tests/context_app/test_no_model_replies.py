@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from context_app.models import SessionSummary
 from context_app.tasks import session_close_task
 from ingestion_app.models import MemoryItem
 from memory_site.providers.local import NO_MODEL_NOTICE
-from sessions_app.models import SessionSummary
 from tests.factories import add_message, open_session
 
 pytestmark = pytest.mark.django_db

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from context_app.models import UserChatSummary
+from context_app.models import SessionSummary, SessionTag, UserChatSummary
 from context_app.tasks import session_close_task
-from sessions_app.models import ChatSession, SessionSummary, SessionTag
+from sessions_app.models import ChatSession
 from tests.factories import add_message, make_user, open_session
 
 pytestmark = pytest.mark.django_db
@@ -36,8 +36,8 @@ def closed_session(user):
 def test_rollups_summaries_tags_and_chunks_are_listed_and_searchable(staff_client, closed_session):
     pages = {
         "/admin/context_app/userchatsummary/?q=Vespa": "Vespa",
-        "/admin/sessions_app/sessionsummary/?q=Vespa": "Vespa",
-        "/admin/sessions_app/sessiontag/?q=carburettor": "carburettor",
+        "/admin/context_app/sessionsummary/?q=Vespa": "Vespa",
+        "/admin/context_app/sessiontag/?q=carburettor": "carburettor",
         "/admin/ingestion_app/memoryitem/?q=carburettor&source__exact=chunk": "carburettor",
         "/admin/context_app/sessionconsolidation/": "session consolidation",
     }

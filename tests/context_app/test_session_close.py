@@ -7,11 +7,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from context_app.models import UserChatSummary
+from context_app.models import SessionSummary, SessionTag, UserChatSummary
 from context_app.services.summaries import turns_of
 from context_app.tasks import session_close_task
 from ingestion_app.models import MemoryItem
-from sessions_app.models import ChatSession, Message, SessionSummary, SessionTag
+from sessions_app.models import ChatSession, Message
 from sessions_app.tasks import close_stale_sessions_task
 from tests.factories import add_message, open_session
 

@@ -7,10 +7,11 @@ import ast
 import pytest
 from django_q.models import Schedule
 
+from context_app.models import SessionSummary, SessionTag
 from context_app.tasks import session_close_task
 from ingestion_app.models import MemoryItem
 from memory_site.task_paths import SESSION_CLOSE_TASK
-from sessions_app.models import ChatSession, SessionSummary, SessionTag, UsageLog
+from sessions_app.models import ChatSession, UsageLog
 from tests.factories import add_message, open_session
 
 pytestmark = pytest.mark.django_db

@@ -8,9 +8,16 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from context_app.models import ContextSettings, InjectionLog, TopicOverride, TopicSummary
+from context_app.models import (
+    ContextSettings,
+    InjectionLog,
+    SessionSummary,
+    SessionTag,
+    TopicOverride,
+    TopicSummary,
+)
 from context_app.services.topics import tag_inventory, topic_candidates
-from sessions_app.models import ChatSession, SessionSummary, SessionTag
+from sessions_app.models import ChatSession
 from tests.context_app.stream_helpers import generous_budget, stream_turn  # noqa: F401
 from tests.factories import add_message, open_session
 

@@ -20,8 +20,9 @@ import httpx
 import pytest
 from django.db import connection
 
+from context_app.models import SessionSummary
 from ingestion_app.models import ImportJob, MemoryItem
-from sessions_app.models import ChatSession, SessionSummary
+from sessions_app.models import ChatSession
 from tests.deploy.cluster import Cluster, node_environment
 from tests.factories import make_user
 from tests.fake_openai import FakeOpenAIServer

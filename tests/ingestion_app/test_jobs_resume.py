@@ -10,10 +10,11 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from context_app.models import SessionSummary
 from ingestion_app.models import Document, DocumentIngestJob, MemoryItem
 from ingestion_app.tasks import jobs_resume_abandoned_task
 from memory_site.db_locks import advisory_lock_key
-from sessions_app.models import ChatSession, SessionSummary
+from sessions_app.models import ChatSession
 from tests.factories import add_message, open_session
 
 pytestmark = pytest.mark.django_db

@@ -9,13 +9,12 @@ from django.conf import settings as django_settings
 from django.db import connection
 from django.utils import timezone
 
+from context_app.models import SessionSummary, SessionTag
 from ingestion_app.models import MemoryItem
 from sessions_app.models import (
     ChatSession,
     Message,
     RetentionLog,
-    SessionSummary,
-    SessionTag,
     UsageLog,
 )
 from sessions_app.services.retention import retention_purge

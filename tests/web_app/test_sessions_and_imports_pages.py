@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from context_app.models import SessionSummary, SessionTag
 from ingestion_app.models import ImportFile, ImportJob, MemoryItem
-from sessions_app.models import SessionSummary, SessionTag
 from tests.factories import add_message, open_session
 from tests.web_app.helpers import chatgpt_export
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Permission
 
-from context_app.models import AccessLog
 from ingestion_app.models import ImportJob
+from privacy_app.models import AccessLog
 from tests.factories import add_message, make_user, open_session
 from tests.web_app.helpers import store_memory
 
@@ -19,7 +19,7 @@ def auditor(client):
     staff = make_user("auditor", staff=True)
     staff.user_permissions.add(
         Permission.objects.get(
-            codename="browse_all_memories", content_type__app_label="context_app"
+            codename="browse_all_memories", content_type__app_label="privacy_app"
         )
     )
     client.force_login(staff)
@@ -165,8 +165,8 @@ def test_access_log_admin_lists_views_and_is_read_only(client, auditor, bob_data
     root = get_user_model().objects.create_superuser(username="root", password="pass-word-123")
     client.force_login(root)
 
-    listing = client.get("/admin/context_app/accesslog/", {"q": "auditor"})
+    listing = client.get("/admin/privacy_app/accesslog/", {"q": "auditor"})
 
     assert listing.status_code == 200
     assert "/memories/?user=bob" in listing.content.decode()
-    assert client.get("/admin/context_app/accesslog/add/").status_code == 403
+    assert client.get("/admin/privacy_app/accesslog/add/").status_code == 403

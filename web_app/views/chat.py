@@ -6,10 +6,10 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.urls import reverse
 
-from context_app.models import ContextSettings
+from context_app.selectors import context_settings_row
 from context_app.services.context_pack import session_context_last
 from privacy_app.selectors import refuse_other_user
-from sessions_app.models import ChatSession
+from sessions_app.selectors import session_is_open
 from web_app.display import session_label
 from web_app.selectors import (
     CHAT_HISTORY_MESSAGES,
@@ -45,8 +45,8 @@ def chat(request, session_id=None):
         session.first_message = next(
             (m.content_sanitized for m in messages if m.role == "user"), ""
         )
-    is_open = session is None or session.status == ChatSession.Status.OPEN
-    context_settings = ContextSettings.load()
+    is_open = session is None or session_is_open(session)
+    context_settings = context_settings_row()
     sidebar = chat_sidebar_sessions(user=request.user)
     for item in sidebar:
         item.label = session_label(item, width=48)

@@ -10,7 +10,6 @@ from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import render
 
-from ingestion_app.models import Entity
 from ingestion_app.selectors.entities import (
     entities_for_user,
     entity_get_for_user,
@@ -21,6 +20,7 @@ from ingestion_app.selectors.entities import (
 from memory_site.errors import NotFound
 from privacy_app.selectors import browse_target, can_browse_all
 from privacy_app.services.access_log import access_log_record
+from web_app.selectors import entity_for_staff
 from web_app.views.memories import viewing_context
 
 PAGE_SIZE = 30
@@ -104,12 +104,12 @@ def entity_list(request):
     )
 
 
-def _entity_for_viewer(*, viewer, entity_id: int) -> Entity:
+def _entity_for_viewer(*, viewer, entity_id: int):
     try:
         return entity_get_for_user(user=viewer, entity_id=entity_id)
     except NotFound:
         if can_browse_all(viewer):
-            entity = Entity.objects.filter(id=entity_id).select_related("user").first()
+            entity = entity_for_staff(entity_id=entity_id)
             if entity is not None:
                 return entity
         raise Http404("No such entity.") from None

@@ -8,14 +8,18 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from ingestion_app.models import ImportFile, ImportJob
 from ingestion_app.services.imports.jobs import import_job_create
 from ingestion_app.services.imports.verification import import_summary_lines
 from memory_site.errors import DomainError
 from privacy_app.selectors import browse_target
 from privacy_app.services.access_log import access_log_record
 from web_app.forms import ImportUploadForm
-from web_app.selectors import import_job_files, import_job_for_viewer, import_jobs_for_user
+from web_app.selectors import (
+    import_job_files,
+    import_job_for_viewer,
+    import_job_progress,
+    import_jobs_for_user,
+)
 from web_app.views.memories import viewing_context
 
 PAGE_SIZE = 20
@@ -37,7 +41,6 @@ def import_list(request):
                     user=request.user,
                     uploads=form.cleaned_data["files"],
                     project_id=form.cleaned_data["project_id"].strip(),
-                    origin=ImportJob.Origin.API,
                 )
             except DomainError as exc:  # no file, or an archive over a cap or unsafe
                 form.add_error("files" if exc.field == "files" else None, exc.message)
@@ -75,8 +78,7 @@ def import_detail(request, import_id):
     job = import_job_for_viewer(viewer=request.user, import_id=import_id)
     access_log_record(request=request, target_user=job.user, object_type="import", object_id=job.id)
     files = import_job_files(job=job)
-    done = sum(1 for f in files if f.status != ImportFile.Status.PENDING)
-    running = job.status in (ImportJob.Status.QUEUED, ImportJob.Status.RUNNING)
+    done, running = import_job_progress(job=job, files=files)
     context = {
         "nav": "memories",
         "subnav": "imports",

@@ -13,8 +13,12 @@ from django.views.decorators.http import require_POST
 from memory_site.errors import NotFound
 from privacy_app.selectors import browse_target
 from privacy_app.services.access_log import access_log_record
-from profile_app.models import ProfileEntry
-from profile_app.selectors import KIND_GROUPS, profile_entries
+from profile_app.selectors import (
+    KIND_GROUPS,
+    PROFILE_KIND_CHOICES,
+    profile_entries,
+    profile_entry_is_active,
+)
 from profile_app.services.profile import (
     MAX_ENTRY_CHARS,
     profile_entry_add,
@@ -33,13 +37,11 @@ def profile_page(request):
         {
             "kind": kind,
             "title": group.capitalize(),
-            "entries": [
-                e for e in entries if e.kind == kind and e.status == ProfileEntry.Status.ACTIVE
-            ],
+            "entries": [e for e in entries if e.kind == kind and profile_entry_is_active(e)],
         }
         for kind, group in KIND_GROUPS.items()
     ]
-    history = [e for e in entries if e.status != ProfileEntry.Status.ACTIVE]
+    history = [e for e in entries if not profile_entry_is_active(e)]
     access_log_record(request=request, target_user=target, object_type="profile")
     return render(
         request,
@@ -49,7 +51,7 @@ def profile_page(request):
             "subnav": "profile",
             "groups": groups,
             "history": history,
-            "kinds": ProfileEntry.Kind.choices,
+            "kinds": PROFILE_KIND_CHOICES,
             "max_chars": MAX_ENTRY_CHARS,
             **viewing_context(request, target),
         },
@@ -61,7 +63,7 @@ def profile_page(request):
 def profile_entry_add_view(request):
     kind = request.POST.get("kind", "")
     text = " ".join((request.POST.get("text") or "").split())
-    if kind not in ProfileEntry.Kind.values or not text or len(text) > MAX_ENTRY_CHARS:
+    if kind not in dict(PROFILE_KIND_CHOICES) or not text or len(text) > MAX_ENTRY_CHARS:
         messages.error(
             request, f"Choose a kind and write the entry (1 to {MAX_ENTRY_CHARS} characters)."
         )

@@ -10,12 +10,15 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404
+from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from context_app.models import ContextSettings, OptOut, TopicOverride
-from web_app.forms import ContextSettingsForm, OptOutForm, TopicOverrideForm
+from context_app.forms import ContextSettingsForm, OptOutForm, TopicOverrideForm
+from context_app.selectors import context_settings_row, opt_outs_listed, topic_overrides_listed
+from context_app.services.context_settings import opt_out_delete, topic_override_delete
+from memory_site.errors import NotFound
 
 
 def staff_required(view):
@@ -42,7 +45,7 @@ ADMIN_SCREENS = [
     ("context settings", "admin:context_app_contextsettings_changelist"),
     ("opt-outs", "admin:context_app_optout_changelist"),
     ("topic overrides", "admin:context_app_topicoverride_changelist"),
-    ("access log", "admin:context_app_accesslog_changelist"),
+    ("access log", "admin:privacy_app_accesslog_changelist"),
 ]
 
 
@@ -58,7 +61,7 @@ def _admin_links() -> list[tuple[str, str]]:
 
 
 def _render(request, *, settings_form=None, opt_out_form=None, override_form=None, status=200):
-    context_settings = ContextSettings.load()
+    context_settings = context_settings_row()
     user = request.user
     return render(
         request,
@@ -69,11 +72,9 @@ def _render(request, *, settings_form=None, opt_out_form=None, override_form=Non
             "settings_form": settings_form or ContextSettingsForm(instance=context_settings),
             "opt_out_form": opt_out_form or OptOutForm(prefix=OPT_OUT_PREFIX),
             "override_form": override_form or TopicOverrideForm(prefix=OVERRIDE_PREFIX),
-            "opt_outs": OptOut.objects.select_related("user").order_by("user__username"),
+            "opt_outs": opt_outs_listed(),
             "configured_opt_outs": settings.MNEMO_OPT_OUT_USERNAMES,
-            "overrides": TopicOverride.objects.select_related("user", "session").order_by(
-                "user__username", "session_id"
-            ),
+            "overrides": topic_overrides_listed(),
             "admin_links": _admin_links(),
             "can_change_settings": user.has_perm("context_app.change_contextsettings"),
             "can_add_opt_out": user.has_perm("context_app.add_optout"),
@@ -91,7 +92,7 @@ def settings_page(request):
     if request.method == "GET":
         return _render(request)
     _require(request, "change_contextsettings")
-    form = ContextSettingsForm(request.POST, instance=ContextSettings.load())
+    form = ContextSettingsForm(request.POST, instance=context_settings_row())
     if form.is_valid():
         form.save()
         messages.success(request, "Settings saved. They apply from the next chat turn.")
@@ -116,8 +117,10 @@ def opt_out_add(request):
 @require_POST
 def opt_out_remove(request, opt_out_id: int):
     _require(request, "delete_optout")
-    opt_out = get_object_or_404(OptOut.objects.select_related("user"), id=opt_out_id)
-    opt_out.delete()
+    try:
+        opt_out = opt_out_delete(opt_out_id=opt_out_id)
+    except NotFound as exc:
+        raise Http404(str(exc)) from exc
     messages.success(request, f"{opt_out.user.get_username()} gets stored context again.")
     return redirect("web:settings")
 
@@ -138,7 +141,9 @@ def override_add(request):
 @require_POST
 def override_remove(request, override_id: int):
     _require(request, "delete_topicoverride")
-    override = get_object_or_404(TopicOverride, id=override_id)
-    override.delete()
+    try:
+        override = topic_override_delete(override_id=override_id)
+    except NotFound as exc:
+        raise Http404(str(exc)) from exc
     messages.success(request, f"Topic override “{override.title}” removed.")
     return redirect("web:settings")

@@ -1,6 +1,6 @@
 """Who looked at another user's memories, sessions or imports, and when.
 
-Staff holding `context_app.browse_all_memories` may browse any user's data in the memory
+Staff holding `privacy_app.browse_all_memories` may browse any user's data in the memory
 browser; every page they open on someone else's data writes one `AccessLog` row, so the
 exception to "users see only their own data" is always accounted for.
 """
@@ -38,6 +38,8 @@ class AccessLog(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        # The table keeps the name it was created with in context_app (moved by state only).
+        db_table = "context_app_accesslog"
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["target_user", "-created_at"], name="access_log_target_recent"),
