@@ -44,17 +44,17 @@ import django  # noqa: E402
 
 django.setup()
 
-import context_app.selectors as selectors  # noqa: E402
 import numpy as np  # noqa: E402
 from cpu_clock import CpuClock  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.db import connection  # noqa: E402
 
+import context_app.selectors as selectors  # noqa: E402
 from ingestion_app.models import Entity, MemoryItem  # noqa: E402
-from ingestion_app.services.entities import (  # noqa: E402
+from ingestion_app.services.entities import entities_extract  # noqa: E402
+from ingestion_app.services.entity_mentions import (  # noqa: E402
     bucket_for,
-    entities_extract,
     memory_item_entity_types,
 )
 from retrieval.search import memory_search  # noqa: E402

@@ -10,11 +10,8 @@ from __future__ import annotations
 import logging
 
 from context_app.services.consolidation import session_consolidate
-from context_app.services.summaries import (
-    session_close_run,
-    session_resummarize,
-    user_rollups_rebuild,
-)
+from context_app.services.rollups import user_rollups_rebuild
+from context_app.services.summaries import session_close_run, session_resummarize
 
 logger = logging.getLogger(__name__)
 

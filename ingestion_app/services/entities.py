@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
-from functools import lru_cache
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -35,7 +33,6 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from ingestion_app.models import Entity, EntityMention, MemoryItem
-from ingestion_app.selectors.entities import query_name_keys
 from ingestion_app.services.entity_links import (
     cross_reference_rows,
     cross_references_upsert,
@@ -43,306 +40,29 @@ from ingestion_app.services.entity_links import (
     update_reference_rows,
     update_references_insert,
 )
+from ingestion_app.services.entity_mentions import (
+    KNOWN_NAMES_MAX_ITEMS,
+    NAME_TITLES,
+    WEAK_TYPE,
+    FoundEntity,
+    bucket_for,
+    known_mentions_add,
+    known_name_keys,
+    mentions_collect,
+    name_key_first,
+    name_key_is_full,
+    name_key_short,
+    name_key_untitled,
+)
 from memory_site.providers import get_llm
 from memory_site.task_paths import ENTITIES_LLM_TASK, ENTITIES_RESOLVE_TASK
-from memory_site.text.buckets import bucket_classify
 from memory_site.text.entities import (
-    UNALIASED_RELATIONS,
     ExtractedEntity,
-    extract_entities,
     normalize_entity_name,
 )
-from memory_site.text.entity_names import TITLES
 
 logger = logging.getLogger(__name__)
 
-_ROLE_SPEAKERS = frozenset({"user", "assistant", "system", "tool", "human", "ai", "bot"})
-# Types a later mention may not overwrite: "other" is a guess any evidence beats.
-_WEAK_TYPE = "other"
-KNOWN_NAMES_MAX_ITEMS = 50
-
-
-@dataclass
-class _Found:
-    """What one batch says about one name in one scope."""
-
-    name: str
-    type: str
-    description: str = ""
-    relation_alias: str = ""
-    strong: bool = False
-    # An organization said with a cue ("I work at Globex"), which outweighs a name typed a
-    # person only by default ("Globex is hiring").
-    organization_cued: bool = False
-    # Someone who speaks in the user's chats (a message's author): always a person.
-    speaker: bool = False
-    aliases: set[str] = field(default_factory=set)
-    mentions: list[tuple[MemoryItem, ExtractedEntity | None]] = field(default_factory=list)
-
-
-def bucket_for(text: str, entity_types: Sequence[str] = ()) -> str:
-    """The item's bucket among settings.MNEMO_BUCKETS (the last one when the rule's bucket is
-    not configured)."""
-    return bucket_configured(bucket_classify(text, entity_types=entity_types))
-
-
-def bucket_configured(bucket: str) -> str:
-    """``bucket`` if settings.MNEMO_BUCKETS has it, else the last configured one."""
-    buckets = settings.MNEMO_BUCKETS
-    return bucket if bucket in buckets else buckets[-1]
-
-
-@lru_cache(maxsize=4096)
-def _extract_cached(text: str, speaker: str) -> tuple[ExtractedEntity, ...]:
-    # The bucket is chosen before the row is written (an UPDATE after the insert would write
-    # every index entry of the row twice) and the entities after: one extraction serves both.
-    return tuple(extract_entities(text, speaker=speaker))
-
-
-def memory_item_entity_types(item: MemoryItem) -> list[str]:
-    """The types of the entities an item not yet written names (its bucket and its categories
-    count them; ``entities_extract`` reuses the extraction)."""
-    text, _, speaker, owns = _item_text(item)
-    return [entity.type for entity in _extract_cached(text, speaker if owns else "")]
-
-
-def text_entity_types(text: str) -> list[str]:
-    """The types of the entities a text names (a message's, for its categories)."""
-    return [entity.type for entity in _extract_cached(text, "")]
-
-
-def _item_text(item: MemoryItem) -> tuple[str, int, str, bool]:
-    """(text to read, its offset in content, speaker name, whether "my" is the speaker's).
-
-    A message item's content starts with its speaker label ("Caroline: ..."), which is the
-    speaker, not a mention; an assistant's "my sister" is not the user's sister.
-    """
-    metadata = item.metadata or {}
-    content = item.content or ""
-    speaker = str(metadata.get("speaker") or "")
-    role = str(metadata.get("role") or "")
-    offset = 0
-    if metadata.get("granularity") == "message":
-        label, separator, _ = content.partition(": ")
-        if separator and len(label) <= 64:
-            offset = len(label) + 2
-    if speaker.lower() in _ROLE_SPEAKERS:
-        speaker = ""
-    return content[offset:], offset, speaker, role != "assistant"
-
-
-_ROLE_MARKER_RE = re.compile(r"\*\*(User|Assistant):\*\*")
-_ASSISTANT_LINE_RE = re.compile(r"^(?:- )?Assistant: .*$", re.MULTILINE)
-
-
-def _assistant_ranges(item: MemoryItem, text: str) -> list[tuple[int, int]]:
-    """Where a turn-pair chunk ("**User:** ... **Assistant:** ...") or a session digest
-    ("- Assistant: ...") gives the assistant's words: its "my brother Tom" is not the user's
-    brother."""
-    if (item.metadata or {}).get("granularity") in ("message", "passage"):
-        return []
-    if "Assistant:" not in text:
-        return []
-    ranges = [match.span() for match in _ASSISTANT_LINE_RE.finditer(text)]
-    start = None
-    for marker in _ROLE_MARKER_RE.finditer(text):
-        if marker.group(1) == "Assistant":
-            start = marker.end() if start is None else start
-        elif start is not None:
-            ranges.append((start, marker.start()))
-            start = None
-    if start is not None:
-        ranges.append((start, len(text)))
-    return ranges
-
-
-def _collect(items: Sequence[MemoryItem]) -> dict[tuple[int, str], dict[str, _Found]]:
-    """Extracted names by (user, app) scope, then by normalized name."""
-    scopes: dict[tuple[int, str], dict[str, _Found]] = defaultdict(dict)
-    for item in items:
-        text, offset, speaker, owns = _item_text(item)
-        assistant_ranges = _assistant_ranges(item, text) if owns else []
-        found = scopes[(item.user_id, item.app_id)]
-        if speaker:
-            key = normalize_entity_name(speaker)
-            if key:
-                entry = found.setdefault(key, _Found(name=speaker, type="person", strong=True))
-                entry.speaker = True
-                entry.mentions.append((item, None))
-        for extracted in _extract_cached(text, speaker if owns else ""):
-            if extracted.alias_of in found and extracted.normalized not in found:
-                # "Kat, short for Katherine": a mention of Kat, who is also called Katherine.
-                main = found[extracted.alias_of]
-                main.aliases.add(extracted.normalized)
-                main.mentions.append((item, _shifted(extracted, offset)))
-                continue
-            entry = found.get(extracted.normalized)
-            if entry is None:
-                entry = found[extracted.normalized] = _Found(
-                    name=extracted.name, type=extracted.type
-                )
-            if _organization_cued(extracted) and (
-                entry.type == "organization" or (entry.type == "person" and not entry.strong)
-            ):
-                entry.type, entry.organization_cued = "organization", True
-            owned = owns and not any(a <= extracted.start < b for a, b in assistant_ranges)
-            if extracted.relation and owned and not _speaker_retyped(entry, extracted):
-                entry.strong = True
-                entry.type = extracted.type
-                entry.description = extracted.description
-                if (
-                    extracted.owner in {"my", "our"}
-                    and extracted.relation not in UNALIASED_RELATIONS
-                ):
-                    # "his dog Rex" is not what the speaker's "my dog" means.
-                    owner = normalize_entity_name(speaker) if speaker else "my"
-                    entry.relation_alias = f"{owner} {extracted.relation}"
-            entry.mentions.append((item, _shifted(extracted, offset)))
-    return scopes
-
-
-def _speaker_retyped(entry: _Found, extracted: ExtractedEntity) -> bool:
-    """Whether a relation would make a chat's speaker something other than a person: "tough
-    times with my business, Jon." addresses Jon, it does not name the business."""
-    return entry.speaker and extracted.type != "person"
-
-
-def _organization_cued(extracted: ExtractedEntity) -> bool:
-    return extracted.cued and extracted.type == "organization" and not extracted.relation
-
-
-def _sentence_at(text: str, start: int) -> str:
-    left = max(text.rfind(mark, 0, start) for mark in (". ", "! ", "? ", "\n"))
-    ends = [index for index in (text.find(mark, start) for mark in ".!?\n") if index >= 0]
-    right = min(ends) + 1 if ends else len(text)
-    return " ".join(text[left + 1 if left >= 0 else 0 : right].split())[:500]
-
-
-def _known_keys(found: dict[str, _Found], items: Sequence[MemoryItem]) -> dict[int, list[str]]:
-    """Per item, the lower-case names it holds that the rules did not find and that may name a
-    known entity: "ines" in lower case, "my sister". Names of 4+ characters only ("max" is a
-    word too)."""
-    return {
-        item.id: [
-            key
-            for key in query_name_keys(_item_text(item)[0])
-            if key not in found and (len(key) >= 4 or " " in key)
-        ]
-        for item in items
-    }
-
-
-def _add_known_mentions(
-    found: dict[str, _Found],
-    items: Sequence[MemoryItem],
-    keys_by_item: dict[int, list[str]],
-    known: Sequence[Entity],
-) -> None:
-    """Mentions the rules miss but the scope's entities (``known``, read once with the
-    candidates of resolution) explain: a key that names exactly one entity."""
-    by_key: dict[str, list[Entity]] = defaultdict(list)
-    for entity in known:
-        if not _known_in_lower_case(entity):
-            continue
-        for key in {entity.normalized_name, *entity.aliases}:
-            by_key[key].append(entity)
-    # "My sister Maria lives in Rome": the rules found who "my sister" is in this batch, so
-    # the key does not name the sister already known.
-    claimed = {entry.relation_alias for entry in found.values() if entry.relation_alias}
-    for item in items:
-        text, offset, _, _ = _item_text(item)
-        lowered = text.lower()
-        for key in keys_by_item.get(item.id, ()):
-            matches = by_key.get(key, [])
-            if len(matches) != 1 or matches[0].normalized_name in found or key in claimed:
-                continue
-            entity = matches[0]
-            start = lowered.find(key)
-            if start < 0:
-                continue
-            entry = found.setdefault(
-                entity.normalized_name, _Found(name=entity.name, type=entity.type)
-            )
-            entry.mentions.append(
-                (
-                    item,
-                    ExtractedEntity(
-                        name=entity.name,
-                        normalized=entity.normalized_name,
-                        type=entity.type,
-                        start=start + offset,
-                        end=start + offset + len(key),
-                        sentence=_sentence_at(text, start),
-                    ),
-                )
-            )
-
-
-def _known_in_lower_case(entity: Entity) -> bool:
-    """Whether a lower-case word may stand for the entity: one the user described ("my sister
-    Ines": "ines called"), a full name, or a place, pet or company. A lone name typed a person
-    only by default may be a capitalized common word ("Appreciate the little things"), and
-    linking every lower-case "appreciate" to it would make it the user's most mentioned
-    person."""
-    return bool(entity.description or entity.aliases or entity.type != "person")
-
-
-def _shifted(extracted: ExtractedEntity, offset: int) -> ExtractedEntity:
-    if not offset:
-        return extracted
-    return replace(extracted, start=extracted.start + offset, end=extracted.end + offset)
-
-
-def _untitled(key: str) -> str:
-    words = key.split()
-    if len(words) > 1 and (words[0] in TITLES or f"{words[0]}." in TITLES):
-        return " ".join(words[1:])
-    return ""
-
-
-def _is_full_name(key: str) -> bool:
-    """A given name and more, past a title: "amy chen", "dr amy chen"; not "dr patel"."""
-    return " " in (_untitled(key) or key)
-
-
-def _first_name(key: str) -> str:
-    """The given name a full name starts with, past a title: "dr amy chen" -> "amy"."""
-    return (_untitled(key) or key).split()[0]
-
-
-# Titles as normalized names start with them ("dr amy chen"), for the SQL below.
-_NAME_TITLES = sorted({title.rstrip(".") for title in TITLES})
-
-
-# Legal forms a company is also called without: "Acme Corp" is the user's "Acme".
-_LEGAL_FORMS = frozenset({"inc", "corp", "corporation", "llc", "ltd", "plc", "gmbh", "co"})
-# The word a project is also called without: "Project Atlas" is the team's "Atlas".
-_PROJECT_WORDS = frozenset({"project"})
-
-
-def _short_name(key: str, entity_type: str | None = None) -> str:
-    """What an organization is also called without its legal form ("acme corp" -> "acme"), a
-    project without the word "project" ("project atlas", "atlas project" -> "atlas") and a
-    product without its model number ("iphone 15" -> "iphone"); "" when the name has none of
-    them (or the type given is another)."""
-    words = key.split()
-    if len(words) < 2:
-        return ""
-    if entity_type in (None, "product") and words[-1].isdigit():
-        return " ".join(words[:-1])
-    if entity_type in (None, "organization") and words[-1].rstrip(".") in _LEGAL_FORMS:
-        return " ".join(words[:-1])
-    if entity_type in (None, "project"):
-        if words[0] in _PROJECT_WORDS:
-            return " ".join(words[1:])
-        if words[-1] in _PROJECT_WORDS:
-            return " ".join(words[:-1])
-    return ""
-
-
-# The scope's entities a batch's names may resolve to (name, alias, or the full name of a lone
-# first name), with the newest item below the batch that mentions each: one round trip, raw
-# SQL (no ORM compilation on the message path), without the name embedding.
 _CANDIDATES = """
 SELECT e.id, e.user_id, e.app_id, e.name, e.normalized_name, e.aliases, e.type, e.description,
        e.description_history, e.mention_count, e.first_mentioned_at, e.last_mentioned_at,
@@ -367,7 +87,7 @@ def _candidates(
     """Entities of the scope named by ``keys`` (names the rules found) or ``known_keys``
     (lower-case names that may be known), each with ``previous_memory_id``."""
     first_words = {key for key in keys if " " not in key}
-    full_first = {_first_name(key) for key in keys if " " in key}
+    full_first = {name_key_first(key) for key in keys if " " in key}
     return list(
         Entity.objects.raw(
             _CANDIDATES,
@@ -376,11 +96,11 @@ def _candidates(
                 "user": user_id,
                 "app": app_id,
                 "names": sorted(
-                    keys | full_first | known_keys | ({_short_name(key) for key in keys} - {""})
+                    keys | full_first | known_keys | ({name_key_short(key) for key in keys} - {""})
                 ),
                 "aliases": sorted(keys | known_keys),
                 "firsts": sorted(first_words),
-                "titles": _NAME_TITLES,
+                "titles": NAME_TITLES,
             },
         )
     )
@@ -390,7 +110,7 @@ def _resolve_scope(
     *,
     user_id: int,
     app_id: str,
-    found: dict[str, _Found],
+    found: dict[str, FoundEntity],
     existing: Sequence[Entity] | None = None,
 ) -> dict[str, tuple[Entity, bool]]:
     """Each normalized name -> (its entity, created now); creates the missing ones.
@@ -405,8 +125,8 @@ def _resolve_scope(
     people_by_first: dict[str, list[Entity]] = defaultdict(list)
     for entity in existing:
         name = entity.normalized_name
-        if entity.type == "person" and _is_full_name(name):
-            people_by_first[_first_name(name)].append(entity)
+        if entity.type == "person" and name_key_is_full(name):
+            people_by_first[name_key_first(name)].append(entity)
 
     _fold_first_names(found, known={*by_name, *by_alias})
     resolved: dict[str, tuple[Entity, bool]] = {}
@@ -420,11 +140,11 @@ def _resolve_scope(
                 entity = candidates[0]
                 entry.aliases.add(key)
         if entity is None and entry.type == "person" and " " in key:
-            shorter = by_name.get(_first_name(key))
+            shorter = by_name.get(name_key_first(key))
             if shorter is not None and shorter.type == "person":
                 entity = shorter
                 entry.aliases.add(key)
-        short_name = _short_name(key, entry.type)
+        short_name = name_key_short(key, entry.type)
         if entity is None and short_name:
             shorter = by_name.get(short_name)
             if shorter is not None and shorter.type == entry.type:
@@ -435,7 +155,7 @@ def _resolve_scope(
             continue
         aliases = {
             alias
-            for alias in (_untitled(key), entry.relation_alias, short_name, *entry.aliases)
+            for alias in (name_key_untitled(key), entry.relation_alias, short_name, *entry.aliases)
             if alias and alias != key
         }
         if entry.type == "person" and _full_name_of(key, entry.name):
@@ -455,15 +175,15 @@ def _resolve_scope(
     return resolved
 
 
-def _fold_first_names(found: dict[str, _Found], *, known: set[str]) -> None:
+def _fold_first_names(found: dict[str, FoundEntity], *, known: set[str]) -> None:
     """ "Tom invited us. Tom Becker is my oldest friend." in one batch is one person, as it is
     across batches: the later of a lone first name and the one new full name it starts goes
     into the earlier (its mentions, description and relation; the other name an alias)."""
     people = [key for key, entry in found.items() if entry.type == "person" and key not in known]
     full_names: dict[str, list[str]] = defaultdict(list)
     for key in people:
-        if _is_full_name(key):
-            full_names[_first_name(key)].append(key)
+        if name_key_is_full(key):
+            full_names[name_key_first(key)].append(key)
     for first, fulls in full_names.items():
         if len(fulls) != 1 or first not in people:
             continue
@@ -524,7 +244,7 @@ def _insert_entities(entities: list[Entity], *, now: datetime) -> dict[str, tupl
     return resolved
 
 
-def _update_entity(entity: Entity, entry: _Found, created: bool) -> bool:
+def _update_entity(entity: Entity, entry: FoundEntity, created: bool) -> bool:
     """Fold a batch's evidence into an existing entity; True when it changed."""
     if created:
         return False
@@ -550,7 +270,7 @@ def _update_entity(entity: Entity, entry: _Found, created: bool) -> bool:
         entity.aliases = sorted({*entity.aliases, *new_aliases})[:50]
         changed = True
     if entry.type != entity.type and (
-        entity.type == _WEAK_TYPE
+        entity.type == WEAK_TYPE
         or (entry.strong and not entity.description)
         or (entry.organization_cued and entity.type == "person" and not entity.description)
     ):
@@ -570,7 +290,7 @@ def _full_name_of(first_key: str, name: str) -> bool:
     """Whether `name` is a longer name starting with the lone first name `first_key` ("Tom
     Becker" of "tom"): the name a person found first by first name is shown under."""
     normalized = normalize_entity_name(name)
-    return " " not in first_key and (_untitled(normalized) or normalized).startswith(
+    return " " not in first_key and (name_key_untitled(normalized) or normalized).startswith(
         f"{first_key} "
     )
 
@@ -610,7 +330,7 @@ def entities_extract(*, items: Sequence[MemoryItem | None], use_llm: bool = True
     now = timezone.now()
     created_entities: list[Entity] = []
     with transaction.atomic(savepoint=False):
-        scopes = _collect(stored)
+        scopes = mentions_collect(stored)
         # Lower-case mentions of known names: small batches only (an import's names come from
         # the rules alone).
         look_for_known = len(stored) <= KNOWN_NAMES_MAX_ITEMS
@@ -624,7 +344,7 @@ def entities_extract(*, items: Sequence[MemoryItem | None], use_llm: bool = True
                         user_id=user_id, app_id=app_id, items=scope_items, now=now
                     )
                 )
-            keys_by_item = _known_keys(found, scope_items) if look_for_known else {}
+            keys_by_item = known_name_keys(found, scope_items) if look_for_known else {}
             known_keys = {key for keys in keys_by_item.values() for key in keys}
             if not found and not known_keys:
                 continue
@@ -636,7 +356,7 @@ def entities_extract(*, items: Sequence[MemoryItem | None], use_llm: bool = True
                 before_id=min(item.id for item in scope_items),
             )
             if known_keys:
-                _add_known_mentions(found, scope_items, keys_by_item, candidates)
+                known_mentions_add(found, scope_items, keys_by_item, candidates)
             if not found:
                 continue
             resolved = _resolve_scope(
@@ -739,14 +459,14 @@ def entities_apply_named(
     (source name, target name, reason) per relation. The model's types and descriptions win
     over the rules' (it read the whole text); mentions are added where the name stands.
     Idempotent like ``entities_extract``. Returns the item's entities."""
-    found: dict[str, _Found] = {}
+    found: dict[str, FoundEntity] = {}
     lowered = item.content.lower()
     for name, kind, description, aliases in named:
         key = normalize_entity_name(name)
         if not key:
             continue
         start = max(lowered.find(name.lower()), 0)
-        entry = found.setdefault(key, _Found(name=name, type=kind, strong=True))
+        entry = found.setdefault(key, FoundEntity(name=name, type=kind, strong=True))
         entry.description = description or entry.description
         entry.aliases.update(
             alias_key

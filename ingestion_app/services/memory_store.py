@@ -46,10 +46,10 @@ from django.utils import timezone
 
 from ingestion_app.models import MemoryItem
 from ingestion_app.selectors.scope import table_stats_forget
-from ingestion_app.services.entities import (
+from ingestion_app.services.entities import entities_extract
+from ingestion_app.services.entity_mentions import (
     bucket_configured,
     bucket_for,
-    entities_extract,
     memory_item_entity_types,
 )
 from memory_site.providers import get_embedder

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from context_app.models import UserChatSummary
-from context_app.services.summaries import user_rollups_rebuild
+from context_app.services.rollups import user_rollups_rebuild
 from context_app.summary_selectors import user_rollups
 from context_app.tasks import session_close_task
 from sessions_app.models import ChatSession

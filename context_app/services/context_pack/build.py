@@ -11,8 +11,6 @@ the debug view and the injection log. Only a database error leaves a turn with n
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
 import re
 import time
@@ -20,12 +18,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import connection
 
-from context_app.models import ContextSettings, InjectionLog
+from context_app.models import ContextSettings
 from context_app.services.context_pack.segments import (
     PROFILE_SEGMENT,
-    ContextPack,
     Segment,
     SegmentSource,
     as_quoted_data,
@@ -49,7 +46,7 @@ from memory_site.redaction import redact
 from memory_site.text.third_person import third_person_text
 from profile_app.selectors import ProfilePack, profile_for_pack
 from retrieval.search import SOURCES, SearchFilters, format_for_prompt, memory_search
-from sessions_app.models import ChatSession, Message
+from sessions_app.models import ChatSession
 from sessions_app.selectors import sessions_ended_among
 
 # One logger for the whole context pack (its log records keep the package's name).
@@ -81,7 +78,7 @@ _embedding_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="context-
 # --------------------------------------------------------------------------------------------
 
 
-class _Deadline:
+class Deadline:
     def __init__(self, budget_ms: int):
         self.started = time.perf_counter()
         self.budget_ms = budget_ms
@@ -102,7 +99,7 @@ SKIPPED_VECTOR_FAILED = "vector search: the query could not be embedded"
 SKIPPED_ENTITIES = "known entities: the latency budget was spent"
 
 
-def _configure_transaction(*, statement_timeout_ms: int | None) -> str:
+def transaction_configure(*, statement_timeout_ms: int | None) -> str:
     """Settings for the current transaction only; returns the previous statement_timeout.
 
     synchronous_commit off: what a build writes (injection log, session context state, a
@@ -121,7 +118,7 @@ def _configure_transaction(*, statement_timeout_ms: int | None) -> str:
         return cursor.fetchone()[0]
 
 
-def _restore_statement_timeout(value: str) -> None:
+def statement_timeout_restore(value: str) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT set_config('statement_timeout', %s, true)", [value])
 
@@ -197,7 +194,7 @@ def _ended_chats_vectors_wait(session: ChatSession, timeout: float) -> None:
         pending_embeddings_wait(timeout, user_id=session.user_id, session_ids=ended)
 
 
-def _wait_left_s(deadline: _Deadline) -> float:
+def _wait_left_s(deadline: Deadline) -> float:
     """Seconds the build may still wait (for the embedding, for earlier chats' vectors) while
     leaving room for the search and the assembly."""
     reserve_ms = max(EMBEDDING_RESERVE_MS, deadline.budget_ms * 0.25)
@@ -205,7 +202,7 @@ def _wait_left_s(deadline: _Deadline) -> float:
 
 
 def _ready_query_embedding(
-    *, session: ChatSession, query_future, deadline: _Deadline, skipped: list[str]
+    *, session: ChatSession, query_future, deadline: Deadline, skipped: list[str]
 ) -> list[float] | None:
     """The query's embedding if it is ready while the budget still leaves room for the search
     and the assembly, else None (and why, in `skipped`): a slow embedder costs the vector leg,
@@ -235,7 +232,7 @@ def _relevant_memory_lines(
     session: ChatSession,
     query: str,
     query_future,
-    deadline: _Deadline,
+    deadline: Deadline,
     context_settings,
     skipped: list[str],
 ) -> tuple[list[tuple[str, dict]], float]:
@@ -328,11 +325,11 @@ def carried_state(lines: list[tuple[str, dict]] | None) -> list[dict]:
     ]
 
 
-def _memories_match(
+def memories_match(
     *,
     session: ChatSession,
     query: str,
-    deadline: _Deadline,
+    deadline: Deadline,
     context_settings,
     query_future: Future | None = None,
 ) -> tuple[list[tuple[str, dict]], float, list[str]]:
@@ -357,11 +354,11 @@ def _memories_match(
         query_future.cancel()
 
 
-def _memory_ids(lines: list[tuple[str, dict]] | None) -> list[int] | None:
+def memory_ids_of(lines: list[tuple[str, dict]] | None) -> list[int] | None:
     return None if lines is None else [meta["id"] for _, meta in lines]
 
 
-def _build(
+def pack_build(
     *,
     session: ChatSession,
     turn: int,
@@ -370,7 +367,7 @@ def _build(
     override: TopicChoice | None,
     max_tokens: int,
     context_settings: ContextSettings,
-    deadline: _Deadline,
+    deadline: Deadline,
     matched: tuple[list[tuple[str, dict]], float, list[str]] | None = None,
     query_future: Future | None = None,
     skipped: list[str] | None = None,
@@ -527,115 +524,3 @@ def _said_already(line: str, shown: str) -> bool:
         return False
     found = sum(1 for point in points if point in shown)
     return found / len(points) >= REPEATED_SHARE
-
-
-def _record(
-    *,
-    session: ChatSession,
-    user_message: Message | None,
-    pack: ContextPack,
-    error: str = "",
-    state: dict | None = None,
-    in_build: bool = False,
-    defer: bool = False,
-) -> ContextPack:
-    """Write the injection log row (and the session's context state when given) in one
-    transaction: the build's own (`in_build`, already configured) or a new one, committed
-    asynchronously. `defer`: write nothing now; `pack.pending_record` does it later, in a
-    transaction of its own."""
-    if defer:
-        pack.pending_record = functools.partial(
-            _record, session=session, user_message=user_message, pack=pack, error=error, state=state
-        )
-        return pack
-    with transaction.atomic(savepoint=not in_build):
-        if not in_build:
-            _configure_transaction(statement_timeout_ms=None)
-        log = InjectionLog.objects.create(
-            session=session,
-            user_id=session.user_id,
-            user_message=user_message,
-            turn_number=pack.turn_number,
-            status=pack.status,
-            reason=pack.reason,
-            error=error[:2000],
-            pack_text=pack.text,
-            pack_hash=pack.hash,
-            pack_chars=len(pack.text),
-            pack_tokens=pack.tokens,
-            segments=[segment.summary() for segment in pack.segments],
-            memories=pack.memories,
-            topic_key=pack.topic.key if pack.topic else "",
-            topic_title=pack.topic.title if pack.topic else "",
-            topic_score=pack.topic.score if pack.topic else None,
-            topic_source=pack.topic.source if pack.topic else "",
-            elapsed_ms=pack.elapsed_ms,
-            embedding_ms=pack.embedding_ms,
-            skipped=pack.skipped,
-        )
-        if state is not None:
-            state = {**state, "log_id": log.id}
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    f"UPDATE {ChatSession._meta.db_table} SET metadata = metadata || %s::jsonb WHERE id = %s",
-                    [
-                        _json({METADATA_KEY: state, "last_context_hash": pack.hash}),
-                        session.id,
-                    ],
-                )
-            session.metadata = {
-                **(session.metadata or {}),
-                METADATA_KEY: state,
-                "last_context_hash": pack.hash,
-            }
-    pack.injection_log_id = log.id
-    return pack
-
-
-def _json(value: dict) -> str:
-    return json.dumps(value, default=str)
-
-
-def _reuse(
-    *,
-    session,
-    user_message,
-    state: dict,
-    turn: int,
-    reason: str,
-    deadline: _Deadline,
-    defer: bool = False,
-    skipped: list[str] | None = None,
-    memories: list[dict] | None = None,
-) -> ContextPack | None:
-    """The last pack again (its log row holds the text), recorded for this turn; None when
-    that row is gone. `skipped`: the parts this turn's memory match left out; `memories`:
-    this turn's match of the same memories (which of them were carried over from earlier
-    turns and which found again), default the last pack's."""
-    previous = InjectionLog.objects.filter(id=state["log_id"], session=session).first()
-    if previous is None:
-        return None
-    pack = ContextPack(
-        status=InjectionLog.Status.REUSED,
-        reason=reason,
-        turn_number=turn,
-        text=previous.pack_text,
-        hash=previous.pack_hash,
-        segments=[
-            Segment(
-                item["name"],
-                "",
-                item.get("truncated", False),
-                chars=item.get("chars", 0),
-                hash=item.get("hash", ""),
-                entry_ids=item.get("entry_ids", []),
-            )
-            for item in previous.segments
-        ],
-        topic=TopicChoice.from_dict(state.get("topic")),
-        memories=previous.memories if memories is None else memories,
-        tokens=previous.pack_tokens,
-        elapsed_ms=round(deadline.elapsed_ms(), 2),
-        skipped=list(skipped or []),
-    )
-    return _record(session=session, user_message=user_message, pack=pack, defer=defer)

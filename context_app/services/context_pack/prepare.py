@@ -15,19 +15,18 @@ from context_app.models import ContextSettings, InjectionLog
 from context_app.services.context_pack.build import (
     CARRIED_KEY,
     METADATA_KEY,
+    Deadline,
     QueryEmbedding,
-    _build,
-    _configure_transaction,
-    _Deadline,
-    _memories_match,
-    _memory_ids,
-    _record,
-    _restore_statement_timeout,
-    _reuse,
     carried_state,
+    memories_match,
+    memory_ids_of,
+    pack_build,
     pack_profile,
     pack_query,
+    statement_timeout_restore,
+    transaction_configure,
 )
+from context_app.services.context_pack.records import pack_record, pack_reuse
 from context_app.services.context_pack.refresh import (
     opted_out_by_environment,
     refresh_decision,
@@ -77,7 +76,7 @@ def prepare_context(
     `pack.injection_log_id` is None.
     """
     context_settings = context_settings or ContextSettings.current()
-    deadline = _Deadline(context_settings.latency_budget_ms)
+    deadline = Deadline(context_settings.latency_budget_ms)
     turn = 0
     try:
         if not context_settings.augmentation_enabled:
@@ -145,12 +144,12 @@ def _prepare(*, context_settings, **arguments) -> ContextPack:
     caller's outer transaction would keep our statement_timeout: it is put back at the end."""
     restore_timeout = connection.in_atomic_block
     with transaction.atomic():
-        previous_timeout = _configure_transaction(
+        previous_timeout = transaction_configure(
             statement_timeout_ms=context_settings.latency_budget_ms
         )
         pack = _match_and_build(context_settings=context_settings, **arguments)
         if restore_timeout:
-            _restore_statement_timeout(previous_timeout)
+            statement_timeout_restore(previous_timeout)
     return pack
 
 
@@ -180,21 +179,21 @@ def _match_and_build(
     if decision is None:
         # The summary segments keep their cadence, but memories are matched every turn: the
         # last pack is reused only when its memory lines would not change.
-        matched = _memories_match(
+        matched = memories_match(
             session=session,
             query=query,
             deadline=deadline,
             context_settings=context_settings,
             query_future=query_future,
         )
-        if _memory_ids(matched[0]) != state.get("memory_ids", []):
+        if memory_ids_of(matched[0]) != state.get("memory_ids", []):
             decision = "memories_changed"
         else:
             profile = pack_profile(session=session, context_settings=context_settings)
             if profile.entry_ids != state.get("profile_ids", []):
                 decision = "profile_changed"
     if decision is None:
-        reused = _reuse(
+        reused = pack_reuse(
             session=session,
             user_message=user_message,
             state=state,
@@ -252,7 +251,7 @@ def _build_and_record(
     """The rebuild path, inside the build transaction: build, compare with the last pack's
     hash (an identical pack is marked reused), record."""
     skipped: list[str] = []
-    segments, memories, text, topic, topic_reason, embedding_ms, memory_lines = _build(
+    segments, memories, text, topic, topic_reason, embedding_ms, memory_lines = pack_build(
         session=session,
         turn=turn,
         query=query,
@@ -294,13 +293,13 @@ def _build_and_record(
         "topic": topic.as_dict() if topic else None,
         "override": override_choice,
         "chars": len(text),
-        "memory_ids": _memory_ids(memory_lines),
+        "memory_ids": memory_ids_of(memory_lines),
         "profile_ids": next(
             (segment.entry_ids for segment in segments if segment.name == PROFILE_SEGMENT), []
         ),
         CARRIED_KEY: carried_state(memory_lines),
     }
-    return _record(
+    return pack_record(
         session=session,
         user_message=user_message,
         pack=pack,
@@ -316,7 +315,7 @@ def _failed(
     user_message,
     turn: int,
     exc: Exception,
-    deadline: _Deadline,
+    deadline: Deadline,
     defer_record: bool = False,
 ) -> ContextPack:
     reason = "database_error" if isinstance(exc, DatabaseError) else "error"
@@ -331,7 +330,7 @@ def _failed(
         elapsed_ms=round(deadline.elapsed_ms(), 2),
     )
     try:
-        _record(
+        pack_record(
             session=session,
             user_message=user_message,
             pack=pack,
