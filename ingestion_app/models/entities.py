@@ -15,7 +15,7 @@ from django.db import models
 from django.utils import timezone
 from pgvector.django import VectorField
 
-from memory_site.text.entities import entity_prompt_line
+from memory_site.text.entity_tokens import entity_prompt_line
 
 
 class Entity(models.Model):

@@ -13,8 +13,9 @@ from django.db.models import Case, Count, F, Func, Q, QuerySet, TextField, Value
 
 from ingestion_app.models import CrossReference, Entity, EntityMention, MemoryItem
 from memory_site.errors import NotFound
-from memory_site.text.entities import entity_prompt_line, normalize_entity_name
+from memory_site.text.entities import normalize_entity_name
 from memory_site.text.entity_names import NAME_WORDS_AFTER_RELATION
+from memory_site.text.entity_tokens import entity_prompt_line
 from memory_site.text.words import STOP_WORDS
 
 MAX_QUERY_NGRAMS = 300

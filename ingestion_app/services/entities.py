@@ -56,10 +56,7 @@ from ingestion_app.services.entity_mentions import (
 )
 from memory_site.providers import get_llm
 from memory_site.task_paths import ENTITIES_LLM_TASK, ENTITIES_RESOLVE_TASK
-from memory_site.text.entities import (
-    ExtractedEntity,
-    normalize_entity_name,
-)
+from memory_site.text.entities import ExtractedEntity, normalize_entity_name
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,8 @@ from memory_site.errors import InvalidInput, NotFound
 from memory_site.providers import get_embedder, get_llm
 from memory_site.providers.base import ProviderError
 from memory_site.redaction import redact
-from memory_site.text.entities import ENTITY_TYPES, normalize_entity_name
+from memory_site.text.entities import normalize_entity_name
+from memory_site.text.entity_tokens import ENTITY_TYPES
 from sessions_app.services.usage import usage_record_json
 from webhooks_app.services.events import ENTITY_MERGED, event_emit
 

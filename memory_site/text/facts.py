@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from memory_site.text.entities import is_opening_verb
+from memory_site.text.entity_tokens import is_opening_verb
 from memory_site.text.sentences import (
     _FILLER_SENTENCE_RE,
     _is_question,

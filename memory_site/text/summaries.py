@@ -8,8 +8,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from memory_site.text.entities import is_opening_verb, is_sentence_opener, opens_instruction
 from memory_site.text.entity_names import NAME_CONNECTORS, PLACE_NAME_PREFIXES
+from memory_site.text.entity_tokens import is_opening_verb, is_sentence_opener, opens_instruction
 from memory_site.text.fact_updates import statements_parse, statements_replaced
 from memory_site.text.facts import (
     _FIRST_PERSON_RE,

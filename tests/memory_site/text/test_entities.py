@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memory_site.text.buckets import bucket_classify
-from memory_site.text.entities import entity_dates, extract_entities, normalize_entity_name
+from memory_site.text.entities import extract_entities, normalize_entity_name
+from memory_site.text.entity_tokens import entity_dates
 
 
 def names_and_types(text: str, **kwargs) -> list[tuple[str, str]]:
