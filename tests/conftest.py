@@ -56,6 +56,21 @@ def anon_api() -> APIClient:
 
 
 @pytest.fixture
+def staff_client(db):
+    """A browser client logged in as a superuser staff member named "admin"."""
+    from django.test import Client
+
+    from tests.factories import make_user
+
+    admin = make_user("admin", staff=True)
+    admin.is_superuser = True
+    admin.save()
+    client = Client()
+    client.force_login(admin)
+    return client
+
+
+@pytest.fixture
 def fake_openai(settings):
     """Point the LLM provider at a real OpenAI-compatible server on 127.0.0.1."""
     server = FakeOpenAIServer(dimensions=settings.EMBEDDING_DIMENSIONS).start()

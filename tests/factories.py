@@ -61,3 +61,50 @@ def chatgpt_conversation(
         "conversation_id": conversation_id,
         "id": conversation_id,
     }
+
+
+def memory_write(
+    user,
+    content: str,
+    *,
+    source: str = "fact",
+    embedding="hashed",
+    app_id: str = "default",
+    project_id: str = "",
+    agent_id: str = "",
+    chat_session=None,
+    with_entities: bool = True,
+    **fields,
+):
+    """A memory item written by the store's one writer (`memory_item_create`), as production
+    writes it: content hash, token count, provenance, folded accents, category words, bucket
+    and entities. `embedding`: "hashed" (the fake embedder's deterministic vector), "model" (the
+    configured embedder), None (not embedded yet) or a vector."""
+    from ingestion_app.services.memory_store import MemoryScope, memory_item_create
+    from memory_site.providers import embed_one
+    from tests.fake_openai import hashed_embedding
+
+    if fields.get("chat_session_id") is not None:
+        from sessions_app.models import ChatSession
+
+        chat_session = ChatSession.objects.get(id=fields["chat_session_id"])
+    fields.pop("chat_session_id", None)
+    if embedding == "hashed":
+        embedding = hashed_embedding(content, 384)
+    elif embedding == "model":
+        embedding = embed_one(content)
+    scope = MemoryScope(
+        user_id=user.pk,
+        app_id=app_id,
+        project_id=project_id,
+        agent_id=agent_id,
+        chat_session=chat_session,
+    )
+    return memory_item_create(
+        scope=scope,
+        source=source,
+        content=content,
+        embedding=embedding,
+        with_entities=with_entities,
+        **fields,
+    )

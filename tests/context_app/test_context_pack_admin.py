@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from context_app.models import ContextSettings, InjectionLog, OptOut, TopicOverride, UserChatSummary
 from context_app.services.context_pack import prepare_context
 from tests.context_app.stream_helpers import generous_budget  # noqa: F401
-from tests.factories import add_message, make_user, open_session
+from tests.factories import add_message, open_session
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("generous_budget")]
-
-
-@pytest.fixture
-def staff_client():
-    staff = make_user("admin", staff=True)
-    staff.is_superuser = True
-    staff.save()
-    client = Client()
-    client.force_login(staff)
-    return client
 
 
 def settings_form(row: ContextSettings, **changes) -> dict:

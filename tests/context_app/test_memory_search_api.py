@@ -9,8 +9,7 @@ import pytest
 from django.utils import timezone
 
 from ingestion_app.models import MemoryItem
-from memory_site.tokens import count_tokens
-from tests.fake_openai import hashed_embedding
+from tests.factories import memory_write
 
 pytestmark = pytest.mark.django_db
 
@@ -19,14 +18,8 @@ STATS = "/api/v1/memory/stats"
 
 
 def remember(user, content: str, **fields) -> MemoryItem:
-    fields.setdefault("source", "fact")
-    return MemoryItem.objects.create(
-        user=user,
-        content=content,
-        embedding=hashed_embedding(content, 384),
-        token_count=count_tokens(content),
-        occurred_at=fields.pop("occurred_at", timezone.now()),
-        **fields,
+    return memory_write(
+        user, content, occurred_at=fields.pop("occurred_at", timezone.now()), **fields
     )
 
 
@@ -59,7 +52,8 @@ def test_search_returns_ranked_items_with_scores(api, user, fake_embedder):
         "superseded",
         "trimmed",
     }
-    assert first["id"] == best.id and first["metadata"] == {"hive": 2}
+    assert first["id"] == best.id and first["metadata"]["hive"] == 2
+    assert first["metadata"]["provenance"] == "Committed fact"
     assert first["similarity"] == pytest.approx(1.0) and first["keyword_rank"] > 0
     scores = [item["score"] for item in body["items"]]
     assert scores == sorted(scores, reverse=True)

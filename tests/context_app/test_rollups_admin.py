@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from context_app.models import SessionSummary, SessionTag, UserChatSummary
 from context_app.tasks import session_close_task
 from sessions_app.models import ChatSession
-from tests.factories import add_message, make_user, open_session
+from tests.factories import add_message, open_session
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def staff_client():
-    staff = make_user("staff", staff=True)
-    staff.is_superuser = True
-    staff.save()
-    client = Client()
-    client.force_login(staff)
-    return client
 
 
 @pytest.fixture

@@ -11,25 +11,17 @@ from django.db import connection
 
 from ingestion_app.models import MemoryItem
 from ingestion_app.selectors.scope import scope_sql
-from memory_site.tokens import count_tokens
 from retrieval import candidates as search_candidates
 from retrieval import trust
 from retrieval.config import RANKING
 from retrieval.search import SOURCES, SearchFilters, memory_search
-from tests.fake_openai import hashed_embedding
+from tests.factories import memory_write
 
 pytestmark = pytest.mark.django_db
 
 
 def remember(user, content: str) -> MemoryItem:
-    return MemoryItem.objects.create(
-        user=user,
-        source="fact",
-        content=content,
-        embedding=hashed_embedding(content, 384),
-        token_count=count_tokens(content),
-        occurred_at=datetime(2026, 1, 5, tzinfo=UTC),
-    )
+    return memory_write(user, content, occurred_at=datetime(2026, 1, 5, tzinfo=UTC))
 
 
 def scope_of(user):

@@ -11,10 +11,10 @@ import pytest
 
 from ingestion_app.models import MemoryItem
 from ingestion_app.services.memory_store import MemoryScope, memory_item_create
-from memory_site.tokens import count_tokens
 from retrieval import display
 from retrieval.config import RANKING
 from retrieval.search import format_hit, memory_search
+from tests.factories import memory_write
 from tests.fake_openai import hashed_embedding
 
 pytestmark = pytest.mark.django_db
@@ -23,14 +23,8 @@ SEARCH = "/api/v1/memory/search"
 
 
 def remember(user, content: str, *, occurred_at=None, **fields) -> MemoryItem:
-    fields.setdefault("source", "fact")
-    return MemoryItem.objects.create(
-        user=user,
-        content=content,
-        embedding=hashed_embedding(content, 384),
-        token_count=count_tokens(content),
-        occurred_at=occurred_at or datetime(2026, 1, 5, tzinfo=UTC),
-        **fields,
+    return memory_write(
+        user, content, occurred_at=occurred_at or datetime(2026, 1, 5, tzinfo=UTC), **fields
     )
 
 

@@ -3,23 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from gateway_app.models import GatewayConversation
 from gateway_app.services.conversations import conversation_turn_log
-from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def staff_client():
-    staff = make_user("staff", staff=True)
-    staff.is_superuser = True
-    staff.save()
-    client = Client()
-    client.force_login(staff)
-    return client
 
 
 def test_conversations_are_listed_with_their_session_and_read_only(staff_client, user):

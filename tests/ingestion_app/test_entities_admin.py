@@ -6,8 +6,7 @@ import pytest
 from django.test import Client
 
 from ingestion_app.models import Entity, MemoryItem
-from ingestion_app.services.entities import entities_extract
-from tests.factories import make_user
+from tests.factories import make_user, memory_write
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_message_hooks")]
 
@@ -23,9 +22,7 @@ def staff():
 
 
 def remember(user, text: str) -> MemoryItem:
-    item = MemoryItem.objects.create(user=user, source="fact", content=text)
-    entities_extract(items=[item])
-    return item
+    return memory_write(user, text, embedding=None)
 
 
 def test_search_and_merge(staff, user, other_user):

@@ -8,19 +8,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from ingestion_app.models import ImportJob, MemoryItem
-from tests.factories import make_user
 from tests.ingestion_app.export_builders import chatgpt_linear
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def staff_client(client):
-    admin = make_user("admin", staff=True)
-    admin.is_superuser = True
-    admin.save()
-    client.force_login(admin)
-    return client
 
 
 def test_staff_uploads_exports_for_a_user(

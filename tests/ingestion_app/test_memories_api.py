@@ -7,15 +7,13 @@ import pytest
 
 from ingestion_app.models import FactHistory, MemoryItem
 from memory_site.providers import embed_one
-from tests.factories import open_session
+from tests.factories import memory_write, open_session
 
 pytestmark = pytest.mark.django_db
 
 
 def remember(user, content, *, source="fact", **fields):
-    return MemoryItem.objects.create(
-        user=user, source=source, content=content, embedding=embed_one(content), **fields
-    )
+    return memory_write(user, content, source=source, embedding="model", **fields)
 
 
 @pytest.fixture
