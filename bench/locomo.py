@@ -685,6 +685,7 @@ def _relevance_row(hit) -> dict:
         "similarity": hit.similarity,
         "keyword": hit.keyword_rank,
         "source": hit.source,
+        "speaker": (hit.metadata or {}).get("speaker", ""),
     }
 
 
