@@ -4,23 +4,12 @@ with its marks, and the editable project-context mapping that a commit then foll
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from ingestion_app.models import MemoryCommitLog, MemoryItem, ProjectContext
 from ingestion_app.services.commit import memory_commit
-from tests.factories import add_message, make_user, open_session
+from tests.factories import add_message, open_session
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_message_hooks")]
-
-
-@pytest.fixture
-def staff():
-    admin_user = make_user("root", staff=True)
-    admin_user.is_superuser = True
-    admin_user.save()
-    client = Client()
-    client.force_login(admin_user)
-    return client
 
 
 @pytest.fixture
@@ -34,34 +23,39 @@ def committed(user, other_user):
     return session
 
 
-def test_rag_store_is_searchable_by_text_user_and_project(staff, committed):
-    page = staff.get("/admin/ingestion_app/memoryitem/", {"q": "cello"})
+def test_rag_store_is_searchable_by_text_user_and_project(staff_client, committed):
+    page = staff_client.get("/admin/ingestion_app/memoryitem/", {"q": "cello"})
     assert page.status_code == 200
     assert b"The user plays the cello." in page.content
     assert b"tomatoes" not in page.content
-    by_user = staff.get("/admin/ingestion_app/memoryitem/", {"q": "bob"}).content
+    by_user = staff_client.get("/admin/ingestion_app/memoryitem/", {"q": "bob"}).content
     assert b"tomatoes" in by_user and b"cello" not in by_user
-    by_project = staff.get("/admin/ingestion_app/memoryitem/", {"q": "garden"}).content
+    by_project = staff_client.get("/admin/ingestion_app/memoryitem/", {"q": "garden"}).content
     assert b"tomatoes" in by_project and b"Lisbon" not in by_project
 
 
-def test_rag_store_item_can_be_deleted(staff, committed):
+def test_rag_store_item_can_be_deleted(staff_client, committed):
     item = MemoryItem.objects.get(content="The user lives in Lisbon.")
-    response = staff.post(f"/admin/ingestion_app/memoryitem/{item.id}/delete/", {"post": "yes"})
+    response = staff_client.post(
+        f"/admin/ingestion_app/memoryitem/{item.id}/delete/", {"post": "yes"}
+    )
     assert response.status_code == 302
     assert not MemoryItem.objects.filter(id=item.id).exists()
 
 
-def test_commit_log_shows_the_mark(staff, committed):
+def test_commit_log_shows_the_mark(staff_client, committed):
     log = MemoryCommitLog.objects.get(chat_session=committed)
-    page = staff.get("/admin/ingestion_app/memorycommitlog/")
+    page = staff_client.get("/admin/ingestion_app/memorycommitlog/")
     assert page.status_code == 200
     assert str(log.high_water_mark).encode() in page.content
-    assert staff.get(f"/admin/ingestion_app/memorycommitlog/{log.id}/change/").status_code == 200
+    assert (
+        staff_client.get(f"/admin/ingestion_app/memorycommitlog/{log.id}/change/").status_code
+        == 200
+    )
 
 
-def test_project_context_added_in_admin_is_used_by_the_next_commit(staff, user, committed):
-    response = staff.post(
+def test_project_context_added_in_admin_is_used_by_the_next_commit(staff_client, user, committed):
+    response = staff_client.post(
         "/admin/ingestion_app/projectcontext/add/",
         {"chat_session": str(committed.id), "project_id": "relocation", "note": "moving"},
     )

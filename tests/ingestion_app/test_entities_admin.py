@@ -3,40 +3,29 @@
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from ingestion_app.models import Entity, MemoryItem
-from tests.factories import make_user, memory_write
+from tests.factories import memory_write
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_message_hooks")]
-
-
-@pytest.fixture
-def staff():
-    admin_user = make_user("root", staff=True)
-    admin_user.is_superuser = True
-    admin_user.save()
-    client = Client()
-    client.force_login(admin_user)
-    return client
 
 
 def remember(user, text: str) -> MemoryItem:
     return memory_write(user, text, embedding=None)
 
 
-def test_search_and_merge(staff, user, other_user):
+def test_search_and_merge(staff_client, user, other_user):
     remember(user, "My sister Ines lives in Lisbon.")
     remember(user, "Ines called about the flowers.")
     remember(user, "Nessa said hi too.")
     remember(other_user, "Ines is my boss.")
 
-    found = staff.get("/admin/ingestion_app/entity/", {"q": "my sister"})
+    found = staff_client.get("/admin/ingestion_app/entity/", {"q": "my sister"})
     assert found.status_code == 200 and b"Ines" in found.content
 
     ines = Entity.objects.get(user=user, normalized_name="ines")
     nessa = Entity.objects.get(user=user, normalized_name="nessa")
-    response = staff.post(
+    response = staff_client.post(
         "/admin/ingestion_app/entity/",
         {"action": "merge_entities", "_selected_action": [ines.id, nessa.id]},
         follow=True,
@@ -46,7 +35,7 @@ def test_search_and_merge(staff, user, other_user):
     assert ines.mention_count == 3 and "nessa" in ines.aliases
 
     theirs = Entity.objects.get(user=other_user, normalized_name="ines")
-    refused = staff.post(
+    refused = staff_client.post(
         "/admin/ingestion_app/entity/",
         {"action": "merge_entities", "_selected_action": [ines.id, theirs.id]},
         follow=True,

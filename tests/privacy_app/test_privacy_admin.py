@@ -20,21 +20,11 @@ pytestmark = pytest.mark.django_db
 CHANGELIST = "/admin/auth/user/"
 
 
-@pytest.fixture
-def admin_client(db) -> Client:
-    admin = make_user("root", staff=True)
-    admin.is_superuser = True
-    admin.save()
-    client = Client()
-    client.force_login(admin)
-    return client
-
-
-def test_export_action_downloads_the_users_json(admin_client, user, other_user, settings, tmp_path):
+def test_export_action_downloads_the_users_json(staff_client, user, other_user, settings, tmp_path):
     settings.MNEMO_UPLOAD_DIR = tmp_path
     fill_every_owned_table(user, marker="alicemark")
     fill_every_owned_table(other_user, marker="bobmark")
-    response = admin_client.post(
+    response = staff_client.post(
         CHANGELIST, {"action": "export_data", ACTION_CHECKBOX_NAME: [user.pk]}
     )
     assert response.status_code == 200
@@ -45,14 +35,14 @@ def test_export_action_downloads_the_users_json(admin_client, user, other_user, 
     assert "bobmark" not in response.content.decode()
 
 
-def test_erase_action_asks_first_then_erases(admin_client, user, other_user, settings, tmp_path):
+def test_erase_action_asks_first_then_erases(staff_client, user, other_user, settings, tmp_path):
     settings.MNEMO_UPLOAD_DIR = tmp_path
     fill_every_owned_table(user, marker="alicemark")
     fill_every_owned_table(other_user, marker="bobmark")
     user_client = Client()
     user_client.force_login(user)  # a browser session that must go too
 
-    confirm_page = admin_client.post(
+    confirm_page = staff_client.post(
         CHANGELIST, {"action": "erase_data", ACTION_CHECKBOX_NAME: [user.pk]}
     )
     assert confirm_page.status_code == 200
@@ -60,7 +50,7 @@ def test_erase_action_asks_first_then_erases(admin_client, user, other_user, set
     assert "Erase all data?" in page and "sessions_app.Message: 2" in page
     assert get_user_model().objects.filter(pk=user.pk).exists()  # nothing happened yet
 
-    done = admin_client.post(
+    done = staff_client.post(
         CHANGELIST,
         {"action": "erase_data", ACTION_CHECKBOX_NAME: [user.pk], "post": "yes"},
         follow=True,
@@ -73,9 +63,9 @@ def test_erase_action_asks_first_then_erases(admin_client, user, other_user, set
     assert user_client.get("/admin/").status_code == 302  # signed out: the session is gone
 
 
-def test_admin_cannot_erase_their_own_account(admin_client):
-    root = get_user_model().objects.get(username="root")
-    response = admin_client.post(
+def test_admin_cannot_erase_their_own_account(staff_client):
+    root = get_user_model().objects.get(username="admin")
+    response = staff_client.post(
         CHANGELIST,
         {"action": "erase_data", ACTION_CHECKBOX_NAME: [root.pk], "post": "yes"},
         follow=True,
@@ -107,15 +97,15 @@ def _usage(user, model, day, tokens_in, tokens_out, cost):
     )
 
 
-def test_usage_report_groups_by_user_model_and_day(admin_client, user, other_user):
+def test_usage_report_groups_by_user_model_and_day(staff_client, user, other_user):
     day1, day2 = dt.date(2025, 3, 1), dt.date(2025, 3, 2)
     _usage(user, "gpt-4o-mini", day1, 1000, 200, "0.000270")
     _usage(user, "gpt-4o-mini", day1, 500, 100, "0.000135")
     _usage(other_user, "gpt-4o", day2, 100, 10, "0.000350")
-    page = admin_client.get(CHANGELIST)
+    page = staff_client.get(CHANGELIST)
     assert "usage-report/" in page.content.decode()
 
-    report = admin_client.get(
+    report = staff_client.get(
         CHANGELIST + "usage-report/", {"since": "2025-03-01", "until": "2025-03-02"}
     )
     assert report.status_code == 200
@@ -151,9 +141,9 @@ def test_usage_report_groups_by_user_model_and_day(admin_client, user, other_use
     html = report.content.decode()
     assert "0.000405" in html and "alice" in html and "gpt-4o-mini" in html
 
-    only_bob = admin_client.get(CHANGELIST + "usage-report/", {"username": "bob"}).context["report"]
+    only_bob = staff_client.get(CHANGELIST + "usage-report/", {"username": "bob"}).context["report"]
     assert [r["username"] for r in only_bob["rows"]] == ["bob"]
-    bad = admin_client.get(CHANGELIST + "usage-report/", {"since": "March"})
+    bad = staff_client.get(CHANGELIST + "usage-report/", {"since": "March"})
     assert "expected an ISO 8601 date" in bad.content.decode()
 
 
