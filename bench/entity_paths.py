@@ -1,27 +1,10 @@
 """Entity extraction and the entity leg: write-path overhead and added search latency.
 
-1. Bulk: a user with ``--memories`` (10,000, like bench/scale.py's big users) chat lines naming
-   people, pets, places and projects from a pool, stored in batches of 1,000 and extracted with
-   ``entities_extract`` (the import path): items per second.
-2. Request path: ``entities_extract`` on one new message item at a time (what a stored message
-   adds to the request: extraction, resolution, mentions, links, bucket), p50/p95.
-3. Search: hybrid ``memory_search`` over that user for questions naming an entity, with the
-   entity leg (ENTITY_WEIGHT as shipped) and without it (0), database time p50/p95. Query and
-   item vectors are random unit vectors: the embedder is not what is measured.
-
 Runs against a throwaway database on the configured server (created, migrated, dropped).
 
-Measured on the shared 2-core VM at load average 13-15 (defaults, --queries 100), request path
-per message item: before the write-path work p50 46.6 / p95 97.3 ms wall, CPU p50 8.76 / p95
-15.22 ms; after it (one candidates query instead of three, mentions and counts in one
-statement, no capitals -> no extraction) p50 21.5 / p95 36.6 ms wall, CPU p50 5.01 / p95
-8.49 ms. Wall time at that load is mostly waiting for a core; CPU is what an idle machine takes.
-Idle machines (defaults): a 2-core AMD EPYC (session 17) request path p95 4.73 ms; a 2-core Intel
-Xeon at 2.0 GHz (sessions 18-19, three runs) p50 6.4-6.9 / p95 11.7-11.8 ms wall, CPU p95
-11.2 ms, over the 10 ms target there: about 60 % is waiting on the database (the candidates
-query, the mentions insert, the cross-references insert, the commit), and the one message in
-ten that changes an entity adds its UPDATE.
 Run: ``.venv/bin/python bench/entity_paths.py [--memories 10000] [--writes 300] [--queries 200]``.
+
+Past figures: bench/RESULTS.md.
 """
 
 from __future__ import annotations

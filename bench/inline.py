@@ -1,17 +1,5 @@
 """Inline exchange processing and session close: what they cost, local providers.
 
-1. Request path: the after-message hooks (retrieval items + consolidation check) that run in the
-   request after each stored message, timed per assistant reply (the full inline step: header,
-   topics, the turn-pair chunk and the reply's own message item inserted into rag_store) and
-   per user message (its message item). With MNEMO_EMBED_AFTER_RESPONSE (default) the items'
-   one embedder call and the UPDATE of their vectors run after the hook, in the process's
-   embedding thread; the bench waits for them before the next message, untimed ("then its
-   vectors written"), and shows the process CPU of hook + vectors (all threads), the cost of
-   a request wherever it runs. Off, the embedding is in the request. Target: p95 < 40 ms after
-   a reply on an idle machine (issue 19).
-2. Close task: `session_close_run` on a 50-turn session (50 prompts, 50 replies): digest,
-   tags, title, summary embedding, rollups, all in one transaction.
-
 Runs against a throwaway database on the configured server (created, migrated, dropped) with
 the offline summarizer and the local all-MiniLM-L6-v2 embedder (warmed up first).
 Run: ``.venv/bin/python bench/inline.py [--exchanges 300] [--closes 10] [--torch-threads N]``.
@@ -19,52 +7,7 @@ The embedder dominates the request path; on a busy 2-core machine torch's defaul
 intra-op thread per core is ~10x slower than one thread, hence ``--torch-threads``; the two
 texts after a reply run side by side on one thread each (EMBEDDING_WORKERS).
 
-Measured (2 cores, otherwise idle, load 0.6 at start; commit 39c4066): after an assistant reply
-p50 61.4 / p95 71.7 ms (embedding header+prompt alone p50 44.6 / p95 48.9 ms); after a user
-message p50 39.8 / p95 44.5 ms; close task of a 50-turn session p50 62.6 / p95 66.4 ms.
-Before the one-call embedding (two embeddings one after the other): p50 92.5 / p95 106 ms.
-onnx vs torch backend, back to back on the shared VM at load average ~23 (60 exchanges; absolute
-figures ~15x an idle machine's): after a reply p50 747 vs 1135 ms, p95 1015 vs 1456 ms; of which
-embedding header+prompt p50 238 vs 709 ms (3.0x), p95 330 vs 997 ms; after a user message p50
-315 vs 548 ms. Not yet measured idle.
-Session 10 (2026-11-27; 2-core AMD EPYC with AVX-512 VNNI, idle, load 1.0; onnx, embedding
-after the response): after an assistant reply p50 14.2 / p95 17.2 ms in the request (then its
-vectors p95 26.7 ms; CPU of both p95 33.2 ms); embedding header+prompt alone p50 11.3 / p95
-12.3 ms; after a user message p50 8.8 / p95 11.8 ms; close task p50 47.7 / p95 51.1 ms.
-
-Where an after-reply's time goes (issue 19; cProfile over 40 replies, onnx, load ~16): the
-embedder call ~42% (two texts of ~80-140 tokens, one pass each on the two cores), SQL ~45% (27
-statements: message look-ups, two item INSERTs, the neighbours' keyword-context UPDATEs,
-entity mentions and cross references, the consolidation check), the rest Python (prepare
-~15%, entity extraction's own code). Changes: the items and their entities are now written in
-one transaction (one commit instead of three) and the graph quantizes two more projections
-(~8% less CPU per token). Before/after run side by side at the same time at load 13-19
-(60 exchanges; ~15x an idle machine's figures): after a reply p50 636 -> 570 ms, p95 1131 ->
-1104 ms; after a user message p50 308 -> 269 ms. Idle (load 0.6, 300 exchanges): after a reply
-p50 41.0 / p95 48.4 ms (68.1 before; the embedding ~19.5 ms of it), after a user message p50
-24.5 / p95 28.2 ms. The < 40 ms p95 target needs the embedding off the request path (see the
-issue 19 note).
-
-Embedding after the response (issue 19, MNEMO_EMBED_AFTER_RESPONSE=1): this script on main
-(f330811, embedding in the request) and on the change, back to back, 300 exchanges, load 2.7-3.3
-(not idle; other sessions working): after an assistant reply p50 58.7 -> 24.2 ms, p95 97.1 ->
-55.2 ms; after a user message p50 27.3 -> 16.4 ms, p95 52.0 -> 41.2 ms. The vectors follow the
-reply by p50 41 / p95 86 ms at that load (a user message's by 15 / 34 ms). CPU per reply
-including its vectors (all threads) 48.6 ms p50 both ways; per user message 21.2 -> 21.5 ms.
-The embedding thread gives the local embedder one text per call, so it takes one core and
-leaves the other to the request: the first version, which spread a reply's texts over both
-cores, only went from p95 82.0 to 78.4 ms at load ~2 (p50 55.0 -> 39.1 ms). Idle not measured
-(the machine was shared throughout). Recall unchanged: bench/locomo.py --limit 1 (conv-26, 150
-questions) gives 0.794 within 2,000 characters and a turn-1 pack rate of 0.944 with the setting
-on and off; message_append with hooks p50 71.9 -> 54.3 ms there (load ~6).
-Idle (load 0.8, 300 exchanges, final main of round 2 session 3): after an assistant reply p50
-16.0 / p95 19.3 ms (48.4 with the embedding in the request), its vectors written p50 37.7 / p95
-44.0 ms after; after a user message p50 9.7 / p95 12.0 ms; CPU per reply with its vectors p50
-45.6 ms; close task of a 50-turn session p50 63.8 / p95 72.8 ms.
-Session 13 (idle, load ~0.5, the int8 graph with every feed-forward output projection int8 and
-no SkipLayerNormalization fusion): after an assistant reply p50 13.0 / p95 18.0 ms (embedding
-header + prompt alone p50 7.9 / p95 8.9 ms, was ~10); after a user message p50 8.2 / p95
-11.8 ms; close task p50 45.9 / p95 54.3 ms.
+Past figures: bench/RESULTS.md.
 """
 
 from __future__ import annotations

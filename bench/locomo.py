@@ -9,14 +9,6 @@ question of categories 1-4 is then asked through `context_app.selectors.memory_s
 to that user (hybrid mode, the service defaults); an item covers the `dia_id`s of its
 `source_message_ids`, and its text is exactly the line `format_for_prompt` puts in the pack.
 
-Printed per category and overall: evidence recall within a 2,000-character budget (items in
-rank order while their text fits, stopping at the first that does not), recall@10 items, and
-p50/p95 search latency (database time of the search; the query embedding is shown apart); and
-the same recall for BM25 and dense-only (all-MiniLM-L6-v2) over single turns, computed in the
-same run (bench/locomo_data.py). The last line is one JSON object, with the recall within the
-budget per category (``recall_budget_by_category``: single_hop, multi_hop, temporal,
-open_domain) for Mnemo and both baselines.
-
 LongMemEval-format files (``qa`` entries with ``question_type`` and ``question_date``) run the
 same way: figures are also printed per question type, each question is searched `as_of` its
 ``question_date``, and ``--limit N`` takes N questions round-robin over the types. Also
@@ -31,10 +23,7 @@ Run: ``.venv/bin/python bench/locomo.py --data ../shared/bench/locomo-dev.json``
 the ranking on the same ingest). Uses its own embedded database (``--data-dir``, default
 /tmp/locomo_data) so it never touches the project's data.
 
-Local embedder backends on the dev set (883 questions, --no-baselines, both run side by side at
-load average ~20): EMBEDDING_BACKEND=onnx (int8) recall@2000 0.7890, @10 0.7799; torch 0.7889,
-@10 0.7804. Session 13 (idle, fresh ingests, the int8 graph with every feed-forward output
-projection int8): onnx 0.7993 (multi-hop 0.495), torch 0.7979 (multi-hop 0.482).
+Past figures: bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -670,7 +659,7 @@ def answer_words_shown(answer: str, texts: Sequence[str]) -> float | None:
     """Share of the answer's words (stop-words left out) that the budgeted texts hold; None
     for an answer without such words. Recall counts an item's evidence ids whatever part of
     it the pack shows; this guards a change that cuts items from counting turns whose answer
-    it cut away (session 10: one sentence per chat turn read +3 points of recall on LoCoMo
+    it cut away (once: one sentence per chat turn read +3 points of recall on LoCoMo
     dev and lost a tenth of the answer words, by a one-off script of the same measure)."""
     wanted = set(ld.tokenize(answer))
     if not wanted:

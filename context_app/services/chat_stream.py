@@ -144,7 +144,7 @@ def chat_turn_start(
     conversation_tokens = sum(count_tokens(message["content"]) for message in llm_messages)
 
     if session is not None and context_version == CONTEXT_VERSION_AUGMENTED:
-        # The previous reply's vectors wait for this pack (`embeddings_hold`, issue 18).
+        # The previous reply's vectors wait for this pack (`embeddings_hold`).
         with embeddings_hold():
             pack = prepare_context(
                 session=session,

@@ -234,7 +234,7 @@ def _with_headers(response: HttpResponse, turn: ProxyTurn) -> HttpResponse:
 async def chat_completions(request: HttpRequest) -> HttpResponse:
     """The after-response embedding thread is held back while the pack is built and, for a
     stream, until its first token is relayed (`embeddings_hold`): on 2 cores the previous
-    reply's vectors would otherwise take the CPU from this call's first token (issue 18)."""
+    reply's vectors would otherwise take the CPU from this call's first token."""
     hold = embeddings_hold()
     try:
         response = await _chat_completions(request, hold)

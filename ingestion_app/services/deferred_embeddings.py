@@ -1,6 +1,6 @@
 """Vectors filled in after the response: the after-message items are embedded off the request.
 
-Why (issue 19): after an assistant reply the embedder was ~20 of the request's ~48 ms p95. The
+Why: after an assistant reply the embedder was ~20 of the request's ~48 ms p95. The
 hook now inserts the message's items with embedding NULL (keyword-searchable at once: the
 search vector is generated on insert), answers, and once the transaction has committed
 (`transaction.on_commit`) hands their ids to one daemon thread of the same process. That thread
@@ -15,7 +15,7 @@ items of the user's chats that have ended (closed, or closing): ending a chat is
 after which the next chat's first pack sees all of it. A chat still open is read as of the
 items already embedded; its exchange of the last moments joins a few milliseconds later.
 
-Held back while a reply is being started (issue 18): the thread embeds nothing new while a
+Held back while a reply is being started: the thread embeds nothing new while a
 call builds its pack, until its first token (`embeddings_hold`; at most HOLD_MAX_SECONDS per
 text, and not past HOLD_BACKLOG_MAX queued items), so on a 2-core machine the previous
 reply's vectors do not take the CPU from the next call's pack. A waiting read lifts the hold.

@@ -59,7 +59,7 @@ def pending_items_store(
             logger.warning("embedding %d new items failed, stored without: %s", len(new), exc)
     next_vector = iter(vectors)
     # One commit for the reply's items and their entities instead of one each: on the request
-    # path after a reply each commit is a WAL flush the user waits for (issue 19). No savepoint
+    # path after a reply each commit is a WAL flush the user waits for. No savepoint
     # of its own when called inside a transaction: each store has one already.
     with transaction.atomic(savepoint=False):
         stored = [

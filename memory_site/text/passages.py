@@ -1,6 +1,6 @@
 """Passages: a long message cut into runs of a few sentences, with offsets into the original.
 
-Why passages (issue 22): assistant replies in real chats run 1,000-3,000 characters, so a whole
+Why passages: assistant replies in real chats run 1,000-3,000 characters, so a whole
 reply stored as one memory fills a 2,000-character budget by itself and the sentence that
 answers a question sits inside text about something else. A passage of a few sentences is
 found by the words and the meaning of that sentence alone, and several fit in one budget.

@@ -1,6 +1,6 @@
 """What a user sees after importing a dated export, with the real local embedder (no fake):
 the passage of a long reply that holds the fact, the newer of two values first with the older
-marked superseded, and `as_of` between them turning that around (issue 22)."""
+marked superseded, and `as_of` between them turning that around."""
 
 from __future__ import annotations
 

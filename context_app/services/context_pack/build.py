@@ -186,7 +186,7 @@ def _ended_chats_vectors_wait(session: ChatSession, timeout: float) -> None:
     the user's chats that have ended (closed or closing), so the first pack after "End chat"
     sees all of it. Not for chats still open (a chat app's next conversation may start a
     moment after the last reply; waiting for that reply's vectors on a 2-core machine cost
-    ~17 ms of its first token, issue 18), nor for this session's own items, which the search
+    ~17 ms of its first token), nor for this session's own items, which the search
     below leaves out (the conversation holds them)."""
     pending = pending_embedding_sessions(user_id=session.user_id, except_session_id=session.id)
     ended = sessions_ended_among(user_id=session.user_id, session_ids=pending)

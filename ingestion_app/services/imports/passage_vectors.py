@@ -1,6 +1,6 @@
 """The vectors of an imported file's passages, embedded after its import in a background task.
 
-Why (issue 19): a pair of a real export embeds ~615 tokens with its passages (the chunk's header
+Why: a pair of a real export embeds ~615 tokens with its passages (the chunk's header
 and prompt ~197, a long prompt as a passage of its own ~108, the reply's passages ~310), and on a
 2-core machine the local model does ~20,000 tokens a second, so an import that embeds everything
 in its transaction cannot pass ~55 pairs/s. The import now embeds each exchange's chunk (its

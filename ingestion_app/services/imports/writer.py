@@ -351,7 +351,7 @@ def chunk_passage_items(
                 content=passage.content,
                 header=header,
                 # The date and the passage only: the prompt a reply answers is embedded with
-                # the exchange's chunk already (issue 19: 300 more characters per passage cost
+                # the exchange's chunk already (300 more characters per passage cost
                 # a third of an import's embedding time).
                 embedding_text=f"({date_label}) {passage.content}",
                 topics=chunk_item.topics,
