@@ -21,6 +21,7 @@ from memory_site.text.fact_updates import (
     statements_replaced,
     user_statements,
 )
+from memory_site.text.words import ENGLISH_STOP_WORDS
 from retrieval.candidates import Candidate
 from retrieval.config import ranking_config
 
@@ -47,18 +48,12 @@ ELLIPSIS = "…"
 _WORD = re.compile(r"[a-z0-9]+")
 # A sentence break: the whitespace after . ! ? : (group 1) or a line break (group 2).
 _SENTENCE = re.compile(r"[.!?:](\s+)|(\n+)")
-_STOP_WORDS = frozenset(
-    """a an and are as at be but by can could did do does for from had has have how i if in is
-    it its me my of on or our so than that the their them then there these they this to up
-    was we were what when where which who why will with would you your about any some just
-    like also into been being over more most much many""".split()
-)
 
 
 def _terms(text: str) -> set[str]:
     """The query-matching words of `text`: accents folded, the first six letters of each."""
     folded = fold_accents(text.lower())
-    return {word[:6] for word in _WORD.findall(folded) if word not in _STOP_WORDS}
+    return {word[:6] for word in _WORD.findall(folded) if word not in ENGLISH_STOP_WORDS}
 
 
 # --------------------------------------------------------------------------------------------

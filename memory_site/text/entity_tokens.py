@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory_site.text import entity_names as names
-from memory_site.text.words import _CHAT_STOP, _ENGLISH_STOP
+from memory_site.text.words import ENGLISH_STOP_WORDS
 
 ENTITY_TYPES = (
     "person",
@@ -27,8 +27,7 @@ ENTITY_TYPES = (
 _TOKEN_RE = re.compile(
     rf"(?:{'|'.join(names.ABBREVIATIONS)})\.(?=\s)|[^\W\d_][\w&+#]*(?:[-'’][\w]+)*|\d[\w:/.-]*|[^\w\s]"
 )
-# English and chat stop-words only: the multilingual list holds first names ("Mia", "Ines").
-COMMON_WORDS = frozenset(_ENGLISH_STOP.split()) | frozenset(_CHAT_STOP.split())
+COMMON_WORDS = ENGLISH_STOP_WORDS
 SENTENCE_END = frozenset({".", "!", "?", "…"})
 CONNECTORS = names.NAME_CONNECTORS
 POSSESSIVES = frozenset({"my", "our", "his", "her", "their", "your"})

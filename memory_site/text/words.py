@@ -110,6 +110,9 @@ def _word_set(*blobs: str) -> frozenset[str]:
 
 
 STOP_WORDS: frozenset[str] = _word_set(_ENGLISH_STOP, _CHAT_STOP, _MULTILINGUAL_STOP)
+# English and chat stop words only: the multilingual list holds first names ("Mia", "Ines"),
+# which a reader of names or a query's terms must keep.
+ENGLISH_STOP_WORDS: frozenset[str] = _word_set(_ENGLISH_STOP, _CHAT_STOP)
 
 # Markup and code tokens: pasted HTML, CSS and source left outside a code fence would otherwise
 # make "div", "class" and "span" a conversation's topics. Never a topic, tag or title word
