@@ -25,6 +25,7 @@ from context_app.models.context import topic_key
 from memory_site.raw_reads import raw_first
 from memory_site.text.keywords import keywords as text_keywords
 from memory_site.text.summaries import fold_summaries
+from memory_site.text.words import plural_fold
 from sessions_app.models import ChatSession, Message
 
 logger = logging.getLogger(__name__)
@@ -61,15 +62,8 @@ class TopicChoice:
         )
 
 
-def _fold(word: str) -> str:
-    word = word.lower()
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
 def _words(phrase: str) -> list[str]:
-    return [_fold(word) for word in phrase.replace("-", " ").split() if word]
+    return [plural_fold(word.lower()) for word in phrase.replace("-", " ").split() if word]
 
 
 def topic_title(key_or_phrase: str) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory_site.text import entity_names as names
-from memory_site.text.words import ENGLISH_STOP_WORDS
+from memory_site.text.words import ENGLISH_STOP_WORDS, plural_fold
 
 ENTITY_TYPES = (
     "person",
@@ -291,13 +291,8 @@ def _common_noun(lower: str) -> bool:
 
 
 def singular_form(lower: str) -> str:
-    if lower.endswith("ies") and len(lower) > 4:
-        return lower[:-3] + "y"  # parties, puppies
-    if lower.endswith(("ches", "shes", "xes", "sses")):
-        return lower[:-2]  # beaches, classes
-    if lower.endswith("s") and not lower.endswith(("ss", "us", "is")):
-        return lower[:-1]
-    return lower
+    """The text layer's one plural rule (`words.plural_fold`)."""
+    return plural_fold(lower)
 
 
 _PREPOSITIONS = frozenset("in of on at for from with about around near under over".split())

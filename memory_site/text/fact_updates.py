@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from memory_site.text.facts import _fact_key, extract_facts
 from memory_site.text.third_person import _MODALS, _VERB_HINTS, _names
-from memory_site.text.words import STOP_WORDS, _fold
+from memory_site.text.words import STOP_WORDS, plural_fold
 
 _SUBJECT_VERBS = (
     _VERB_HINTS
@@ -224,7 +224,7 @@ def _parse_fact(fact: str, user_name: str) -> _ParsedFact:
         if _is_number(word) and not _YEAR_RE.fullmatch(word)
     )
     value = frozenset(
-        _fold(word)
+        plural_fold(word)
         for word in value_words
         if word not in STOP_WORDS
         and word not in _TIME_WORDS

@@ -213,8 +213,10 @@ def _markup_replacement(match: re.Match) -> str:
     return "\n" if _BLOCK_TAG_RE.match(token) else " "
 
 
-def _fold(word: str) -> str:
-    """Light plural folding for matching only (display forms come from the text itself)."""
+def plural_fold(word: str) -> str:
+    """The one plural rule of the text layer, for matching only (display forms come from the text
+    itself): "parties" -> "party", "beaches" -> "beach", "cats" -> "cat"; "news", "this",
+    "class", "bus" and words of three letters stay as they are."""
     if len(word) <= 3 or word in _NO_FOLD or not word.endswith("s"):
         return word
     if word.endswith("ies") and len(word) > 4:
@@ -236,7 +238,7 @@ def _is_content(lower: str, surface: str) -> bool:
     digits = sum(ch.isdigit() for ch in lower)
     if digits * 2 > len(lower):
         return False
-    if lower in STOP_WORDS or _fold(lower) in STOP_WORDS:
+    if lower in STOP_WORDS or plural_fold(lower) in STOP_WORDS:
         return False
     if len(lower) < 3:
         # Two-letter words only as acronyms ("AI", "EU", "UK").
@@ -286,7 +288,7 @@ def _word(raw: str) -> tuple:
         chars = [ch for ch in lower if _CJK_RE.match(ch)]
         bigrams = tuple(chars[index] + chars[index + 1] for index in range(len(chars) - 1))
     elif _is_content(lower, surface):
-        key = _fold(lower)
+        key = plural_fold(lower)
     else:
         key = ""
     return (

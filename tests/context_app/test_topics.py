@@ -224,3 +224,15 @@ def test_topic_summary_is_rebuilt_when_expired_and_kept_while_fresh(api, user, e
         api, "Sourdough baking: any last tips?", session_id=session.id, debug=True
     )
     assert "Fresh digest kept until it expires." in events[0][1]["pack"]
+
+
+def test_a_tag_ending_in_s_is_not_found_in_a_word_it_only_starts_like():
+    """Tags are matched with the text layer's plural rule: the tag "canvas" (oil painting) is
+    not "Canva" (the design tool) with an "s"."""
+    texts = ["I designed the concert poster in Canva and exported the poster as a PDF."]
+    scored = {
+        choice.key
+        for choice in topic_candidates(texts=texts, inventory={"canvas": 3, "poster": 2})
+    }
+    assert "canvas" not in scored
+    assert "poster" in scored
