@@ -231,8 +231,7 @@ def test_a_tag_ending_in_s_is_not_found_in_a_word_it_only_starts_like():
     not "Canva" (the design tool) with an "s"."""
     texts = ["I designed the concert poster in Canva and exported the poster as a PDF."]
     scored = {
-        choice.key
-        for choice in topic_candidates(texts=texts, inventory={"canvas": 3, "poster": 2})
+        choice.key for choice in topic_candidates(texts=texts, inventory={"canvas": 3, "poster": 2})
     }
     assert "canvas" not in scored
     assert "poster" in scored
