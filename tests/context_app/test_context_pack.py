@@ -37,7 +37,7 @@ from memory_site.providers import ProviderError
 from memory_site.tokens import count_tokens
 from sessions_app.models import ChatSession, Message
 from tests.context_app.stream_helpers import generous_budget, stream_turn  # noqa: F401
-from tests.factories import add_message, open_session
+from tests.factories import add_message, memory_write, open_session
 from tests.fake_openai import hashed_embedding
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("generous_budget")]
@@ -82,15 +82,8 @@ def memory(
     user, content: str, *, source: str = "fact", session=None, days_ago: float = 0
 ) -> MemoryItem:
     when = timezone.now() - timedelta(days=days_ago)
-    return MemoryItem.objects.create(
-        user=user,
-        source=source,
-        content=content,
-        chat_session=session,
-        embedding=hashed_embedding(content, 384),
-        token_count=count_tokens(content),
-        occurred_at=when,
-        created_at=when,
+    return memory_write(
+        user, content, source=source, chat_session=session, occurred_at=when, created_at=when
     )
 
 
@@ -141,7 +134,7 @@ def test_default_pack_keeps_every_segment_within_its_cap(user, embeddings):
     tune(memory_min_similarity=0.0)
     rollups(user, recent=bullets(800), history=(SENTENCE + " ") * 900)
     for index in range(20):
-        memory(user, f"Rye bread baking note {index}: " + "crumb " * 40)
+        memory(user, f"rye bread baking note {index}: " + "crumb " * 40)
     session, message = session_at_turn(user, 3)
 
     pack = prepare(session, message)

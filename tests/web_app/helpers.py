@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from datetime import datetime
 
 from django.utils import timezone
 
 from ingestion_app.models import FactHistory, MemoryItem
-from memory_site.providers import get_embedder
-from tests.factories import chatgpt_conversation
+from tests.factories import chatgpt_conversation, memory_write
 
 
 def store_memory(
@@ -27,20 +25,19 @@ def store_memory(
     header: str = "",
     embed: bool = True,
 ) -> MemoryItem:
-    """A rag_store row with a real embedding and its ADD history, as a commit writes it."""
-    item = MemoryItem.objects.create(
-        user=user,
+    """A rag_store row written by the store's writer with a real embedding and its ADD
+    history, as a commit writes it."""
+    item = memory_write(
+        user,
+        content,
         source=source,
-        content=content,
         header=header,
         chat_session=session,
         source_message_ids=message_ids or [],
         topics=topics or [],
         project_id=project_id,
         metadata=metadata or {},
-        embedding=get_embedder().embed([content])[0] if embed else None,
-        content_hash=hashlib.sha256(content.casefold().encode()).hexdigest(),
-        token_count=len(content.split()),
+        embedding="model" if embed else None,
         occurred_at=occurred_at or timezone.now(),
     )
     FactHistory.objects.create(
