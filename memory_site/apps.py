@@ -28,7 +28,12 @@ class MemorySiteConfig(AppConfig):
             # The token counter's BPE table too: ~0.5 s that the first stored message would wait.
             count_tokens("warm up")
             if settings.EMBEDDING_PROVIDER == "local":
-                from memory_site.providers import get_embedder
+                from memory_site.providers import ProviderError, get_embedder
 
-                get_embedder().embed(["warm up"])
+                try:
+                    get_embedder().embed(["warm up"])
+                except ProviderError:
+                    # Already logged with its fix (no graphs and no torch to export them): the
+                    # server still serves; memories are found by their words until then.
+                    return
                 logger.info("local embedding model loaded")

@@ -92,6 +92,12 @@ def query_vector(
     return vector, (time.perf_counter() - started) * 1000
 
 
+def embedder_available() -> bool:
+    """False when the configured embedder cannot run on this install at all (not a transient
+    failure, which still raises ProviderError)."""
+    return getattr(get_embedder(), "backend", "") != "unavailable"
+
+
 @lru_cache(maxsize=512)
 def _name_direction(embedder, name: str) -> np.ndarray:
     """A speaker name's own unit embedding, computed once per embedder and name."""

@@ -68,6 +68,7 @@ from retrieval.config import RankingConfig, ranking_config, ranking_with
 from retrieval.display import format_date, format_for_prompt, format_hit
 from retrieval.query import (
     MAX_KEYWORD_QUERY_CHARS,
+    embedder_available,
     query_vector,
     scope_speakers_named,
     search_vector_text,
@@ -336,6 +337,11 @@ def _embed(state: SearchState, *, given, given_text) -> None:
     """The query's vector (one model call at most; none when the caller embedded the text the
     vector leg searches with)."""
     if state.mode not in ("hybrid", "semantic"):
+        return
+    if state.mode == "hybrid" and given is None and not embedder_available():
+        # No embedder on this install (no graphs, no torch to export them): a hybrid search
+        # is its keyword side, as the context pack's is when a query vector is not ready.
+        state.mode = "keyword"
         return
     embedding, state.embed_ms = query_vector(
         query=state.query,

@@ -285,3 +285,80 @@ def test_a_long_text_alone_on_the_threaded_session_gets_its_batched_vector(onnx_
     alone = embedder.embed([TEXTS[-1]])[0]
     together = embedder.embed([TEXTS[-1], "ok"])[0]
     assert np.allclose(alone, together, atol=1e-5)
+
+
+def test_without_any_embedder_a_search_is_its_keyword_side(
+    api, user, settings, tmp_path, monkeypatch
+):
+    """A runtime-only install that cannot embed (no graphs, no torch) still stores messages and
+    answers searches by their words, instead of a 502 per search."""
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *args: None if name == "torch" else real_find_spec(name, *args),
+    )
+    settings.EMBEDDING_PROVIDER = "local"
+    settings.EMBEDDING_BACKEND = "onnx"
+    settings.MNEMO_MODELS_DIR = tmp_path
+    settings.MNEMO_EMBED_AFTER_RESPONSE = False
+    _local_embedder.cache_clear()
+    try:
+        session = api.post("/api/v1/chat/new", {}, format="json").json()
+        stored = api.post(
+            "/api/v1/chat/messages",
+            {
+                "session_id": session["session_id"],
+                "role": "user",
+                "content": "I keep two beehives on the allotment.",
+            },
+            format="json",
+        )
+        assert stored.status_code == 201
+        found = api.post("/api/v1/memory/search", {"query": "beehives"}, format="json")
+        semantic = api.post(
+            "/api/v1/memory/search", {"query": "beehives", "mode": "semantic"}, format="json"
+        )
+    finally:
+        _local_embedder.cache_clear()
+    assert found.status_code == 200
+    assert [item["content"] for item in found.json()["items"]] == [
+        "User: I keep two beehives on the allotment."
+    ]
+    assert semantic.status_code == 502
+
+
+WARM_WITHOUT_EMBEDDER = """
+import importlib.util as util
+real = util.find_spec
+util.find_spec = lambda name, *args: None if name == "torch" else real(name, *args)
+import django
+django.setup()
+print("started")
+"""
+
+
+def test_a_server_without_any_embedder_still_starts(tmp_path):
+    """`manage.py serve` warms the embedder in each process: with none to warm (no graphs, no
+    torch) the process starts anyway, having said how to export them."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "memory_site.settings",
+        "MNEMO_WARM_EMBEDDER": "1",
+        "MNEMO_MODELS_DIR": str(tmp_path),
+        "EMBEDDING_PROVIDER": "local",
+        "EMBEDDING_BACKEND": "onnx",
+    }
+    completed = subprocess.run(
+        [sys.executable, "-c", WARM_WITHOUT_EMBEDDER],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert "started" in completed.stdout
+    assert "pip install '.[export]'" in completed.stderr
