@@ -17,11 +17,10 @@ from memory_site.text.sentences import is_chatter
 from memory_site.tokens import count_tokens
 from retrieval.candidates import SearchHit
 from retrieval.config import ranking_config
-from retrieval.trust import (
-    _SENTENCE,
-    ELLIPSIS,
-    _terms,
-)
+from retrieval.trust import ELLIPSIS, match_terms
+
+# A sentence break: the whitespace after . ! ? : (group 1) or a line break (group 2).
+_SENTENCE = re.compile(r"[.!?:](\s+)|(\n+)")
 
 # --------------------------------------------------------------------------------------------
 # Passages
@@ -32,7 +31,7 @@ _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 
 
 def _term_positions(lowered: str, terms: set[str]) -> list[tuple[int, str]]:
-    """Where each of `terms` occurs in `lowered` as `_terms` would find it (a six-letter term
+    """Where each of `terms` occurs in `lowered` as `match_terms` would find it (a six-letter term
     starts a word, a shorter one is a whole word): str.find per term, ~10x faster on a long
     item than splitting each of its sentences into words."""
     found = []
@@ -62,12 +61,12 @@ def _sentence_spans(content: str, start: int = 0) -> list[tuple[int, int]]:
 
 
 def _sentence_scores(content: str, spans: list[tuple[int, int]], wanted: set[str]) -> list[float]:
-    """How many query words (`_terms`, longer ones weigh more) each sentence of `spans` holds."""
+    """How many query words (`match_terms`, longer ones weigh more) each sentence of `spans` holds."""
     lowered = fold_accents(content.lower())
     # Offsets of `lowered` are the content's unless a character's lower case or its folded
     # form is longer ("é" folds to one letter, "ﬁ" to two).
     if len(lowered) != len(content):
-        found = [_terms(content[a:b]) & wanted for a, b in spans]
+        found = [match_terms(content[a:b]) & wanted for a, b in spans]
     else:
         found = [set() for _ in spans]
         starts = [a for a, _ in spans]
@@ -84,7 +83,7 @@ def _query_window(
     """(first, last) index of the sentences around the one that shares most words with the
     query (ties: the earlier), grown toward the neighbour with more of them (ties: the next)
     while the window is at most `limit` characters; None when no sentence shares a word."""
-    wanted = _terms(query)
+    wanted = match_terms(query)
     if not wanted or len(spans) < 2:
         return None
     scores = _sentence_scores(content, spans, wanted)

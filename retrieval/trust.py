@@ -46,11 +46,9 @@ _AMOUNT = re.compile(
 ELLIPSIS = "…"
 
 _WORD = re.compile(r"[a-z0-9]+")
-# A sentence break: the whitespace after . ! ? : (group 1) or a line break (group 2).
-_SENTENCE = re.compile(r"[.!?:](\s+)|(\n+)")
 
 
-def _terms(text: str) -> set[str]:
+def match_terms(text: str) -> set[str]:
     """The query-matching words of `text`: accents folded, the first six letters of each."""
     folded = fold_accents(text.lower())
     return {word[:6] for word in _WORD.findall(folded) if word not in ENGLISH_STOP_WORDS}
@@ -79,12 +77,12 @@ def coverage_of(query_terms: dict[str, float], text: str) -> float:
     total = sum(query_terms.values())
     if not total:
         return 0.0
-    held = _terms(text)
+    held = match_terms(text)
     return sum(weight for term, weight in query_terms.items() if term in held) / total
 
 
 def query_terms(query: str) -> dict[str, float]:
-    return {term: 1.0 + math.log(len(term)) for term in _terms(query)}
+    return {term: 1.0 + math.log(len(term)) for term in match_terms(query)}
 
 
 def coverage_assign(ranked: list[Candidate], query: str, texts: dict[int, tuple[str, str]]) -> None:
