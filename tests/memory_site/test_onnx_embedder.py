@@ -58,6 +58,19 @@ def onnx_backend(settings):
     _local_embedder.cache_clear()
 
 
+@pytest.fixture
+def torch_not_installed(monkeypatch):
+    """This process sees the install a runtime-only `pip install .` makes: no torch."""
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *args: None if name == "torch" else real_find_spec(name, *args),
+    )
+
+
 def cosines(left, right) -> np.ndarray:
     return (np.array(left) * np.array(right)).sum(axis=1)
 
@@ -178,17 +191,9 @@ def test_a_cache_measured_on_another_cpu_is_measured_again(
     assert choice.kind.name == graph_choose(manifest, source, min_cosine=0.99).kind.name
 
 
-def test_no_cache_and_no_torch_says_how_to_export(settings, tmp_path, caplog, monkeypatch):
+def test_no_cache_and_no_torch_says_how_to_export(settings, tmp_path, caplog, torch_not_installed):
     """A runtime-only install (no torch) with no exported graphs names the fix instead of
     failing on an import deep in a request."""
-    import importlib.util
-
-    real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *args: None if name == "torch" else real_find_spec(name, *args),
-    )
     with caplog.at_level(logging.ERROR, logger="memory_site.providers.local_onnx"):
         assert onnx_model_prepare(tmp_path) is None
     assert "pip install '.[export]'" in caplog.text
@@ -288,18 +293,10 @@ def test_a_long_text_alone_on_the_threaded_session_gets_its_batched_vector(onnx_
 
 
 def test_without_any_embedder_a_search_is_its_keyword_side(
-    api, user, settings, tmp_path, monkeypatch
+    api, user, settings, tmp_path, torch_not_installed
 ):
     """A runtime-only install that cannot embed (no graphs, no torch) still stores messages and
     answers searches by their words, instead of a 502 per search."""
-    import importlib.util
-
-    real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *args: None if name == "torch" else real_find_spec(name, *args),
-    )
     settings.EMBEDDING_PROVIDER = "local"
     settings.EMBEDDING_BACKEND = "onnx"
     settings.MNEMO_MODELS_DIR = tmp_path
