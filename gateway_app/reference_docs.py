@@ -37,6 +37,14 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
+def _settings_by_group() -> dict[str, list]:
+    """The settings table's entries by group, groups in the table's order."""
+    groups: dict[str, list] = defaultdict(list)
+    for entry in SETTINGS:
+        groups[entry.group].append(entry)
+    return groups
+
+
 def env_example() -> str:
     """`.env.example`: every setting commented out with its default (or an example value)."""
     lines = [
@@ -44,10 +52,7 @@ def env_example() -> str:
         "# them. Everything is optional for local use. Generated from memory_site/setting_table.py",
         "# by `manage.py docs_reference`; docs/reference/settings.md says the same.",
     ]
-    groups: dict[str, list] = defaultdict(list)
-    for entry in SETTINGS:
-        groups[entry.group].append(entry)
-    for group, entries in groups.items():
+    for group, entries in _settings_by_group().items():
         lines += ["", f"# --- {group}"]
         for entry in entries:
             lines.append(f"# {' '.join(entry.help.split())}")
@@ -70,10 +75,7 @@ def settings_page() -> str:
         "yes/no, on/off; lists are comma-separated. A value that does not parse stops start-up "
         "with its name. Staff change the context pack's caps and thresholds at `/settings/`.",
     ]
-    groups: dict[str, list] = defaultdict(list)
-    for entry in SETTINGS:
-        groups[entry.group].append(entry)
-    for group, entries in groups.items():
+    for group, entries in _settings_by_group().items():
         out += [
             "",
             f"## {group}",

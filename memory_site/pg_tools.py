@@ -30,12 +30,10 @@ def pg_tool(name: str) -> str:
     return found
 
 
-def pg_tool_run(
-    name: str, arguments: list[str], *, database_flag: str = "--dbname"
-) -> subprocess.CompletedProcess:
+def pg_tool_run(name: str, arguments: list[str]) -> subprocess.CompletedProcess:
     """Run `name` with `arguments` against the default database; output captured."""
     params = connections["default"].settings_dict
-    command = [pg_tool(name), f"{database_flag}={params['NAME']}", *arguments]
+    command = [pg_tool(name), f"--dbname={params['NAME']}", *arguments]
     if params.get("HOST"):
         command.append(f"--host={params['HOST']}")
     if params.get("PORT"):

@@ -35,7 +35,6 @@ class Command(BaseCommand):
         completed = pg_tool_run(
             "pg_restore",
             ["--clean", "--if-exists", "--no-owner", "--single-transaction", str(source)],
-            database_flag="--dbname",
         )
         if completed.returncode != 0:
             raise CommandError(f"pg_restore failed: {completed.stderr.strip()[-1000:]}")
