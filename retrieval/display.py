@@ -13,14 +13,11 @@ from datetime import datetime
 from django.utils import timezone
 
 from memory_site.text.accents import fold_accents
-from memory_site.text.sentences import is_chatter
+from memory_site.text.sentences import is_chatter, sentence_spans
 from memory_site.tokens import count_tokens
 from retrieval.candidates import SearchHit
 from retrieval.config import ranking_config
 from retrieval.trust import ELLIPSIS, match_terms
-
-# A sentence break: the whitespace after . ! ? : (group 1) or a line break (group 2).
-_SENTENCE = re.compile(r"[.!?:](\s+)|(\n+)")
 
 # --------------------------------------------------------------------------------------------
 # Passages
@@ -48,16 +45,9 @@ def _term_positions(lowered: str, terms: set[str]) -> list[tuple[int, str]]:
 
 
 def _sentence_spans(content: str, start: int = 0) -> list[tuple[int, int]]:
-    """(start, end) of each sentence of `content` from `start` on, without the gaps."""
-    spans = []
-    for match in _SENTENCE.finditer(content, start):
-        gap_start, gap_end = match.span(1) if match.group(1) else match.span(2)
-        if gap_start > start:
-            spans.append((start, gap_start))
-        start = gap_end
-    if start < len(content):
-        spans.append((start, len(content)))
-    return spans
+    """(start, end) of each sentence or clause of `content` from `start` on, as display cuts it:
+    every line and every ": " ends one too."""
+    return sentence_spans(content, start, lines="every", colons=True)
 
 
 def _sentence_scores(content: str, spans: list[tuple[int, int]], wanted: set[str]) -> list[float]:

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from memory_site.text.sentences import sentence_spans
 from memory_site.text.words import STOP_WORDS
 
 # --------------------------------------------------------------------------------------------
@@ -80,7 +81,7 @@ def chunk_document(
         if options.strategy == "paragraph":
             units = _paragraph_units(text)
         else:
-            units = _sentence_units(text)
+            units = sentence_spans(text, lines="blocks")
         if options.strategy == "semantic":
             spans = _semantic_spans(text, units, options, embed)
         else:
@@ -110,19 +111,6 @@ def _paragraph_units(text: str) -> list[tuple[int, int]]:
     units: list[tuple[int, int]] = []
     position = 0
     for match in re.finditer(r"\n[ \t]*\n", text):
-        units.append(_trim(text, position, match.start()))
-        position = match.end()
-    units.append(_trim(text, position, len(text)))
-    return [(a, b) for a, b in units if b > a]
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])[\"')\]]*\s+|\n[ \t]*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
-
-
-def _sentence_units(text: str) -> list[tuple[int, int]]:
-    units: list[tuple[int, int]] = []
-    position = 0
-    for match in _SENTENCE_END.finditer(text):
         units.append(_trim(text, position, match.start()))
         position = match.end()
     units.append(_trim(text, position, len(text)))

@@ -26,6 +26,7 @@ from ingestion_app.chunking.conversations import (
 from ingestion_app.parsers.base import Conversation
 from memory_site.providers import LLM, JsonResult, ProviderError, model_or_offline
 from memory_site.redaction import redact
+from memory_site.text.sentences import sentence_spans
 from sessions_app.services.usage import usage_record_json
 
 logger = logging.getLogger(__name__)
@@ -110,16 +111,13 @@ def header_messages(items: Sequence[tuple[Chunk, Conversation]]) -> list[dict]:
     ]
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
 def header_clean(header: object) -> str:
     """At most four sentences and 800 characters on one line, redacted; "" if unusable."""
     if not isinstance(header, str):
         return ""
     header = re.sub(r"\s+", " ", header).strip()
-    sentences = _SENTENCE_END.split(header)
-    return redact(" ".join(sentences[:HEADER_MAX_SENTENCES])[:HEADER_MAX_CHARS])
+    kept = sentence_spans(header)[:HEADER_MAX_SENTENCES]
+    return redact(" ".join(header[start:end] for start, end in kept)[:HEADER_MAX_CHARS])
 
 
 def topics_clean(topics: object) -> list[str]:

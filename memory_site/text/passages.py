@@ -19,33 +19,12 @@ Offsets are character offsets into the text given, so a passage points back into
 
 from __future__ import annotations
 
-import re
+from memory_site.text.sentences import sentence_spans
 
 PASSAGE_WHOLE_MAX_CHARS = 700
 PASSAGE_TARGET_CHARS = 450
 PASSAGE_MAX_CHARS = 800
 PASSAGE_MIN_CHARS = 150
-
-# A sentence ends at . ! ? (with closing quotes/brackets) before whitespace, or at a line end.
-_BOUNDARY_RE = re.compile(r"(?<=[.!?…])[\"'”’)\]]*[ \t]+(?=\S)|\n+")
-
-
-def _segments(text: str) -> list[tuple[int, int]]:
-    """(start, end) of every sentence or line, whitespace trimmed, in order."""
-    spans: list[tuple[int, int]] = []
-    position = 0
-    for match in _BOUNDARY_RE.finditer(text):
-        spans.append((position, match.start()))
-        position = match.end()
-    spans.append((position, len(text)))
-    trimmed = []
-    for start, end in spans:
-        piece = text[start:end]
-        start += len(piece) - len(piece.lstrip())
-        end -= len(piece) - len(piece.rstrip())
-        if end > start:
-            trimmed.append((start, end))
-    return trimmed
 
 
 def _is_lead_in(text: str) -> bool:
@@ -82,7 +61,7 @@ def passages_split(text: str) -> list[tuple[int, int]]:
         start = len(text) - len(text.lstrip())
         return [(start, len(text.rstrip()))]
     segments: list[tuple[int, int]] = []
-    for start, end in _segments(text):
+    for start, end in sentence_spans(text, lines="every"):
         segments.extend(_cut_long(text, start, end))
     passages: list[list[tuple[int, int]]] = []
     current: list[tuple[int, int]] = []

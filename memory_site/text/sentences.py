@@ -3,6 +3,7 @@ that summaries, facts and headers share."""
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -23,11 +24,60 @@ _SKIPPED_ROLES = frozenset({"system", "tool", "function", "developer", "ipython"
 
 # A title's period ends no sentence: "the vet Dr. Okafor thinks..." is one.
 _TITLE_PERIODS = "".join(rf"(?<!\b{title}\.)" for title in ABBREVIATIONS)
-_SENTENCE_SPLIT_RE = re.compile(
-    rf"(?<=[.!?…]){_TITLE_PERIODS}[\"'”’)\]]*\s+(?=[^\sa-z])|(?<=[。！？])"
+# Each alternative captures, in its one group, the gap between two sentences.
+_SENTENCE_GAP = (
+    # . ! ? … (not a title's period) and closing quotes, whitespace, then no lower-case letter:
+    # "e.g. this" goes on, "Dr. Okafor" goes on, "He left. Then" ends.
+    rf"[.!?…]{_TITLE_PERIODS}[\"'”’)\]]*(\s+)(?=[^\sa-z])"
+    # CJK full stops end a sentence with or without a space after them.
+    r"|[。！？](\s*)"
 )
+_LINE_GAPS = {
+    "none": "",
+    # Every line is a sentence of its own (chat messages, displayed passages).
+    "every": r"|(\s*\n\s*)",
+    # Paragraphs and list items only: a document's wrapped lines belong together.
+    "blocks": r"|(\n[ \t]*\n\s*)|(\n)(?=[ \t]*(?:[-*•+]|\d+[.)])\s)",
+}
 _LINE_MARKER_RE = re.compile(r"^\s*(?:[-*+•>]+|\d{1,3}[.)]|#{1,6})\s*")
 _EMPHASIS_RE = re.compile(r"\*\*|__|`")
+
+
+@functools.cache
+def _sentence_gap_re(lines: str, colons: bool) -> re.Pattern[str]:
+    colon = r"|:(\s+)" if colons else ""
+    return re.compile(_SENTENCE_GAP + colon + _LINE_GAPS[lines])
+
+
+def sentence_spans(
+    text: str, start: int = 0, *, lines: str = "none", colons: bool = False
+) -> list[tuple[int, int]]:
+    """The one sentence splitter of the project: (start, end) offsets of each sentence of `text`
+    from `start` on, in order, whitespace around them left out, closing quotes kept.
+
+    A sentence ends at . ! ? … before whitespace and a word that is not lower case (a title's
+    period and "e.g. this" end none), or at a CJK full stop. `lines` says what a line break is:
+    "none" (nothing by itself), "every" (each line ends a sentence) or "blocks" (blank lines and
+    list items do; a document's wrapped lines do not). `colons` ends a clause at ": " too, for
+    display. Offsets point into `text` itself, so callers cut, score or store spans of it.
+    """
+    spans: list[tuple[int, int]] = []
+    position = start
+    for match in _sentence_gap_re(lines, colons).finditer(text, start):
+        gap_start, gap_end = match.span(match.lastindex or 0)
+        if gap_start > position:
+            spans.append((position, gap_start))
+        position = max(position, gap_end)
+    spans.append((position, len(text)))
+    trimmed = []
+    for begin, end in spans:
+        while begin < end and text[begin].isspace():
+            begin += 1
+        while end > begin and text[end - 1].isspace():
+            end -= 1
+        if end > begin:
+            trimmed.append((begin, end))
+    return trimmed
 
 
 def _role_kind(role: str, user_name: str = "") -> str:
@@ -67,11 +117,9 @@ def _sentences(text: str) -> list[str]:
         if not line or line.startswith("|"):
             continue
         line = _LINE_MARKER_RE.sub("", line)
-        for sentence in _SENTENCE_SPLIT_RE.split(line):
-            # Whitespace runs as one space, trimmed (str.split and \s agree on whitespace).
-            sentence = " ".join(sentence.split())
-            if sentence:
-                sentences.append(sentence)
+        for begin, end in sentence_spans(line):
+            # Whitespace runs as one space (str.split and \s agree on whitespace).
+            sentences.append(" ".join(line[begin:end].split()))
     return sentences
 
 

@@ -14,6 +14,7 @@ from context_app.services.topics import (
     TopicChoice,
 )
 from memory_site.redaction import redact
+from memory_site.text.sentences import sentence_spans
 from memory_site.tokens import count_tokens
 
 PREAMBLE = (
@@ -33,7 +34,6 @@ TRUNCATION_MARK = "(… truncated)"
 # A segment squeezed below this many characters says nothing useful: it is dropped instead.
 MIN_SEGMENT_CHARS = 60
 
-_SENTENCE_END = re.compile(r"[.!?…][\"'”’)\]]*(?=\s)")
 _HEADER_LIKE = re.compile(r"^\s*\[[^\]\n]*\]\s*$", re.MULTILINE)
 
 
@@ -146,10 +146,10 @@ def clip_text(text: str, limit: int) -> tuple[str, bool]:
         return "", True
     head = text[: room + 1]  # one extra char: a boundary right after the room still counts
     line_cut = head.rfind("\n", 0, room + 1)
-    sentence_cut = -1
-    for match in _SENTENCE_END.finditer(head):
-        if match.end() <= room:
-            sentence_cut = match.end()
+    # Every span but the last ends at a sentence end (the last one ends where the look ends).
+    sentence_cut = max(
+        (end for _, end in sentence_spans(text[: room + 64])[:-1] if end <= room), default=-1
+    )
     cut = max(line_cut, sentence_cut)
     if cut <= 0:
         cut = head.rfind(" ", 0, room + 1)
