@@ -1,35 +1,15 @@
-"""Phone numbers: international (assigned country code, national length), NANP, trunk-
+"""Phone numbers: international (a possible number in libphonenumber's metadata), NANP, trunk-
 prefix national formats, and any digit run after a phone word."""
 
 from __future__ import annotations
 
 import re
 
+import phonenumbers
+
 from memory_site.redaction.findings import Finding
 from memory_site.redaction.scanning import _scan
 
-# Assigned ITU-T E.164 country codes; the set is prefix-free, so the first hit is the code.
-_COUNTRY_CODES = frozenset(
-    """1 7 20 27 30 31 32 33 34 36 39 40 41 43 44 45 46 47 48 49 51 52 53 54 55 56 57 58 60 61
-    62 63 64 65 66 81 82 84 86 90 91 92 93 94 95 98 211 212 213 216 218 220 221 222 223 224 225
-    226 227 228 229 230 231 232 233 234 235 236 237 238 239 240 241 242 243 244 245 246 247 248
-    249 250 251 252 253 254 255 256 257 258 260 261 262 263 264 265 266 267 268 269 290 291 297
-    298 299 350 351 352 353 354 355 356 357 358 359 370 371 372 373 374 375 376 377 378 380 381
-    382 383 385 386 387 389 420 421 423 500 501 502 503 504 505 506 507 508 509 590 591 592 593
-    594 595 596 597 598 599 670 672 673 674 675 676 677 678 679 680 681 682 683 685 686 687 688
-    689 690 691 692 800 808 850 852 853 855 856 870 878 880 881 882 883 886 888 960 961 962 963
-    964 965 966 967 968 970 971 972 973 974 975 976 977 979 992 993 994 995 996 998""".split()
-)
-# National significant number lengths (min, max) for common country codes.
-_NATIONAL_LENGTHS = {
-    "1": (10, 10), "7": (10, 10), "20": (8, 10), "27": (9, 9), "30": (10, 10), "31": (9, 9),
-    "32": (8, 9), "33": (9, 9), "34": (9, 9), "36": (8, 9), "39": (6, 11), "40": (9, 9),
-    "41": (9, 9), "43": (4, 13), "44": (9, 10), "45": (8, 8), "46": (7, 10), "47": (8, 8),
-    "48": (9, 9), "49": (6, 13), "52": (10, 10), "55": (10, 11), "61": (9, 9), "62": (8, 12),
-    "63": (8, 10), "64": (8, 10), "65": (8, 8), "81": (9, 10), "82": (8, 10), "86": (10, 11),
-    "90": (10, 10), "91": (10, 10), "351": (9, 9), "353": (7, 9), "358": (6, 12),
-    "852": (8, 8), "971": (8, 9), "972": (8, 9),
-}  # fmt: skip
 _PHONE_SEPARATOR = r"[ .\-\u00a0]"
 _INTERNATIONAL_PHONE = re.compile(
     r"(?<![A-Za-z0-9_+\]])(?:\+|00(?=[1-9]))[1-9][0-9]{0,2}"
@@ -70,11 +50,14 @@ _PHONE_CONTEXT = re.compile(
 )
 
 
-def _split_country_code(digits: str) -> tuple[str, str] | None:
-    for size in (1, 2, 3):
-        if digits[:size] in _COUNTRY_CODES:
-            return digits[:size], digits[size:]
-    return None
+def _possible_international(digits: str) -> bool:
+    """Whether "+digits" is a possible number for its country code in libphonenumber's metadata
+    (an assigned code, a national number of a length that country dials)."""
+    try:
+        number = phonenumbers.parse("+" + digits, None)
+    except phonenumbers.NumberParseException:
+        return False
+    return phonenumbers.is_possible_number(number)
 
 
 def _accept_international_phone(match: re.Match[str], out: list[Finding]) -> bool:
@@ -88,16 +71,11 @@ def _accept_international_phone(match: re.Match[str], out: list[Finding]) -> boo
     # "(0)" is the trunk prefix shown for domestic callers, not part of the number.
     if "(0)" in candidate:
         groups = [group for group in groups if group[0] != "0"]
-    split = _split_country_code("".join(group for group, _ in groups))
-    if split is None:
-        return False
-    country_code, national = split
-    low_length, high_length = _NATIONAL_LENGTHS.get(country_code, (6, 12))
-    while len(national) > high_length and len(groups) > 1:
-        dropped, _ = groups.pop()
-        national = national[: len(national) - len(dropped)]
-    if not low_length <= len(national) <= high_length:
-        return False
+    # A trailing group that makes the number too long is the text going on, not the number.
+    while not _possible_international("".join(group for group, _ in groups)):
+        if len(groups) == 1:
+            return False
+        groups.pop()
     out.append(Finding("PHONE", match.start(), match.start() + groups[-1][1]))
     return True
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from memory_site.text.facts import _fact_key, extract_facts
 from memory_site.text.third_person import _MODALS, _VERB_HINTS, _names
-from memory_site.text.words import STOP_WORDS, plural_fold
+from memory_site.text.words import STOP_WORDS, plural_fold, verb_lemma
 
 _SUBJECT_VERBS = (
     _VERB_HINTS
@@ -140,34 +140,6 @@ class _ParsedFact:
     negated: bool
 
 
-_LEMMA_SPECIAL = {
-    "is": "be",
-    "are": "be",
-    "was": "be",
-    "were": "be",
-    "am": "be",
-    "been": "be",
-    "has": "have",
-    "had": "have",
-    "have": "have",
-    "does": "do",
-    "did": "do",
-    "do": "do",
-    "goes": "go",
-    "went": "go",
-}
-
-
-def _crude_lemma(word: str) -> str:
-    """A comparison key shared by a verb's forms: likes/like/liked -> "lik"."""
-    if word in _LEMMA_SPECIAL:
-        return _LEMMA_SPECIAL[word]
-    for suffix in ("ies", "es", "ed", "s", "d", "e", "y"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 2:
-            return word[: -len(suffix)]
-    return word
-
-
 _YEAR_RE = re.compile(r"(?:1[89]|20)\d\d")
 
 
@@ -207,7 +179,7 @@ def _parse_fact(fact: str, user_name: str) -> _ParsedFact:
         if possessive and verb in {"is", "are", "was", "were"}:
             relation = "attribute"
         else:
-            relation = "verb:" + _crude_lemma(verb)
+            relation = "verb:" + verb_lemma(verb)
             following = cleaned[1] if len(cleaned) > 1 else ""
             if (
                 verb in {"is", "are", "was", "were", "am"}

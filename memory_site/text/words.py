@@ -213,6 +213,18 @@ def _markup_replacement(match: re.Match) -> str:
     return "\n" if _BLOCK_TAG_RE.match(token) else " "
 
 
+@lru_cache(maxsize=8192)
+def verb_lemma(word: str) -> str:
+    """The one verb lemmatizer of the text layer: a verb's dictionary form from lemminflect's
+    lookup tables, its rules for words not in them ("likes", "liked" -> "like"; "went" -> "go";
+    "is", "was" -> "be"). Loaded on first use, so a process that never compares facts never
+    reads the tables."""
+    from lemminflect import getLemma
+
+    lemmas = getLemma(word, upos="VERB")
+    return lemmas[0] if lemmas else word
+
+
 def plural_fold(word: str) -> str:
     """The one plural rule of the text layer, for matching only (display forms come from the text
     itself): "parties" -> "party", "beaches" -> "beach", "cats" -> "cat"; "news", "this",
