@@ -271,10 +271,10 @@ def run_import(path: Path, *, embed: bool) -> dict:
     from django.contrib.auth import get_user_model
     from django.db import connection
 
+    from imports_app.services.entity_backfill import import_file_entities_backfill
+    from imports_app.services.jobs import import_job_create_from_paths, import_job_run
+    from imports_app.services.passage_vectors import import_job_passage_vectors
     from ingestion_app.models import Entity, MemoryItem
-    from ingestion_app.services.imports.entity_backfill import import_file_entities_backfill
-    from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
-    from ingestion_app.services.imports.passage_vectors import import_job_passage_vectors
 
     database = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     try:

@@ -289,8 +289,8 @@ def import_conversation(conversation: ld.Conversation, directory: Path):
     """A fresh user holding the conversation, imported as a dated ChatGPT export."""
     from django.contrib.auth import get_user_model
 
-    from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
-    from ingestion_app.services.imports.passage_vectors import import_job_passage_vectors
+    from imports_app.services.jobs import import_job_create_from_paths, import_job_run
+    from imports_app.services.passage_vectors import import_job_passage_vectors
     from profile_app.services.profile import profile_import_read
 
     User = get_user_model()

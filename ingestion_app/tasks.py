@@ -10,25 +10,10 @@ from ingestion_app.services.document_jobs import (
     document_ingest_jobs_resume_abandoned,
 )
 from ingestion_app.services.entity_edits import entities_embed_and_resolve, entities_llm_extract
-from ingestion_app.services.imports.entity_backfill import (
-    import_file_entities_backfill,
-    import_files_entities_resume,
-)
-from ingestion_app.services.imports.jobs import import_job_run, import_jobs_resume_abandoned
-from ingestion_app.services.imports.passage_vectors import (
-    import_files_passage_vectors_resume,
-    import_passage_vectors_continue,
-)
 from ingestion_app.services.inline import chunk_header_backfill, chunk_headers_resume_stalled
 from sessions_app.services.sessions import sessions_close_resume_abandoned
 
 logger = logging.getLogger(__name__)
-
-
-def import_job_task(job_id: str) -> dict:
-    """Run (or resume) a chat-export import; safe to deliver twice (the job is claimed)."""
-    job = import_job_run(job_id=job_id)
-    return {"import_id": str(job.id), "status": job.status}
 
 
 def document_ingest_job_task(job_id: str) -> dict:
@@ -38,14 +23,11 @@ def document_ingest_job_task(job_id: str) -> dict:
 
 
 def jobs_resume_abandoned_task() -> dict:
-    """Every minute: queue again the imports, ingests, session closes, the entity and
-    passage-vector backfills of imports and the chunk headers whose worker died."""
+    """Every minute: queue again the ingests, session closes and chunk headers whose worker
+    died (imports_app.tasks.imports_resume_abandoned_task does the same for imports)."""
     return {
-        "imports": import_jobs_resume_abandoned(),
         "ingests": document_ingest_jobs_resume_abandoned(),
         "closes": sessions_close_resume_abandoned(),
-        "import_entities": import_files_entities_resume(),
-        "import_passage_vectors": import_files_passage_vectors_resume(),
         "chunk_headers": chunk_headers_resume_stalled(),
     }
 
@@ -87,24 +69,3 @@ def entities_llm_extract_task(memory_item_id: int) -> str:
     except Exception:
         logger.exception("entity extraction of item %s failed", memory_item_id)
         return "failed"
-
-
-def import_entities_backfill_task(import_file_id: int) -> int:
-    """Extract the entities of an imported file's chunks (resumable, safe to deliver twice).
-    Failures are logged, not raised: with synchronous tasks they would fail the import that
-    queued the backfill; the resume schedule queues an unfinished backfill again."""
-    try:
-        return import_file_entities_backfill(import_file_id=int(import_file_id))
-    except Exception:
-        logger.exception("entity backfill of import file %s failed", import_file_id)
-        return 0
-
-
-def import_passage_vectors_task(import_file_id: int) -> int:
-    """Embed an imported file's passages (resumable, safe to deliver twice). Failures are
-    logged, not raised, as for the entity backfill; the resume schedule queues it again."""
-    try:
-        return import_passage_vectors_continue(import_file_id=int(import_file_id))
-    except Exception:
-        logger.exception("passage vectors of import file %s failed", import_file_id)
-        return 0

@@ -105,6 +105,7 @@ INSTALLED_APPS = [
     "webhooks_app",
     "sessions_app",
     "ingestion_app",
+    "imports_app",
     "context_app",
     "profile_app",
     "privacy_app",
@@ -243,8 +244,8 @@ SPECTACULAR_SETTINGS = {
     # One name per set of choices (several serializers have a `status`).
     "ENUM_NAME_OVERRIDES": {
         "SessionStatusEnum": "sessions_app.models.ChatSession.Status",
-        "ImportJobStatusEnum": "ingestion_app.models.ImportJob.Status",
-        "ImportFileStatusEnum": "ingestion_app.models.ImportFile.Status",
+        "ImportJobStatusEnum": "imports_app.models.ImportJob.Status",
+        "ImportFileStatusEnum": "imports_app.models.ImportFile.Status",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -12,22 +12,23 @@ SESSION_CLOSE_TASK = "context_app.tasks.session_close_task"
 SESSION_RESUMMARIZE_TASK = "context_app.tasks.session_resummarize_task"
 USER_ROLLUPS_REBUILD_TASK = "context_app.tasks.user_rollups_rebuild_task"
 CONSOLIDATION_TASK = "context_app.tasks.consolidation_task"
-# ingestion_app: chat-export imports, document ingest, the contextual-header backfill of inline
-# chunks, and the resumption of jobs whose worker died (memory_site.leases).
-IMPORT_TASK = "ingestion_app.tasks.import_job_task"
+# imports_app: chat-export imports, the entities and the passage vectors of an imported file
+# (each after its import), and the resumption of those whose worker died (memory_site.leases).
+IMPORT_TASK = "imports_app.tasks.import_job_task"
+IMPORTS_RESUME_TASK = "imports_app.tasks.imports_resume_abandoned_task"
+IMPORT_ENTITIES_TASK = "imports_app.tasks.import_entities_backfill_task"
+IMPORT_PASSAGE_VECTORS_TASK = "imports_app.tasks.import_passage_vectors_task"
+# ingestion_app: document ingest, the contextual-header backfill of inline chunks, and the
+# resumption of those jobs and of session closes whose worker died (memory_site.leases).
 DOCUMENT_INGEST_TASK = "ingestion_app.tasks.document_ingest_job_task"
 JOBS_RESUME_TASK = "ingestion_app.tasks.jobs_resume_abandoned_task"
 BACKFILL_TASK = "ingestion_app.tasks.chunk_header_backfill_task"
 # ingestion_app: chat items still without a vector (the process that stored them died, or the
 # embedder failed), every minute (ingestion_app.services.deferred_embeddings).
 EMBED_MISSING_TASK = "ingestion_app.tasks.embed_missing_task"
-# ingestion_app: entity name embeddings + similarity merges, the model's entity extraction,
-# the entities of an imported file (extracted after its import).
+# ingestion_app: entity name embeddings + similarity merges, the model's entity extraction.
 ENTITIES_RESOLVE_TASK = "ingestion_app.tasks.entities_resolve_task"
 ENTITIES_LLM_TASK = "ingestion_app.tasks.entities_llm_extract_task"
-IMPORT_ENTITIES_TASK = "ingestion_app.tasks.import_entities_backfill_task"
-# ingestion_app: the vectors of an imported file's passages (embedded after its import).
-IMPORT_PASSAGE_VECTORS_TASK = "ingestion_app.tasks.import_passage_vectors_task"
 # sessions_app: the periodic schedules (`manage.py upsert_schedules`).
 CLOSE_STALE_SESSIONS_TASK = "sessions_app.tasks.close_stale_sessions_task"
 RETENTION_TASK = "sessions_app.tasks.retention_task"
@@ -57,6 +58,7 @@ TASK_PATHS = (
     USER_ROLLUPS_REBUILD_TASK,
     CONSOLIDATION_TASK,
     IMPORT_TASK,
+    IMPORTS_RESUME_TASK,
     DOCUMENT_INGEST_TASK,
     JOBS_RESUME_TASK,
     BACKFILL_TASK,

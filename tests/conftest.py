@@ -150,3 +150,10 @@ def context_settings_fresh():
     _settings_cache.clear()
     yield
     _settings_cache.clear()
+
+
+@pytest.fixture
+def upload_dir(settings, tmp_path):
+    """Uploaded bytes (imports, documents) go to a temporary directory, not var/uploads."""
+    settings.MNEMO_UPLOAD_DIR = tmp_path / "uploads"
+    return settings.MNEMO_UPLOAD_DIR

@@ -18,7 +18,9 @@ from django.db.models.functions import Substr
 from django.http import Http404
 from django.utils import timezone
 
-from ingestion_app.models import Document, Entity, ImportFile, ImportJob, MemoryItem
+from imports_app.models import ImportFile, ImportJob
+from imports_app.services.jobs import import_job_get_for_user
+from ingestion_app.models import Document, Entity, MemoryItem
 from ingestion_app.selectors import (
     countable_memories,
     memories_for_user,
@@ -27,7 +29,6 @@ from ingestion_app.selectors import (
     memory_get_for_user,
     memory_topics_most_used,
 )
-from ingestion_app.services.imports.jobs import import_job_get_for_user
 from memory_site.errors import NotFound
 from memory_site.providers import ProviderError, get_embedder
 from privacy_app.selectors import can_browse_all

@@ -1,10 +1,8 @@
 from django.urls import path
 
-from ingestion_app.api import commit, documents, entities, imports, memories
+from ingestion_app.api import commit, documents, entities, memories
 
 urlpatterns = [
-    path("imports", imports.ImportCreateApi.as_view(), name="imports"),
-    path("imports/<uuid:import_id>", imports.ImportDetailApi.as_view(), name="import-detail"),
     path("knowledge/ingest", documents.DocumentIngestApi.as_view(), name="knowledge-ingest"),
     path(
         "knowledge/ingest/<uuid:job_id>",

@@ -19,7 +19,8 @@ from django.db import transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from ingestion_app.models import ImportFile, MemoryItem
+from imports_app.models import ImportFile
+from ingestion_app.models import MemoryItem
 from memory_site.db_locks import advisory_transaction_lock
 from memory_site.errors import NotFound
 from memory_site.providers import LLM, ProviderError, get_llm

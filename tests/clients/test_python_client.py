@@ -13,8 +13,8 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 from mnemo_client import OPERATIONS, AsyncMnemo, Mnemo, MnemoError, RetryPolicy
 
-from ingestion_app.models import ImportJob
-from ingestion_app.services.imports.jobs import import_job_run
+from imports_app.models import ImportJob
+from imports_app.services.jobs import import_job_run
 from tests.gateway_app.conftest import token_for
 from tests.ingestion_app.export_builders import chatgpt_linear, write_json
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ingestion_app.services.imports.jobs import import_job_create_from_paths, import_job_run
+from imports_app.services.jobs import import_job_create_from_paths, import_job_run
 from memory_site.tokens import count_tokens
 from tests.factories import chatgpt_conversation
 

@@ -23,7 +23,7 @@ EXTERNAL_TESTS = [
     "tests/sessions_app/test_session_lifecycle_api.py",
     "tests/sessions_app/test_auth_and_isolation.py",
     "tests/ingestion_app/test_commit_concurrency.py",
-    "tests/ingestion_app/imports/test_jobs.py",
+    "tests/imports_app/test_jobs.py",
     "tests/ingestion_app/test_message_index.py",
     "tests/context_app/test_session_close.py",
     "tests/context_app/test_memory_search.py",

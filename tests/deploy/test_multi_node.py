@@ -21,7 +21,8 @@ import pytest
 from django.db import connection
 
 from context_app.models import SessionSummary
-from ingestion_app.models import ImportJob, MemoryItem
+from imports_app.models import ImportJob
+from ingestion_app.models import MemoryItem
 from sessions_app.models import ChatSession
 from tests.deploy.cluster import Cluster, node_environment
 from tests.factories import make_user

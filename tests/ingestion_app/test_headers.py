@@ -11,8 +11,8 @@ from ingestion_app.models import MemoryItem
 from ingestion_app.services.headers import HEADER_SCHEMA_NAME
 from sessions_app.models import UsageLog
 from tests.factories import add_message, open_session
+from tests.imports_app.helpers import import_chunks, run_import
 from tests.ingestion_app.export_builders import chatgpt_linear, write_json
-from tests.ingestion_app.imports.helpers import import_chunks, run_import
 
 pytestmark = pytest.mark.django_db
 

@@ -20,13 +20,13 @@ from django.db import connection
 from django.db.models import F
 from django_q.conf import Conf
 
-from ingestion_app.models import ImportJob
-from ingestion_app.services.imports.jobs import (
+from imports_app.models import ImportJob
+from imports_app.services.jobs import (
     import_job_claim,
     import_job_create_from_paths,
     import_job_enqueue,
 )
-from tests.ingestion_app.imports.test_worker_process import _big_export
+from tests.imports_app.test_worker_process import _big_export
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,7 +7,8 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from context_app.models import TopicOverride
-from ingestion_app.models import ImportJob, MemoryItem
+from imports_app.models import ImportJob
+from ingestion_app.models import MemoryItem
 from privacy_app.services.user_data import user_owned_models
 from sessions_app.models import ChatSession, RetentionLog
 from tests.privacy_app.userdata import fill_every_owned_table, tables_mentioning, user_fk_columns

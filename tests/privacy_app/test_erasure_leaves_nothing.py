@@ -12,7 +12,8 @@ from django.utils.module_loading import import_string
 from django_q.models import OrmQ, Schedule, Task
 from django_q.tasks import async_task
 
-from ingestion_app.models import ImportJob, MemoryItem
+from imports_app.models import ImportJob
+from ingestion_app.models import MemoryItem
 from memory_site import task_paths
 from privacy_app.services.user_data import TASK_MEMORY_ARGUMENT, TASK_USER_ARGUMENT
 from sessions_app.models import ChatSession

@@ -11,7 +11,7 @@ from django_q.conf import Conf
 from django_q.signing import SignedPackage
 from django_q.tasks import async_task
 
-from ingestion_app.models import ImportJob
+from imports_app.models import ImportJob
 from memory_site import task_paths
 from privacy_app.services import user_data
 from privacy_app.services.user_data import TASK_USER_ARGUMENT

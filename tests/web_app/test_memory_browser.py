@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from ingestion_app.models import FactHistory, ImportFile, ImportJob, MemoryItem
+from imports_app.models import ImportFile, ImportJob
+from ingestion_app.models import FactHistory, MemoryItem
 from tests.factories import add_message, open_session
 from tests.web_app.helpers import store_memory
 

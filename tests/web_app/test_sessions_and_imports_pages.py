@@ -6,7 +6,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from context_app.models import SessionSummary, SessionTag
-from ingestion_app.models import ImportFile, ImportJob, MemoryItem
+from imports_app.models import ImportFile, ImportJob
+from ingestion_app.models import MemoryItem
 from tests.factories import add_message, open_session
 from tests.web_app.helpers import chatgpt_export
 

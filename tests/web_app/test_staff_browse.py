@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Permission
 
-from ingestion_app.models import ImportJob
+from imports_app.models import ImportJob
 from privacy_app.models import AccessLog
 from tests.factories import add_message, make_user, open_session
 from tests.web_app.helpers import store_memory

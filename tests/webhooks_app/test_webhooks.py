@@ -19,8 +19,8 @@ from ingestion_app.models import Entity, MemoryItem
 from ingestion_app.services.commit.add import memory_fact_add
 from sessions_app.services.sessions import session_close
 from tests.factories import add_message, make_user, open_session
+from tests.imports_app.helpers import run_import
 from tests.ingestion_app.export_builders import chatgpt_linear, write_json
-from tests.ingestion_app.imports.helpers import run_import
 from webhooks_app.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from webhooks_app.services.deliveries import deliveries_due_send
 from webhooks_app.services.events import MEMORY_CREATED, event_emit

@@ -8,8 +8,8 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from ingestion_app.services.imports.jobs import import_job_create
-from ingestion_app.services.imports.verification import import_summary_lines
+from imports_app.services.jobs import import_job_create
+from imports_app.services.verification import import_summary_lines
 from memory_site.errors import DomainError
 from privacy_app.selectors import browse_target
 from privacy_app.services.access_log import access_log_record

@@ -5,7 +5,7 @@
 Idempotent (a second run changes nothing) and batched (a session, or 200 imported chunks, per
 transaction). Messages that are not memories (greetings, content-free questions, the offline
 reply, pack echoes) lose their items; long messages become passages; imported chunks get the
-passages of the current rule (writer.PASSAGE_RULE); items written before category words
+passages of the current rule (import_passages.PASSAGE_RULE); items written before category words
 (memory_site.text.categories) get theirs.
 """
 

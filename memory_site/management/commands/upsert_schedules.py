@@ -8,6 +8,7 @@ from django_q.models import Schedule
 from memory_site.task_paths import (
     CLOSE_STALE_SESSIONS_TASK,
     EMBED_MISSING_TASK,
+    IMPORTS_RESUME_TASK,
     JOBS_RESUME_TASK,
     RETENTION_TASK,
     WEBHOOKS_DUE_TASK,
@@ -17,8 +18,10 @@ from memory_site.task_paths import (
 SCHEDULES = {
     "mnemo-close-stale-sessions": (CLOSE_STALE_SESSIONS_TASK, Schedule.MINUTES, 5),
     "mnemo-retention": (RETENTION_TASK, Schedule.DAILY, None),
-    # Imports, document ingests and session closes whose worker died (memory_site.leases).
+    # Document ingests, session closes and chunk headers whose worker died (memory_site.leases).
     "mnemo-resume-abandoned-jobs": (JOBS_RESUME_TASK, Schedule.MINUTES, 1),
+    # Imports and their entity and passage-vector backfills whose worker died.
+    "mnemo-resume-abandoned-imports": (IMPORTS_RESUME_TASK, Schedule.MINUTES, 1),
     # Chat items left without a vector (embedding thread's process died, embedder failed).
     "mnemo-embed-missing": (EMBED_MISSING_TASK, Schedule.MINUTES, 1),
     "mnemo-webhooks-due": (WEBHOOKS_DUE_TASK, Schedule.MINUTES, 1),
