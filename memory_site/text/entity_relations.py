@@ -18,9 +18,9 @@ from memory_site.text.entity_tokens import (
     ExtractedEntity,
     Span,
     Token,
-    singular_form,
     words_before,
 )
+from memory_site.text.words import plural_fold
 
 _PRESENT_VERBS = frozenset({"is", "was", "has", "had", "loves", "likes", "hates"})
 
@@ -215,7 +215,7 @@ def favourite_after(tokens: list[Token], span: Span) -> tuple[str, str, str] | N
 
 
 def _favourite(noun: str, owner: str) -> tuple[str, str, str] | None:
-    noun = singular_form(noun) if singular_form(noun) in names.FAVOURITE_TYPES else noun
+    noun = plural_fold(noun) if plural_fold(noun) in names.FAVOURITE_TYPES else noun
     if not noun.isalpha():
         return None
     kind = names.FAVOURITE_TYPES.get(noun) or names.RELATION_TYPES.get(noun, "concept")
@@ -234,7 +234,7 @@ def relation_before(tokens: list[Token], span: Span) -> tuple[str, str, str] | N
         position = 1
     # "My sister is Ines", "My kids are Sam and Ella": the relation before the verb.
     if len(before) > 2 and before[0] in {"is", "was", "are", "were"}:
-        if before[1] in names.RELATION_TYPES or singular_form(before[1]) in names.RELATION_TYPES:
+        if before[1] in names.RELATION_TYPES or plural_fold(before[1]) in names.RELATION_TYPES:
             position = 1
     if position < len(before) and before[position] == ",":
         position += 1

@@ -281,18 +281,13 @@ def opens_instruction(first: str, second: str) -> bool:
 
 def _common_noun(lower: str) -> bool:
     """A common noun by the word list (also its plural) or by a noun or gerund ending."""
-    if lower in names.COMMON_NOUNS or singular_form(lower) in names.COMMON_NOUNS:
+    if lower in names.COMMON_NOUNS or plural_fold(lower) in names.COMMON_NOUNS:
         return True
-    if singular_form(lower) in names.RELATION_TYPES:  # "Kids grow up fast", "Sisters fight"
+    if plural_fold(lower) in names.RELATION_TYPES:  # "Kids grow up fast", "Sisters fight"
         return True
     if lower in names.NAMES_WITH_NOUN_ENDINGS or known_word(lower):
         return False
     return len(lower) >= 6 and lower.endswith(names.COMMON_NOUN_ENDINGS)
-
-
-def singular_form(lower: str) -> str:
-    """The text layer's one plural rule (`words.plural_fold`)."""
-    return plural_fold(lower)
 
 
 _PREPOSITIONS = frozenset("in of on at for from with about around near under over".split())
@@ -302,7 +297,7 @@ def _plural_subject(tokens: list[Token], index: int) -> bool:
     """A word ending in s followed by a verb only a plural takes ("Concerts are loud", "Plants
     need water", "Horses truly scare me"): a plural noun, where "James has" is a name."""
     lower = tokens[index].lower
-    if len(lower) < 4 or singular_form(lower) == lower or known_word(lower):
+    if len(lower) < 4 or plural_fold(lower) == lower or known_word(lower):
         return False
     following = index + 1
     while following < len(tokens) and tokens[following].lower in names.OPENER_ADVERBS:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from memory_site.text.words import verb_third_person
+
 _MODALS = frozenset(
     """can could will would shall should may might must cannot can't couldn't won't wouldn't
     shouldn't mightn't mustn't didn't wasn't weren't used had did was were""".split()
@@ -42,17 +44,15 @@ _SECOND_VERBS = frozenset(
 
 def _third_person_singular(verb: str) -> str:
     lowered = verb.lower()
+    # Contractions and negations lemminflect does not inflect.
     special = {
         "am": "is",
         "'m": "is",
         "are": "is",
-        "have": "has",
         "'ve": "has",
-        "do": "does",
         "don't": "doesn't",
         "haven't": "hasn't",
         "aren't": "isn't",
-        "go": "goes",
     }
     if lowered in special:
         return special[lowered]
@@ -64,11 +64,8 @@ def _third_person_singular(verb: str) -> str:
         or len(lowered) < 2
     ):
         return verb
-    if lowered.endswith(("s", "sh", "ch", "x", "z", "o")):
-        return verb + "es"
-    if lowered.endswith("y") and lowered[-2:-1] not in tuple("aeiou"):
-        return verb[:-1] + "ies"
-    return verb + "s"
+    inflected = verb_third_person(lowered)
+    return inflected.capitalize() if verb[:1].isupper() else inflected
 
 
 def _has_verb(words: Sequence[str]) -> bool:

@@ -5,101 +5,16 @@ from __future__ import annotations
 
 import html
 import re
+import tomllib
 import unicodedata
 from functools import lru_cache
+from pathlib import Path
 
 # Only the head of a huge text is analysed: pasted documents would otherwise dominate the cost
 # and the keywords of a conversation.
 MAX_TEXT_CHARS = 20_000
 
-
-_ENGLISH_STOP = """
-a about above across after afterwards again against all almost alone along already also although
-always am among amongst amount an and another any anyhow anyone anything anyway anywhere are
-around as at be became because become becomes becoming been before beforehand behind being
-below beside besides between beyond both but by can cannot cant could couldnt de
-describe did do does doing done down due during each eg either else elsewhere empty enough
-etc even ever every everyone everything everywhere except few find first for former
-formerly from full further get gets getting give given go goes going gone got had has have
-having he hence her here hereafter hereby herein hereupon hers herself him himself his how however
-hundred ie if in inc indeed into is it its itself just keep kept last latter latterly
-least less let lets ltd made many may me meanwhile might mine more moreover most mostly much
-must my myself namely neither never nevertheless next nine no nobody none noone nor not
-nothing now nowhere of off often on once one only onto or other others otherwise our ours
-ourselves out over own part per perhaps please put rather re same see seem seemed seeming seems
-serious several she should show since sincere six sixty so some somehow someone something
-sometime sometimes somewhere still such take ten than that the their theirs them themselves
-then thence there thereafter thereby therefore therein thereupon these they third this
-those though three through throughout thru thus to together too top toward towards twelve twenty
-two un under until up upon us very via was we well were what whatever when whence whenever where
-whereafter whereas whereby wherein whereupon wherever whether which while whither who whoever whole
-whom whose why will with within without would yet you your yours yourself yourselves
-i im ive id ill youre youve youll youd hes shes its were theyre theyve isnt arent wasnt werent
-dont doesnt didnt wont wouldnt cant couldnt shouldnt havent hasnt hadnt
-i'm i've i'd i'll you're you've you'll you'd he's she's it's we're we've we'll we'd they're
-they've they'll they'd isn't aren't wasn't weren't don't doesn't didn't won't wouldn't can't
-couldn't shouldn't haven't hasn't hadn't let's that's there's here's what's who's where's how's
-via vs versus within upon onto thing things stuff way ways lot lots kind sort bit
-"""
-
-# Words that carry no topic in a chat: greetings, politeness, reactions, meta-talk about the
-# conversation itself, generic verbs and adjectives.
-_CHAT_STOP = """
-hi hello hey hiya yo thanks thank thx ty cheers welcome bye goodbye ok okay okey k sure yes yeah
-yep yup nope nah alright right cool great nice awesome perfect fine good bad better best worse
-lol lmao rofl omg wow oh ah uh um umm hmm hm huh haha hehe ugh oops yay
-please pls plz sorry excuse mind maybe probably actually basically literally really quite pretty
-simply just like likely unlikely definitely certainly absolutely totally kinda sorta gonna wanna
-gotta lemme dunno
-noted understood acknowledged gotcha correct precisely apologies congratulations congrats
-fortunately unfortunately interesting wonderful fantastic excellent lovely brilliant amazing
-want wants wanted wanting need needs needed needing know knows knew known knowing think thinks
-thought thinking make makes making use uses used using try tries tried trying help helps helped
-helping ask asks asked asking tell tells told telling say says said saying mean means meant
-look looks looked looking seem feel feels felt wonder wondering wondered guess suppose let
-come comes came coming going went goes put puts give gives gave giving take takes took
-answer answers question questions reply response respond explain explains explained
-example examples info information thing things something anything everything nothing
-someone anyone everyone stuff idea ideas tip tips advice suggestion suggestions recommendation
-recommendations option options way ways time times today tomorrow yesterday day days week weeks
-year years month months moment minute minutes hour hours
-new old big small little large long short high low many much more most less least lot lots
-different same various specific certain general particular main important simple easy hard
-possible real true false able sure whole full quick quickly fast slow currently recently
-also still already ever never always usually often sometimes now then soon later again
-chat chatgpt assistant ai bot conversation message messages thread
-love loves loved loving hate hates hated enjoy enjoys enjoyed prefer prefers preferred
-check checks checked checking early late online sound sounds hope hoping glad happy
-möchte möchten würde würden gerne bitte danke hallo quiero quieres puedo puedes gracias hola
-merci bonjour voudrais veux peux grazie ciao vorrei quero posso obrigado obrigada olá
-etc eg ie vs
-"""
-
-# A small multilingual list (German, French, Spanish, Italian, Portuguese, Dutch function
-# words). Words that are also English content words (war, son, gift, art, kind, hat...) are left
-# out on purpose.
-_MULTILINGUAL_STOP = """
-der die das den dem des ein eine einer einen einem eines und oder aber nicht ist sind war waren
-bin bist sein ich du er sie es wir ihr mich mir dich dir uns euch mein meine dein deine sein
-seine ihre unser auf aus bei mit nach von vor zu zum zur im ins am vom für über unter durch gegen
-ohne um auch noch schon nur sehr wie wenn dass daß als ob weil denn doch ja nein hier dort dann
-kann könnte muss soll will wird werden wurde habe hast hatte gibt mehr
-le la les un une des du de et ou mais est sont était être avoir ai as avons ont je tu il elle
-nous vous ils elles mon ma mes ton ta tes sa ses notre votre leur leurs ce cet cette ces qui que
-quoi dont où dans sur sous avec pour par sans chez entre vers pas ne plus très bien aussi comme
-au aux y en se cest
-el los las del al y o u pero es son era fue ser estar está están estoy yo tú él ella nosotros
-vosotros ellos ellas mi mis tu tus su sus nuestro nuestra que quien cual cuando donde como para
-por con sin sobre entre hasta desde muy más menos también ya sí no lo les una uno unos unas este
-esta estos estas ese esa eso hay
-il lo gli di da tra fra è sono ero era essere avere ho hai ha abbiamo hanno io lui lei noi voi
-loro mio mia miei mie tuo tua suo sua che chi cui dove come quando perché con su per non più
-molto anche ma se questo questa quello quella nel nella nei delle degli dei della dello
-o os as um uma uns umas do da dos das em no na nos nas pelo pela com não que eu você ele ela
-nós eles elas meu minha seu sua mas mais muito também isso isto aquele aquela
-het een en van ik je jij hij zij wij jullie niet dat deze dit op te zijn met voor er maar om
-ook als bij nog naar uit aan wat hoe wie waar wanneer omdat heb heeft hebben was waren wordt
-"""
+_WORD_LISTS = tomllib.loads((Path(__file__).parent / "data" / "words.toml").read_text("utf-8"))
 
 
 def _word_set(*blobs: str) -> frozenset[str]:
@@ -109,33 +24,18 @@ def _word_set(*blobs: str) -> frozenset[str]:
     return frozenset(words)
 
 
+# The one stop-word list, in three parts (data/words.toml says what each holds).
+_ENGLISH_STOP = _WORD_LISTS["english_stop"]
+_CHAT_STOP = _WORD_LISTS["chat_stop"]
+_MULTILINGUAL_STOP = _WORD_LISTS["multilingual_stop"]
 STOP_WORDS: frozenset[str] = _word_set(_ENGLISH_STOP, _CHAT_STOP, _MULTILINGUAL_STOP)
 # English and chat stop words only: the multilingual list holds first names ("Mia", "Ines"),
 # which a reader of names or a query's terms must keep.
 ENGLISH_STOP_WORDS: frozenset[str] = _word_set(_ENGLISH_STOP, _CHAT_STOP)
 
-# Markup and code tokens: pasted HTML, CSS and source left outside a code fence would otherwise
-# make "div", "class" and "span" a conversation's topics. Never a topic, tag or title word
-# ("yoga class" still gives "yoga"); summaries keep the sentences they occur in.
-CODE_TOKENS: frozenset[str] = _word_set(
-    """
-    div span class classname href src img alt nbsp amp quot apos xmlns doctype ul ol li tr td
-    th tbody thead tfoot br hr iframe onclick onload px rem vh vw rgba rgb stylesheet tabindex
-    aria attr attrs const var func fn def void null undefined nil true false elif endif println
-    printf stdout stderr stdin init self args kwargs str int bool dict len async await lambda
-    typeof instanceof struct enum impl pub usr sudo
-    """
-)
+CODE_TOKENS: frozenset[str] = _word_set(_WORD_LISTS["code_tokens"])
 
-# Words whose trailing "s" is not a plural.
-_NO_FOLD = frozenset(
-    """news series species physics mathematics maths economics politics ethics statistics
-    analytics athletics gymnastics linguistics logistics electronics robotics genetics
-    kubernetes lens bus gas yes this its his has was does goes always perhaps chaos canvas
-    atlas alias bias campus census corpus status virus bonus focus thesis basis analysis
-    diagnosis crisis emphasis hypothesis synopsis axis iris paris texas kansas christmas
-    windows aws ios macos sms gps dns vs os cors jens""".split()
-)
+_NO_FOLD = _word_set(_WORD_LISTS["no_fold"])
 
 _PLACEHOLDER_RE = re.compile(r"\[[A-Z][A-Z0-9_]*(?:[ :_-][A-Z0-9_]+)*\]|<[A-Z][A-Z0-9_]*>")
 _MD_LINK_RE = re.compile(r"!?\[([^\]\n]{0,200})\]\([^)\s]{0,500}\)")
@@ -223,6 +123,16 @@ def verb_lemma(word: str) -> str:
 
     lemmas = getLemma(word, upos="VERB")
     return lemmas[0] if lemmas else word
+
+
+@lru_cache(maxsize=8192)
+def verb_third_person(verb: str) -> str:
+    """A lower-case verb's third person singular from lemminflect ("go" -> "goes", "study" ->
+    "studies", "have" -> "has"); the verb itself when lemminflect has no such form."""
+    from lemminflect import getInflection
+
+    forms = getInflection(verb, tag="VBZ")
+    return forms[0] if forms else verb
 
 
 def plural_fold(word: str) -> str:
