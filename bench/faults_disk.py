@@ -51,7 +51,8 @@ def _fill(path: Path) -> int:
 def run_disk_full(env: dict, port: int, data_dir: Path, *, size_mib: int = 8) -> None:
     from bench.faults import make_token, start_server
     from bench.import_bench import generate_export
-    from ingestion_app.models import DocumentIngestJob, ImportJob
+    from imports_app.models import ImportJob
+    from ingestion_app.models import DocumentIngestJob
 
     work = data_dir / "disk-full"
     mount = work / "uploads"

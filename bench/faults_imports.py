@@ -284,7 +284,7 @@ def run_worker_kill(env: dict, port: int, work_dir: Path) -> None:
                 files={"files": (path.name, handle)},
                 timeout=600,
             ).json()["import_id"]
-        from ingestion_app.models import ImportJob
+        from imports_app.models import ImportJob
 
         victim = None
         deadline = time.monotonic() + 600

@@ -173,7 +173,7 @@ def conversation_ingested(user, conversation: ld.Conversation, mode: str = "chat
     from sessions_app.models import ChatSession, Message
 
     if mode == "import":
-        from ingestion_app.models import ImportJob
+        from imports_app.models import ImportJob
 
         return ImportJob.objects.filter(user=user, app_id=APP_ID, status="done").exists()
 

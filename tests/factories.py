@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db.models import F
 
 
 def make_user(username: str, *, staff: bool = False, password: str = "pass-word-123"):
@@ -107,4 +111,12 @@ def memory_write(
         embedding=embedding,
         with_entities=with_entities,
         **fields,
+    )
+
+
+def lease_run_out(model, job_id) -> None:
+    """Move a job's last heartbeat back past its lease (MNEMO_JOB_LEASE_SECONDS): what the time a
+    dead worker's lease takes to run out does, without a test waiting for it."""
+    model.objects.filter(id=job_id).update(
+        heartbeat_at=F("heartbeat_at") - timedelta(seconds=settings.MNEMO_JOB_LEASE_SECONDS + 1)
     )

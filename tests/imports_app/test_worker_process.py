@@ -21,6 +21,7 @@ from imports_app.services.jobs import (
     import_jobs_resume_abandoned,
 )
 from ingestion_app.models import MemoryItem
+from tests.factories import lease_run_out
 from tests.ingestion_app.export_builders import chatgpt_linear
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -171,7 +172,7 @@ def test_a_worker_killed_mid_import_is_resumed_with_nothing_lost_or_doubled(
     assert job.status == "running"
     files = {f.name: f.status for f in job.files.all()}
     assert files == {"a.json": "imported", "b.json": "pending"}
-    time.sleep(1.2)  # the dead worker's lease runs out
+    lease_run_out(ImportJob, job.id)  # the dead worker's lease runs out
     assert import_jobs_resume_abandoned() == 1  # synchronous tasks: resumed here
 
     job.refresh_from_db()

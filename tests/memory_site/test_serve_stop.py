@@ -10,14 +10,12 @@ import socket
 import subprocess
 import sys
 import time
-from datetime import timedelta
 from pathlib import Path
 from urllib.parse import quote
 
 import psutil
 import pytest
 from django.db import connection
-from django.db.models import F
 from django_q.conf import Conf
 
 from imports_app.models import ImportJob
@@ -26,6 +24,7 @@ from imports_app.services.jobs import (
     import_job_create_from_paths,
     import_job_enqueue,
 )
+from tests.factories import lease_run_out
 from tests.imports_app.test_worker_process import _big_export
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -120,10 +119,7 @@ def test_ctrl_c_stops_everything_mid_import_and_the_job_can_resume(
     job.refresh_from_db()
     assert job.status == "running" and job.attempts == 1  # cut off, not finished
     assert not import_job_claim(job_id=job.id)  # its lease still holds for a while
-    # The lease's time passes (no worker renews it any more), as it would before the next start.
-    ImportJob.objects.filter(id=job.id).update(
-        heartbeat_at=F("heartbeat_at") - timedelta(seconds=settings.MNEMO_JOB_LEASE_SECONDS + 1)
-    )
+    lease_run_out(ImportJob, job.id)  # no worker renews it: as before the next start
     assert import_job_claim(job_id=job.id)  # the next start's worker takes it over
 
 
