@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Iterator
+from itertools import chain
 
 from memory_site.text.entity_names import ABBREVIATIONS
 from memory_site.text.words import (
@@ -66,15 +68,8 @@ def sentence_spans(
     """
     spans: list[tuple[int, int]] = []
     position = start
-    for match in _sentence_gap_re(lines, colons).finditer(text, start):
-        group = match.lastindex or 0
-        end, gap_end = match.span(group)
-        if (
-            group == 1
-            and text[end - 1] == "."
-            and _TITLE_TAIL.search(text, max(position, end - _TITLE_TAIL_CHARS), end)
-        ):
-            continue
+    length = len(text)
+    for end, gap_end in chain(_sentence_gaps(text, start, lines, colons), ((length, length),)):
         # A span's edges hold whitespace only where a gap did not take it (text start, a list
         # item's indentation, spaces before a line break).
         begin = position
@@ -84,16 +79,24 @@ def sentence_spans(
             end -= 1
         if end > begin:
             spans.append((begin, end))
-        if gap_end > position:
-            position = gap_end
-    end = len(text)
-    while position < end and text[position].isspace():
-        position += 1
-    while end > position and text[end - 1].isspace():
-        end -= 1
-    if end > position:
-        spans.append((position, end))
+        position = max(position, gap_end)
     return spans
+
+
+def _sentence_gaps(text: str, start: int, lines: str, colons: bool) -> Iterator[tuple[int, int]]:
+    """(start, end) of each gap between two sentences of `text` from `start` on."""
+    position = start
+    for match in _sentence_gap_re(lines, colons).finditer(text, start):
+        group = match.lastindex or 0
+        gap_start, gap_end = match.span(group)
+        if (
+            group == 1
+            and text[gap_start - 1] == "."
+            and _TITLE_TAIL.search(text, max(position, gap_start - _TITLE_TAIL_CHARS), gap_start)
+        ):
+            continue
+        yield gap_start, gap_end
+        position = gap_end
 
 
 def _role_kind(role: str, user_name: str = "") -> str:

@@ -33,6 +33,9 @@ PROFILE_PREAMBLE = (
 TRUNCATION_MARK = "(… truncated)"
 # A segment squeezed below this many characters says nothing useful: it is dropped instead.
 MIN_SEGMENT_CHARS = 60
+# How far past the room `clip_text` reads: a sentence end right at the room's edge counts only
+# once the splitter sees the word after it.
+_LOOK_PAST_ROOM = 64
 
 _HEADER_LIKE = re.compile(r"^\s*\[[^\]\n]*\]\s*$", re.MULTILINE)
 
@@ -147,9 +150,8 @@ def clip_text(text: str, limit: int) -> tuple[str, bool]:
     head = text[: room + 1]  # one extra char: a boundary right after the room still counts
     line_cut = head.rfind("\n", 0, room + 1)
     # Every span but the last ends at a sentence end (the last one ends where the look ends).
-    sentence_cut = max(
-        (end for _, end in sentence_spans(text[: room + 64])[:-1] if end <= room), default=-1
-    )
+    looked_at = sentence_spans(text[: room + _LOOK_PAST_ROOM])[:-1]
+    sentence_cut = max((end for _, end in looked_at if end <= room), default=-1)
     cut = max(line_cut, sentence_cut)
     if cut <= 0:
         cut = head.rfind(" ", 0, room + 1)
