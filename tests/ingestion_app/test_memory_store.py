@@ -6,6 +6,7 @@ import hashlib
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from django.db import connection
 
 from ingestion_app.models import MemoryItem
 from ingestion_app.services.memory_store import (
@@ -18,7 +19,7 @@ from ingestion_app.services.memory_store import (
     memory_items_embed,
 )
 from memory_site.tokens import count_tokens
-from tests.factories import add_message, open_session
+from tests.factories import add_message, memory_write, open_session
 
 pytestmark = pytest.mark.django_db
 
@@ -138,3 +139,27 @@ def test_copied_items_keep_the_moment_they_were_said_and_get_an_update_time(user
     assert tokyo.occurred_at == datetime(2024, 3, 1, 0, 30, tzinfo=UTC)
     assert local.occurred_at == datetime(2024, 3, 1, 8, 30, tzinfo=UTC)
     assert tokyo.updated_at >= before and tokyo.created_at >= before
+
+
+def test_a_chat_sized_row_keeps_its_embedding_and_text_in_the_row(user):
+    """A search reads every scoped row's embedding and metadata: a typical row (~4 kB, the
+    embedding alone 1.5 kB) must not have them moved to TOAST, where each read costs an index
+    lookup and more pages."""
+    item = memory_write(
+        user,
+        "We rebuilt the HNSW index after the Postgres upgrade; it took two hours. " * 25,
+        source="chunk",
+        metadata={"speaker": "user", "notes": "x" * 600},
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_column_size(r.*) FROM rag_store AS r WHERE id = %s", [item.id])
+        assert 3000 < cursor.fetchone()[0] < 8000  # over the default 2 kB target
+        cursor.execute("SHOW server_version_num")
+        if int(cursor.fetchone()[0]) < 170000:
+            pytest.skip("pg_column_toast_chunk_id needs PostgreSQL 17")
+        cursor.execute(
+            "SELECT pg_column_toast_chunk_id(embedding), pg_column_toast_chunk_id(content),"
+            " pg_column_toast_chunk_id(metadata) FROM rag_store WHERE id = %s",
+            [item.id],
+        )
+        assert cursor.fetchone() == (None, None, None)
