@@ -23,10 +23,14 @@ class MemorySiteConfig(AppConfig):
         if os.environ.get("MNEMO_WARM_EMBEDDER") == "1":
             from django.conf import settings
 
+            from memory_site.text.words import verb_lemma
             from memory_site.tokens import count_tokens
 
             # The token counter's BPE table too: ~0.5 s that the first stored message would wait.
             count_tokens("warm up")
+            # And the verb lemma tables (~0.75 s to read): the first search that compares what
+            # two memories state would spend them inside the pack's latency budget.
+            verb_lemma("warming")
             if settings.EMBEDDING_PROVIDER == "local":
                 from memory_site.providers import ProviderError, get_embedder
 

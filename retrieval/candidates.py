@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -84,6 +85,39 @@ class Candidate:
         return self.chat_session_id or self.exchange_key.rpartition(":")[0]
 
 
+@dataclass(frozen=True)
+class Statement:
+    """One SELECT of a leg and how its rows become the leg's result, so several legs can go to
+    the database in one round trip (`statements_run`)."""
+
+    sql: str
+    params: dict
+    read: Callable[[list[tuple]], object]
+
+
+def statements_run(cursor, statements: list[Statement]) -> list:
+    """Each statement's result, in order, from one round trip: the statements go as one string
+    (client-side binding sends it as a simple query, run in order inside the caller's
+    transaction), each result read after nextset(). Their parameter names must not clash
+    (each leg prefixes its own; the scope's are shared and equal)."""
+    if not statements:
+        return []
+    params: dict = {}
+    for statement in statements:
+        params.update(statement.params)
+    cursor.execute(";\n".join(statement.sql for statement in statements), params)
+    results = []
+    for index, statement in enumerate(statements):
+        if index:
+            cursor.nextset()
+        results.append(statement.read(cursor.fetchall()))
+    return results
+
+
+def _scored_rows(rows: list[tuple]) -> list[tuple[int, float]]:
+    return [(row[0], float(row[1])) for row in rows]
+
+
 # --------------------------------------------------------------------------------------------
 # Keyword side: BM25 in SQL
 # --------------------------------------------------------------------------------------------
@@ -148,20 +182,37 @@ def _bm25_params(*, query: str, drop_name: str, stats: ScopeStats, limit: int) -
 def bm25_candidates(
     cursor, *, scope: str, params: dict, query: str, drop_name: str, stats: ScopeStats, limit: int
 ) -> list[tuple[int, float]]:
-    """(id, BM25 score) of the best keyword matches, best first.
+    """(id, BM25 score) of the best keyword matches, best first (see `bm25_statement`); bigger
+    scopes than SINGLE_STATEMENT_ITEMS go through _bm25_big_scope."""
+    statement = bm25_statement(
+        scope=scope, params=params, query=query, drop_name=drop_name, stats=stats, limit=limit
+    )
+    if statement is None:
+        bm25 = {
+            **params,
+            **_bm25_params(query=query, drop_name=drop_name, stats=stats, limit=limit),
+        }
+        return _bm25_big_scope(cursor, scope=scope, bm25=bm25, stats=stats)
+    return statements_run(cursor, [statement])[0]
+
+
+def bm25_statement(
+    *, scope: str, params: dict, query: str, drop_name: str, stats: ScopeStats, limit: int
+) -> Statement | None:
+    """The one statement that scores a scope of up to SINGLE_STATEMENT_ITEMS items exactly:
+    (id, BM25 score) of the best keyword matches, best first; None for a bigger scope.
 
     drop_name: a speaker name the query names; its lexemes leave the query (every message of
     the conversation is "about" its participants) unless nothing else would be left.
-    Scopes up to SINGLE_STATEMENT_ITEMS items are scored exactly in one statement: the scope's
-    rows are read through its own index and filtered (document frequencies counted on the
-    matching rows themselves). The GIN index is kept out of it on purpose: one common query
-    word has a posting list of half the table, and reading it cost 40 ms where the scope's
-    100 rows cost 0.1 ms. Bigger scopes go through _bm25_big_scope.
+    The scope's rows are read through its own index and filtered (document frequencies counted
+    on the matching rows themselves). The GIN index is kept out of it on purpose: one common
+    query word has a posting list of half the table, and reading it cost 40 ms where the
+    scope's 100 rows cost 0.1 ms.
     """
-    bm25 = {**params, **_bm25_params(query=query, drop_name=drop_name, stats=stats, limit=limit)}
     if stats.count > search_scope.SINGLE_STATEMENT_ITEMS:
-        return _bm25_big_scope(cursor, scope=scope, bm25=bm25, stats=stats)
-    cursor.execute(
+        return None
+    bm25 = {**params, **_bm25_params(query=query, drop_name=drop_name, stats=stats, limit=limit)}
+    return Statement(
         f"""WITH {_TERMS_SQL},
             candidates AS MATERIALIZED (
                 SELECT id, search_vector, length(search_vector)::float8 AS dl
@@ -180,8 +231,8 @@ def bm25_candidates(
             FROM matches JOIN term_idf USING (lexeme) WHERE tf > 0
             GROUP BY id ORDER BY score DESC, id DESC LIMIT %(k_limit)s""",
         bm25,
+        _scored_rows,
     )
-    return [(row[0], float(row[1])) for row in cursor.fetchall()]
 
 
 def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: ScopeStats):
@@ -302,7 +353,18 @@ def phrase_filter(query: str) -> str | None:
 def vector_candidates(
     cursor, *, scope: str, params: dict, vector: str, limit: int, scope_items: int | None = None
 ) -> list[tuple[int, float]]:
-    """(id, cosine similarity) of the nearest items, nearest first.
+    """(id, cosine similarity) of the nearest items, nearest first (see `vector_statements`)."""
+    settings, search = vector_statements(
+        cursor, scope=scope, params=params, vector=vector, limit=limit, scope_items=scope_items
+    )
+    return statements_run(cursor, [settings, search])[1]
+
+
+def vector_statements(
+    cursor, *, scope: str, params: dict, vector: str, limit: int, scope_items: int | None = None
+) -> tuple[Statement, Statement]:
+    """The index settings and the search for the nearest items (id, cosine similarity),
+    nearest first; the settings must run first, in the same transaction.
 
     scope_items: the scope's item count when known (hybrid and keyword modes). A big scope is
     searched through the HNSW index whatever the planner estimates: an iterative scan reads
@@ -314,23 +376,24 @@ def vector_candidates(
     if scope_items is not None and scope_items >= ranking_config().vector_index_min_items:
         if 4 * scope_items**2 >= limit * search_scope.table_stats(cursor).rows:
             scope = search_scope.without_user_index(scope)
-    # The index settings and the search go in one round trip: two statements in one string
-    # (client-side binding sends it as a simple query, run in order), the second one's result
-    # read after nextset().
-    cursor.execute(
-        f"""SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
-                   set_config('hnsw.ef_search', %(v_ef_search)s, true);
-            WITH nearest AS MATERIALIZED (
+    settings = Statement(
+        """SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
+                  set_config('hnsw.ef_search', %(v_ef_search)s, true)""",
+        {"v_ef_search": str(max(100, limit))},
+        lambda rows: None,
+    )
+    # relaxed_order may return rows slightly out of order: re-sorted by exact distance.
+    search = Statement(
+        f"""WITH nearest AS MATERIALIZED (
                 SELECT id, embedding <=> %(v_vector)s::vector AS distance FROM rag_store
                 WHERE {scope} AND embedding IS NOT NULL
                 ORDER BY embedding <=> %(v_vector)s::vector LIMIT %(v_limit)s
             )
             SELECT id, 1 - distance FROM nearest ORDER BY distance, id DESC""",
-        {**params, "v_vector": vector, "v_limit": limit, "v_ef_search": str(max(100, limit))},
+        {**params, "v_vector": vector, "v_limit": limit},
+        _scored_rows,
     )
-    cursor.nextset()
-    # relaxed_order may return rows slightly out of order: re-sorted above by exact distance.
-    return [(row[0], float(row[1])) for row in cursor.fetchall()]
+    return settings, search
 
 
 def candidates_load(

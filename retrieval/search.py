@@ -54,7 +54,7 @@ from ingestion_app.selectors.entities import (
     QueryEntity,
     entities_mentioned_in_buckets,
     entities_of_items,
-    entity_leg,
+    entity_leg_statement,
 )
 from ingestion_app.selectors.scope import SOURCES, SearchFilters
 from memory_site import metrics
@@ -356,32 +356,48 @@ def _embed(state: SearchState, *, given, given_text) -> None:
 def stage_candidates(state: SearchState, cursor) -> None:
     """The three legs' ids with their scores, each at most `limit`, all inside the scope:
     keyword (BM25, the named speaker left out), entity (items naming what the query names)
-    and vector (cosine over HNSW or an exact sort)."""
+    and vector (cosine over HNSW or an exact sort), sent in one round trip (a scope too big
+    for one BM25 statement adds its own two)."""
     scope_items = state.stats.count if state.stats else None
+    legs: dict[str, search_candidates.Statement] = {}
     if state.stats is not None:
-        state.keyword_rows = search_candidates.bm25_candidates(
-            cursor,
+        query = trust.keyword_query(state.asked)
+        drop_name = state.named[0] if len(state.named) == 1 else ""
+        keyword_leg = search_candidates.bm25_statement(
             scope=state.scope,
             params=state.params,
-            query=trust.keyword_query(state.asked),
-            drop_name=state.named[0] if len(state.named) == 1 else "",
+            query=query,
+            drop_name=drop_name,
             stats=state.stats,
             limit=state.limit,
         )
-    state.query_entities, state.entity_rows = _entity_leg(
-        cursor,
-        mode=state.mode,
-        user_id=state.user_id,
-        app_id=state.app_id,
-        query=state.query,
-        scope=state.scope,
-        params=state.params,
-        named=state.named,
-        scope_items=scope_items,
-        limit=state.limit,
-    )
+        if keyword_leg is None:
+            state.keyword_rows = search_candidates.bm25_candidates(
+                cursor,
+                scope=state.scope,
+                params=state.params,
+                query=query,
+                drop_name=drop_name,
+                stats=state.stats,
+                limit=state.limit,
+            )
+        else:
+            legs["keyword"] = keyword_leg
+    if state.mode == "hybrid" and ranking_config().entity_weight and state.query.strip():
+        leg = entity_leg_statement(
+            user_id=state.user_id,
+            app_id=state.app_id,
+            query=state.query,
+            exclude_names=state.named,
+            scope=state.scope,
+            params=state.params,
+            scope_items=scope_items,
+            limit=state.limit,
+        )
+        if leg is not None:
+            legs["entity"] = search_candidates.Statement(*leg)
     if state.vector:
-        state.vector_rows = search_candidates.vector_candidates(
+        legs["vector settings"], legs["vector"] = search_candidates.vector_statements(
             cursor,
             scope=state.scope,
             params=state.params,
@@ -389,6 +405,15 @@ def stage_candidates(state: SearchState, cursor) -> None:
             limit=state.limit,
             scope_items=scope_items,
         )
+    found = dict(
+        zip(legs, search_candidates.statements_run(cursor, list(legs.values())), strict=True)
+    )
+    if "keyword" in found:
+        state.keyword_rows = found["keyword"]
+    if "entity" in found:
+        state.query_entities, state.entity_rows = found["entity"]
+    if "vector" in found:
+        state.vector_rows = found["vector"]
 
 
 def stage_fuse(state: SearchState, cursor) -> None:
@@ -544,36 +569,6 @@ def search_entities(
         ):
             chosen.setdefault(entity.id, entity)
     return list(chosen.values())[:limit]
-
-
-def _entity_leg(
-    cursor,
-    *,
-    mode: str,
-    user_id: int,
-    app_id: str,
-    query: str,
-    scope: str,
-    params: dict,
-    named: list[str],
-    scope_items: int | None,
-    limit: int,
-) -> tuple[list[QueryEntity], list[tuple[int, float]]]:
-    """The entity leg (hybrid mode only): the entities the query names, other than a speaker
-    the keyword leg already boosts, and the items that mention them, ranked."""
-    if mode != "hybrid" or not ranking_config().entity_weight or not query.strip():
-        return [], []
-    return entity_leg(
-        cursor,
-        user_id=user_id,
-        app_id=app_id,
-        query=query,
-        exclude_names=named,
-        scope=scope,
-        params=params,
-        scope_items=scope_items,
-        limit=limit,
-    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db import connection
@@ -68,8 +69,7 @@ def query_name_keys(query: str) -> list[str]:
     return keys[:MAX_QUERY_NGRAMS]
 
 
-def entity_leg(
-    cursor,
+def entity_leg_statement(
     *,
     user_id: int,
     app_id: str,
@@ -79,11 +79,15 @@ def entity_leg(
     params: dict,
     scope_items: int | None,
     limit: int,
-) -> tuple[list[QueryEntity], list[tuple[int, float]]]:
-    """The third retrieval leg: the caller's entities whose name or alias the query holds (at
-    most ENTITIES_PER_QUERY, most mentioned first) and the items in scope that mention them,
-    best first, in one statement (one round trip and one plan instead of two: 2.2 -> 2.0 ms
-    p50 for a 10,000-item user on bench/scale.py --entities 60).
+) -> (
+    tuple[str, dict, Callable[[list[tuple]], tuple[list[QueryEntity], list[tuple[int, float]]]]]
+    | None
+):
+    """The third retrieval leg as (sql, params, read): the caller's entities whose name or
+    alias the query holds (at most ENTITIES_PER_QUERY, most mentioned first) and the items in
+    scope that mention them, best first, in one statement that the search sends with its other
+    legs; `read` turns its rows into (entities, [(item id, weight)]). None when the query
+    names nothing an entity could be called.
 
     An item scores the summed rarity (idf over the scope) of the query entities it names, so
     "Ines" and "Lisbon" together beat either alone and a name found everywhere counts little;
@@ -93,11 +97,10 @@ def entity_leg(
     """
     keys = query_name_keys(query)
     if not keys:
-        return [], []
+        return None
     total = max(scope_items or 0, 1)
     cap = math.inf if scope_items is None else max(5, MAX_MENTION_SHARE * total)
-    cursor.execute(
-        f"""
+    sql = f"""
         WITH named AS MATERIALIZED (
             SELECT id, name, type, description, mention_count, normalized_name, aliases,
                    row_number() OVER (ORDER BY mention_count DESC, id) AS position
@@ -135,28 +138,31 @@ def entity_leg(
         UNION ALL
         SELECT 1, position, id, NULL, NULL, NULL, NULL, NULL, NULL, weight FROM items
         ORDER BY 1, 2
-        """,
-        {
-            **params,
-            "e_user": user_id,
-            "e_app": app_id,
-            "e_keys": keys,
-            "e_excluded": sorted({normalize_entity_name(name) for name in exclude_names}),
-            "e_entities": ENTITIES_PER_QUERY,
-            "e_total": total,
-            "e_cap": cap,
-            "e_per_entity": MENTIONS_PER_ENTITY,
-            "e_limit": limit,
-        },
-    )
+        """
+    params = {
+        **params,
+        "e_user": user_id,
+        "e_app": app_id,
+        "e_keys": keys,
+        "e_excluded": sorted({normalize_entity_name(name) for name in exclude_names}),
+        "e_entities": ENTITIES_PER_QUERY,
+        "e_total": total,
+        "e_cap": cap,
+        "e_per_entity": MENTIONS_PER_ENTITY,
+        "e_limit": limit,
+    }
+    return sql, params, _entity_leg_read
+
+
+def _entity_leg_read(rows: list[tuple]) -> tuple[list[QueryEntity], list[tuple[int, float]]]:
     entities: list[QueryEntity] = []
-    rows: list[tuple[int, float]] = []
-    for part, _, item_id, *entity, weight in cursor.fetchall():
+    items: list[tuple[int, float]] = []
+    for part, _, item_id, *entity, weight in rows:
         if part == 0:
             entities.append(QueryEntity(item_id, *entity))
         else:
-            rows.append((item_id, float(weight)))
-    return entities, rows
+            items.append((item_id, float(weight)))
+    return entities, items
 
 
 def entities_of_items(*, user_id: int, item_ids: list[int], limit: int = 10) -> list[QueryEntity]:
