@@ -804,8 +804,8 @@ def main() -> None:
     if scores.stage_cpu_ms:
         print(
             "search CPU per stage, mean ms (candidates: the legs' SQL; fuse: fusion and the "
-            "candidates' load; rerank: trust rules and the top texts' read; floor; pack: one "
-            "slot per exchange, supersede, the hits' load; trim: display): "
+            "candidates' load, text included; rerank: trust rules; floor; pack: one slot per "
+            "exchange, supersede, the hits; trim: display): "
             + ", ".join(
                 f"{stage} {Scores.mean(values):.2f}"
                 for stage, values in scores.stage_cpu_ms.items()

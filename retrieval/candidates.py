@@ -77,6 +77,15 @@ class Candidate:
     relevance: float = 0.0
     # The other turn of its exchange, shown in the same slot (context_app.selectors._pack).
     merged: list[Candidate] = field(default_factory=list)
+    # What a hit shows, read by the same statement (`candidates_load`): the trust rules read the
+    # top items' text and `hits_build` the shown ones' without another round trip.
+    content: str = ""
+    header: str = ""
+    created_at: datetime | None = None
+    occurred_at: datetime | None = None
+    metadata: dict | str | None = None  # jsonb as the driver hands it (text: parsed when shown)
+    topics: list[str] = field(default_factory=list)
+    bucket: str = ""
 
     @property
     def conversation(self) -> str:
@@ -408,7 +417,10 @@ def candidates_load(
     params: dict | None = None,
     names_found: set[str] | None = None,
 ) -> dict[int, Candidate]:
-    """The light columns ranking needs (no text): speaker, position, covered messages.
+    """What ranking needs (speaker, position, covered messages) and what a hit shows (text,
+    header, dates, metadata, topics, bucket), in one statement: the loaded candidates are the
+    only items the later stages read, so neither the trust rules' texts nor the hits cost a
+    round trip of their own.
 
     probe_covered_pairs: whether to look up which turn-pair chunks have message items (only
     needed when the ranking weighs such pairs differently).
@@ -467,7 +479,9 @@ def candidates_load(
                    pair.covered, {similarity_sql},
                    coalesce(m.metadata->>'exchange_key', ''),
                    m.metadata->>'granularity' = 'message' AND length(m.content) < %(c_short)s
-                       AND right(rtrim(m.content), 1) = '?' AS is_question
+                       AND right(rtrim(m.content), 1) = '?' AS is_question,
+                   m.content, m.header, m.created_at, m.occurred_at, m.metadata, m.topics,
+                   m.bucket
                    {name_sql}
             FROM rag_store AS m {covered_pair_sql}
             WHERE m.id = ANY(%(c_ids)s)""",
@@ -489,7 +503,9 @@ def candidates_load(
     found = {}
     rows = cursor.fetchall()
     if name_sql and rows and names_found is not None:
-        names_found.update(name for name, held in zip(names, rows[0][13:], strict=True) if held)
+        names_found.update(
+            name for name, held in zip(names, rows[0][_NAME_COLUMNS:], strict=True) if held
+        )
     for row in rows:
         similarity = known_similarity.get(row[0], row[10])
         found[row[0]] = Candidate(
@@ -506,59 +522,57 @@ def candidates_load(
             similarity=float(similarity) if similarity is not None else None,
             exchange_key=row[11] or "",
             is_question=bool(row[12]),
+            content=row[13] or "",
+            header=row[14] or "",
+            created_at=row[15],
+            occurred_at=row[16],
+            metadata=row[17],
+            topics=list(row[18] or []),
+            bucket=row[19] or "",
         )
     return found
 
 
-def hits_load(cursor, packed: list[Candidate]) -> list[SearchHit]:
-    if not packed:
-        return []
-    cursor.execute(
-        "SELECT id, content, header, created_at, metadata, topics, occurred_at, bucket"
-        " FROM rag_store"
-        " WHERE id = ANY(%s)",
-        [[c.id for c in packed] + [m.id for c in packed for m in c.merged]],
-    )
-    rows = {row[0]: row for row in cursor.fetchall()}
+# candidates_load's first name column (after the ranking and display columns).
+_NAME_COLUMNS = 20
+
+
+def hits_build(packed: list[Candidate]) -> list[SearchHit]:
+    """The packed candidates as search hits, an exchange's two turns as one result in the
+    order they were said (all read already by `candidates_load`)."""
     hits = []
     for candidate in packed:
-        row = rows.get(candidate.id)
-        if row is None:  # deleted meanwhile
-            continue
-        content, message_ids, tokens = row[1], list(candidate.source_message_ids), 0
+        content, message_ids, tokens = candidate.content, list(candidate.source_message_ids), 0
         for other in candidate.merged:
-            merged_row = rows.get(other.id)
-            if merged_row is None:
-                continue
-            # The exchange's two turns in the order they were said, as one result.
             first_said = other.occurred_epoch < candidate.occurred_epoch or (
                 other.occurred_epoch == candidate.occurred_epoch
                 and (other.position or 0) < (candidate.position or 0)
             )
-            content = f"{merged_row[1]}\n{content}" if first_said else f"{content}\n{merged_row[1]}"
+            content = f"{other.content}\n{content}" if first_said else f"{content}\n{other.content}"
             message_ids = sorted({*message_ids, *other.source_message_ids})
-            tokens += stored_or_counted(other.token_count, merged_row[1])
+            tokens += stored_or_counted(other.token_count, other.content)
         # Django's psycopg setup hands raw-cursor jsonb back as text.
-        metadata = json.loads(row[4]) if isinstance(row[4], str) else row[4] or {}
+        metadata = candidate.metadata
+        metadata = json.loads(metadata) if isinstance(metadata, str) else metadata or {}
         hits.append(
             SearchHit(
                 id=candidate.id,
                 source=candidate.source,
                 content=content,
-                header=row[2],
+                header=candidate.header,
                 score=candidate.score,
                 similarity=candidate.similarity,
                 keyword_rank=candidate.keyword_score,
-                created_at=row[3],
-                occurred_at=row[6],
+                created_at=candidate.created_at,
+                occurred_at=candidate.occurred_at,
                 metadata=metadata,
-                topics=list(row[5] or []),
+                topics=list(candidate.topics),
                 chat_session_id=candidate.chat_session_id,
-                token_count=stored_or_counted(candidate.token_count, row[1]) + tokens,
+                token_count=stored_or_counted(candidate.token_count, candidate.content) + tokens,
                 source_message_ids=message_ids,
                 relevance=round(candidate.relevance, 4),
                 why=_why(candidate),
-                bucket=row[7],
+                bucket=candidate.bucket,
             )
         )
     return hits

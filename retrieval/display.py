@@ -8,7 +8,9 @@ from __future__ import annotations
 import bisect
 import math
 import re
+from collections.abc import Sequence
 from datetime import datetime
+from functools import lru_cache
 
 from django.utils import timezone
 
@@ -44,13 +46,23 @@ def _term_positions(lowered: str, terms: set[str]) -> list[tuple[int, str]]:
     return found
 
 
-def _sentence_spans(content: str, start: int = 0) -> list[tuple[int, int]]:
+# A stored text never changes, and the same items come back search after search: what
+# display derives from a text alone (its sentences, which of them tell something, its form
+# without the chatter around them) is cached by text, as fact_updates.user_statements is. The
+# query-dependent part (which sentences match the query) is all that is left to each search.
+TEXT_CACHE_ITEMS = 8192
+
+
+@lru_cache(maxsize=TEXT_CACHE_ITEMS)
+def _sentence_spans(content: str, start: int = 0) -> tuple[tuple[int, int], ...]:
     """(start, end) of each sentence or clause of `content` from `start` on, as display cuts it:
     every line and every ": " ends one too."""
-    return sentence_spans(content, start, lines="every", colons=True)
+    return tuple(sentence_spans(content, start, lines="every", colons=True))
 
 
-def _sentence_scores(content: str, spans: list[tuple[int, int]], wanted: set[str]) -> list[float]:
+def _sentence_scores(
+    content: str, spans: Sequence[tuple[int, int]], wanted: frozenset[str]
+) -> list[float]:
     """How many query words (`match_terms`, longer ones weigh more) each sentence of `spans` holds."""
     lowered = fold_accents(content.lower())
     # Offsets of `lowered` are the content's unless a character's lower case or its folded
@@ -68,7 +80,7 @@ def _sentence_scores(content: str, spans: list[tuple[int, int]], wanted: set[str
 
 
 def _query_window(
-    content: str, spans: list[tuple[int, int]], query: str, limit: int
+    content: str, spans: Sequence[tuple[int, int]], query: str, limit: int
 ) -> tuple[int, int] | None:
     """(first, last) index of the sentences around the one that shares most words with the
     query (ties: the earlier), grown toward the neighbour with more of them (ties: the next)
@@ -136,15 +148,16 @@ def asks_other(content: str, start: int, end: int) -> bool:
     return asks and bool(_YOU.search(sentence)) and not _FIRST_PERSON.search(sentence)
 
 
-def _telling(content: str, spans: list[tuple[int, int]]) -> list[int]:
-    """Indexes of the sentences that tell something: not a reaction ("Wow, that's great!",
-    memory_site.text.sentences.is_chatter), not a question to the other person (`asks_other`)."""
-    return [
+@lru_cache(maxsize=TEXT_CACHE_ITEMS)
+def _telling(content: str, start: int, asks_trim: bool) -> tuple[int, ...]:
+    """Indexes of the sentences of `_sentence_spans(content, start)` that tell something: not
+    a reaction ("Wow, that's great!", memory_site.text.sentences.is_chatter), nor, with
+    `asks_trim`, a question to the other person (`asks_other`)."""
+    return tuple(
         index
-        for index, (a, b) in enumerate(spans)
-        if not is_chatter(content[a:b])
-        and not (ranking_config().asks_trim and asks_other(content, a, b))
-    ]
+        for index, (a, b) in enumerate(_sentence_spans(content, start))
+        if not is_chatter(content[a:b]) and not (asks_trim and asks_other(content, a, b))
+    )
 
 
 def chatter_trim(content: str) -> tuple[str, dict | None]:
@@ -154,12 +167,19 @@ def chatter_trim(content: str) -> tuple[str, dict | None]:
     (`_telling`), so the budget holds more memories. A turn that is all chatter comes back
     whole, and so does a long item (passage_trim cuts those). Returns (text, {"start", "end",
     "length"} or None)."""
-    if len(content) > ranking_config().trim_min_chars:
+    config = ranking_config()
+    text, trimmed = _chatter_trimmed(content, config.trim_min_chars, config.asks_trim)
+    return text, dict(trimmed) if trimmed else None  # the caller's own, not the cache's
+
+
+@lru_cache(maxsize=TEXT_CACHE_ITEMS)
+def _chatter_trimmed(content: str, trim_min_chars: int, asks_trim: bool) -> tuple[str, dict | None]:
+    if len(content) > trim_min_chars:
         return content, None
     label = _SPEAKER_LABEL.match(content)
     offset = label.end() if label else 0
     spans = _sentence_spans(content, offset)
-    telling = _telling(content, spans)
+    telling = _telling(content, offset, asks_trim)
     if not telling or (telling[0] == 0 and telling[-1] == len(spans) - 1):
         return content, None
     begin, end = spans[telling[0]][0], spans[telling[-1]][1]
@@ -185,7 +205,7 @@ def gist_trim(content: str, query: str) -> tuple[str, dict | None]:
     spans = _sentence_spans(content, offset)
     window = _query_window(content, spans, query, config.gist_chars)
     if window is None and len(spans) > 1:
-        telling = _telling(content, spans)
+        telling = _telling(content, offset, config.asks_trim)
         if telling:
             low = high = telling[0]
             while high + 1 < len(spans) and spans[high + 1][1] - spans[low][0] <= config.gist_chars:

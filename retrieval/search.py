@@ -102,8 +102,8 @@ class SearchResult:
     # Entities the query names (the entity leg's input), most mentioned first.
     entities: list[QueryEntity] = field(default_factory=list)
     # With a `stage_clock`: its ms per stage (candidates: the legs' SQL; fuse: fusion and the
-    # candidates' load; rerank: the trust rules and their reads; pack: packing, the hits'
-    # load, trimming and the budget).
+    # candidates' load, text included; rerank: the trust rules and their reads; floor; pack:
+    # packing, supersede and the hits; trim: trimming and the budget).
     stage_ms: dict[str, float] = field(default_factory=dict)
 
 
@@ -447,6 +447,8 @@ def stage_fuse(state: SearchState, cursor) -> None:
         params=state.params,
         names_found=state.names_found,
     )
+    # The trust rules' texts come with the load (trust.texts_read finds them all here).
+    state.texts.update((item_id, (c.content, c.source)) for item_id, c in state.candidates.items())
     keyword_scores = dict(state.keyword_rows)
     entity_ranks = {item_id: rank for rank, (item_id, _) in enumerate(state.entity_rows, 1)}
     entity_scores = dict(state.entity_rows)
@@ -475,8 +477,8 @@ def stage_rerank(state: SearchState, cursor) -> None:
         recency_half_life_days=state.recency_half_life_days,
         now=state.now,
     )
-    # The text of the top items, read once for coverage and the statements (twice the
-    # supersede window: packing skips the other items of an exchange).
+    # The text of the top items for coverage and the statements (twice the supersede window:
+    # packing skips the other items of an exchange), loaded with them already.
     window = max(trust.text_window(state.asked), config.text_read_window)
     trust.texts_read(cursor, [c.id for c in ranked[:window]], state.texts)
     ranked = trust.money_weight_apply(ranked, state.asked, state.texts)
@@ -533,7 +535,7 @@ def stage_pack(state: SearchState, cursor) -> None:
             cursor, window, stated=state.stated, texts=state.texts, relation=state.relation
         ),
     )
-    state.hits = search_candidates.hits_load(cursor, state.packed)
+    state.hits = search_candidates.hits_build(state.packed)
 
 
 def stage_trim(state: SearchState) -> None:

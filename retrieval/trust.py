@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 
 from memory_site.text.accents import fold_accents
 from memory_site.text.entity_names import ABBREVIATIONS, NATIONALITIES
@@ -48,10 +49,13 @@ ELLIPSIS = "…"
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def match_terms(text: str) -> set[str]:
-    """The query-matching words of `text`: accents folded, the first six letters of each."""
+@lru_cache(maxsize=8192)
+def match_terms(text: str) -> frozenset[str]:
+    """The query-matching words of `text`: accents folded, the first six letters of each.
+    Cached by text: a search asks it of the query once per hit and of the same stored texts
+    search after search."""
     folded = fold_accents(text.lower())
-    return {word[:6] for word in _WORD.findall(folded) if word not in ENGLISH_STOP_WORDS}
+    return frozenset(word[:6] for word in _WORD.findall(folded) if word not in ENGLISH_STOP_WORDS)
 
 
 # --------------------------------------------------------------------------------------------

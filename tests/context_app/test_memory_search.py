@@ -522,3 +522,24 @@ def test_speaker_named_in_the_question_outranks_a_message_mentioning_them(user, 
     assert result.items[0].content.startswith(
         "Caroline: Yes, I spent the weekend in the mountains."
     )
+
+
+def test_a_hybrid_search_reads_the_store_in_three_round_trips(user, fake_embedder):
+    """Once the scope's statistics are cached (they are for a minute): the three legs in one
+    round trip, the candidates' load (text included: no stage reads a row again) and the
+    supersede window's similarities. A search that grew a read per leg or per result fails."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for index in range(12):
+        memory_write(user, f"Mara keeps bees on the roof, note {index} about the hive")
+    memory_search(user=user, query="bees on the roof")  # the scope's statistics, cached
+
+    with CaptureQueriesContext(connection) as captured:
+        result = memory_search(user=user, query="Where does Mara keep her bees?")
+
+    assert len(result.items) == 10
+    statements = [query["sql"] for query in captured.captured_queries]
+    legs = [sql for sql in statements if "query_terms" in sql]
+    assert len(legs) == 1 and "embedding <=>" in legs[0] and "named AS MATERIALIZED" in legs[0]
+    assert len(statements) <= 3, statements
