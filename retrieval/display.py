@@ -230,7 +230,14 @@ def hits_trim(hits: list[SearchHit], query: str, *, gists: bool = True) -> None:
         if trimmed is not None:
             hit.content = text
             hit.trimmed = trimmed
-            hit.token_count = count_tokens(text)
+            hit.token_count = _shown_tokens(text)
+
+
+@lru_cache(maxsize=TEXT_CACHE_ITEMS)
+def _shown_tokens(text: str) -> int:
+    """The tokens of a trimmed text: the same cut of an item comes back for many queries (its
+    chatter trim always, its gist whenever no query word is in it)."""
+    return count_tokens(text)
 
 
 def hits_budget(hits: list[SearchHit], *, max_tokens: int | None) -> tuple[list[SearchHit], int]:
