@@ -361,26 +361,17 @@ def stage_candidates(state: SearchState, cursor) -> None:
     scope_items = state.stats.count if state.stats else None
     legs: dict[str, search_candidates.Statement] = {}
     if state.stats is not None:
-        query = trust.keyword_query(state.asked)
-        drop_name = state.named[0] if len(state.named) == 1 else ""
-        keyword_leg = search_candidates.bm25_statement(
-            scope=state.scope,
-            params=state.params,
-            query=query,
-            drop_name=drop_name,
-            stats=state.stats,
-            limit=state.limit,
-        )
-        if keyword_leg is None:
-            state.keyword_rows = search_candidates.bm25_candidates(
-                cursor,
-                scope=state.scope,
-                params=state.params,
-                query=query,
-                drop_name=drop_name,
-                stats=state.stats,
-                limit=state.limit,
-            )
+        keyword = {
+            "scope": state.scope,
+            "params": state.params,
+            "query": trust.keyword_query(state.asked),
+            "drop_name": state.named[0] if len(state.named) == 1 else "",
+            "stats": state.stats,
+            "limit": state.limit,
+        }
+        keyword_leg = search_candidates.bm25_statement(**keyword)
+        if keyword_leg is None:  # a big scope: its own sampled statements
+            state.keyword_rows = search_candidates.bm25_candidates(cursor, **keyword)
         else:
             legs["keyword"] = keyword_leg
     if state.mode == "hybrid" and ranking_config().entity_weight and state.query.strip():
