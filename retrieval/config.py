@@ -179,11 +179,6 @@ class RankingConfig:
     )
     gist_chars: int = _setting(120, "About how long a gist is.")
 
-    @property
-    def text_read_window(self) -> int:
-        """Results whose text the rerank reads (supersede pairs and statements)."""
-        return 2 * self.supersede_window
-
     def replace(self, **changes) -> RankingConfig:
         """A copy with `changes` (names are the fields; upper case is accepted too)."""
         return dataclasses.replace(self, **{name.lower(): value for name, value in changes.items()})

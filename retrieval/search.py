@@ -438,7 +438,7 @@ def stage_fuse(state: SearchState, cursor) -> None:
         params=state.params,
         names_found=state.names_found,
     )
-    # The trust rules' texts come with the load (trust.texts_read finds them all here).
+    # The trust rules read the texts loaded with the candidates: no stage reads a row again.
     state.texts.update((item_id, (c.content, c.source)) for item_id, c in state.candidates.items())
     keyword_scores = dict(state.keyword_rows)
     entity_ranks = {item_id: rank for rank, (item_id, _) in enumerate(state.entity_rows, 1)}
@@ -457,7 +457,8 @@ def stage_rerank(state: SearchState, cursor) -> None:
     """The candidates in rank order by the trust rules: the assistant's words below the
     user's for questions about the user, factors and recency (`rank_candidates`), amounts for money
     questions, the share of the query's words held, names the memory never mentions, and the
-    statements of a relation the question asks about. Reads the top items' text once."""
+    statements of a relation the question asks about, all on the texts loaded with the
+    candidates."""
     config = ranking_config()
     trust.assistant_weight_apply(state.candidates, state.query)
     ranked = rank_candidates(
@@ -468,10 +469,6 @@ def stage_rerank(state: SearchState, cursor) -> None:
         recency_half_life_days=state.recency_half_life_days,
         now=state.now,
     )
-    # The text of the top items for coverage and the statements (twice the supersede window:
-    # packing skips the other items of an exchange), loaded with them already.
-    window = max(trust.text_window(state.asked), config.text_read_window)
-    trust.texts_read(cursor, [c.id for c in ranked[:window]], state.texts)
     ranked = trust.money_weight_apply(ranked, state.asked, state.texts)
     trust.coverage_assign(ranked, state.asked, state.texts)
     if state.names and ranked:
@@ -487,7 +484,6 @@ def stage_rerank(state: SearchState, cursor) -> None:
         )
     state.relation = question_relation(state.asked)
     state.updates = trust.window_updates(
-        cursor,
         [c.id for c in ranked[: config.supersede_window]],
         stated=state.stated,
         texts=state.texts,
@@ -523,7 +519,7 @@ def stage_pack(state: SearchState, cursor) -> None:
         trust.pairwise_similarity(cursor, window),
         as_of=state.now,
         updates=trust.window_updates(
-            cursor, window, stated=state.stated, texts=state.texts, relation=state.relation
+            window, stated=state.stated, texts=state.texts, relation=state.relation
         ),
     )
     state.hits = search_candidates.hits_build(state.packed)

@@ -92,7 +92,7 @@ def query_terms(query: str) -> dict[str, float]:
 def coverage_assign(ranked: list[Candidate], query: str, texts: dict[int, tuple[str, str]]) -> None:
     """Keyword relevance of the first COVERAGE_WINDOW candidates: the share of the query's
     words their text holds (a BM25 score depends on the scope's size and the item's length;
-    coverage means the same in every scope). `texts`: `texts_read` of at least that window."""
+    coverage means the same in every scope). `texts`: the loaded candidates' {id: (text, source)}."""
     config = ranking_config()
     terms = query_terms(query)
     if not terms:
@@ -100,17 +100,6 @@ def coverage_assign(ranked: list[Candidate], query: str, texts: dict[int, tuple[
     for candidate in ranked[: config.coverage_window]:
         coverage = coverage_of(terms, texts.get(candidate.id, ("", ""))[0])
         candidate.relevance = min(1.0, max(candidate.relevance, config.coverage_weight * coverage))
-
-
-def texts_read(cursor, ids: list[int], texts: dict[int, tuple[str, str]]) -> None:
-    """Adds {id: (content, source)} of the given items not yet in `texts`: one read for
-    coverage and the statements of the top items."""
-    missing = [item_id for item_id in ids if item_id not in texts]
-    if missing:
-        cursor.execute(
-            "SELECT id, content, source FROM rag_store WHERE id = ANY(%(ids)s)", {"ids": missing}
-        )
-        texts.update((row[0], (row[1] or "", row[2])) for row in cursor.fetchall())
 
 
 def relevance_assign(
@@ -255,15 +244,6 @@ def question_weight_apply(candidates: dict[int, Candidate]) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def text_window(query: str) -> int:
-    """How many of the top items' texts the search reads for this query's text rules."""
-    config = ranking_config()
-    return max(
-        config.coverage_window,
-        config.money_window if MONEY_QUERY.search(query) else 0,
-    )
-
-
 def money_weight_apply(
     ranked: list[Candidate], query: str, texts: dict[int, tuple[str, str]]
 ) -> list[Candidate]:
@@ -317,7 +297,6 @@ def pairwise_similarity(cursor, ids: list[int]) -> dict[tuple[int, int], float]:
 # Only the start of a long user message is read for statements (a pasted text states nothing
 # about the user, and its parse would cost the search).
 def window_updates(
-    cursor,
     ids: list[int],
     *,
     stated: dict[int, tuple],
@@ -330,12 +309,11 @@ def window_updates(
     older must be replaced, or with `relation` (what the question asks: `question_relation`)
     every one of that relation: "I live in Austin and work at Globex" is not replaced by "I
     moved to Denver" for "where do I work?", but is for "where do I live?". `stated` caches
-    each item's statements and `texts` its text (`texts_read`) across calls of one search.
+    each item's statements across calls of one search; `texts` holds the loaded candidates' text.
     With `relation`, a lone item's statements are parsed too: `relation_relevance_apply`
     needs them ("I moved to Lisbon" is the answer to "where do I live?" in a store of one)."""
     if len(ids) < 2 and not (ids and relation):
         return set()
-    texts_read(cursor, ids, texts)
     for item_id in ids:
         if item_id not in stated and item_id in texts:
             content, source = texts[item_id]
