@@ -1,14 +1,13 @@
 """The rag_store's candidate reads for a search: BM25 over the search vector (keyword side),
 HNSW cosine neighbours (vector side), the light columns ranking needs and the hits' text.
 
-Fusion, ranking and packing live in context_app.selectors (memory_search); every statement
-here starts from a scope built by ingestion_app.selectors.scope. Design and measurements: see
-context_app.selectors' module docstring.
+Fusion, ranking and packing live in retrieval.search (memory_search) and what a result looks
+like in retrieval.hits; every statement here starts from a scope built by
+ingestion_app.selectors.scope.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,36 +16,7 @@ from datetime import datetime
 from ingestion_app.selectors import scope as search_scope
 from ingestion_app.selectors.scope import ScopeStats
 from memory_site.text.accents import fold_accents
-from memory_site.tokens import stored_or_counted
 from retrieval.config import ranking_config
-
-
-@dataclass
-class SearchHit:
-    id: int
-    source: str
-    content: str
-    header: str
-    score: float
-    similarity: float | None
-    keyword_rank: float | None
-    created_at: datetime
-    occurred_at: datetime
-    metadata: dict
-    topics: list[str]
-    chat_session_id: str | None
-    token_count: int
-    source_message_ids: list[int] = field(default_factory=list)
-    # How sure the ranking is that the item is about the query, in [0, 1] (see memory_search).
-    relevance: float = 0.0
-    # Why it matched: [{"signal": "keyword"|"vector"|"entity"|"recency", "rank", "score"}].
-    why: list[dict] = field(default_factory=list)
-    # Set when a later memory about the same subject says otherwise: {"by": id, "occurred_at",
-    # "by_occurred_at"} (both dates shown to the reader).
-    superseded: dict | None = None
-    # Set when the content was cut to the passage that matches: {"start", "end", "length"}.
-    trimmed: dict | None = None
-    bucket: str = ""
 
 
 @dataclass
@@ -75,7 +45,7 @@ class Candidate:
     entity_score: float | None = None
     recency_factor: float | None = None
     relevance: float = 0.0
-    # The other turn of its exchange, shown in the same slot (context_app.selectors._pack).
+    # The other turn of its exchange, shown in the same slot (retrieval.search.stage_pack).
     merged: list[Candidate] = field(default_factory=list)
     # What a hit shows, read by the same statement (`candidates_load`): the trust rules read the
     # top items' text and `hits_build` the shown ones' without another round trip.
@@ -405,6 +375,10 @@ def vector_statements(
     return settings, search
 
 
+# candidates_load's first name column (after the ranking and display columns).
+_NAME_COLUMNS = 20
+
+
 def candidates_load(
     cursor,
     ids: list[int],
@@ -531,85 +505,3 @@ def candidates_load(
             bucket=row[19] or "",
         )
     return found
-
-
-# candidates_load's first name column (after the ranking and display columns).
-_NAME_COLUMNS = 20
-
-
-def hits_build(packed: list[Candidate]) -> list[SearchHit]:
-    """The packed candidates as search hits, an exchange's two turns as one result in the
-    order they were said (all read already by `candidates_load`)."""
-    hits = []
-    for candidate in packed:
-        content, message_ids, tokens = candidate.content, list(candidate.source_message_ids), 0
-        for other in candidate.merged:
-            first_said = other.occurred_epoch < candidate.occurred_epoch or (
-                other.occurred_epoch == candidate.occurred_epoch
-                and (other.position or 0) < (candidate.position or 0)
-            )
-            content = f"{other.content}\n{content}" if first_said else f"{content}\n{other.content}"
-            message_ids = sorted({*message_ids, *other.source_message_ids})
-            tokens += stored_or_counted(other.token_count, other.content)
-        # Django's psycopg setup hands raw-cursor jsonb back as text.
-        metadata = candidate.metadata
-        metadata = json.loads(metadata) if isinstance(metadata, str) else metadata or {}
-        hits.append(
-            SearchHit(
-                id=candidate.id,
-                source=candidate.source,
-                content=content,
-                header=candidate.header,
-                score=candidate.score,
-                similarity=candidate.similarity,
-                keyword_rank=candidate.keyword_score,
-                created_at=candidate.created_at,
-                occurred_at=candidate.occurred_at,
-                metadata=metadata,
-                topics=list(candidate.topics),
-                chat_session_id=candidate.chat_session_id,
-                token_count=stored_or_counted(candidate.token_count, candidate.content) + tokens,
-                source_message_ids=message_ids,
-                relevance=round(candidate.relevance, 4),
-                why=_why(candidate),
-                bucket=candidate.bucket,
-            )
-        )
-    return hits
-
-
-def _why(candidate: Candidate) -> list[dict]:
-    """The signals that put the item where it is, strongest first (the API's `why`)."""
-    why = []
-    if candidate.keyword_score is not None:
-        why.append(
-            {
-                "signal": "keyword",
-                "rank": candidate.keyword_rank,
-                "score": round(candidate.keyword_score, 4),
-            }
-        )
-    if candidate.similarity is not None and (candidate.vector_rank is not None or not why):
-        why.append(
-            {
-                "signal": "vector",
-                "rank": candidate.vector_rank,
-                "score": round(candidate.similarity, 4),
-            }
-        )
-    if candidate.entity_rank is not None:
-        why.append(
-            {
-                "signal": "entity",
-                "rank": candidate.entity_rank,
-                "score": round(candidate.entity_score or 0.0, 4),
-            }
-        )
-    if candidate.recency_factor is not None:
-        why.append({"signal": "recency", "rank": None, "score": round(candidate.recency_factor, 4)})
-    return why
-
-
-# --------------------------------------------------------------------------------------------
-# Rendering and stats
-# --------------------------------------------------------------------------------------------

@@ -17,8 +17,8 @@ from django.utils import timezone
 from memory_site.text.accents import fold_accents
 from memory_site.text.sentences import is_chatter, sentence_spans
 from memory_site.tokens import count_tokens
-from retrieval.candidates import SearchHit
 from retrieval.config import ranking_config
+from retrieval.hits import SearchHit
 from retrieval.trust import ELLIPSIS, match_terms
 
 # --------------------------------------------------------------------------------------------

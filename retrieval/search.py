@@ -63,9 +63,10 @@ from memory_site.text.accents import fold_accents
 from memory_site.text.fact_updates import question_relation
 from retrieval import candidates as search_candidates
 from retrieval import display, trust
-from retrieval.candidates import Candidate, SearchHit
+from retrieval.candidates import Candidate
 from retrieval.config import RankingConfig, ranking_config, ranking_with
 from retrieval.display import format_date, format_for_prompt, format_hit
+from retrieval.hits import SearchHit, hits_build
 from retrieval.query import (
     MAX_KEYWORD_QUERY_CHARS,
     embedder_available,
@@ -522,7 +523,7 @@ def stage_pack(state: SearchState, cursor) -> None:
             window, stated=state.stated, texts=state.texts, relation=state.relation
         ),
     )
-    state.hits = search_candidates.hits_build(state.packed)
+    state.hits = hits_build(state.packed)
 
 
 def stage_trim(state: SearchState) -> None:
