@@ -34,9 +34,10 @@ from django.contrib.auth import get_user_model  # noqa: E402
 from django.db import connection  # noqa: E402
 
 import context_app.selectors as selectors  # noqa: E402
-from ingestion_app.models import Entity, MemoryItem  # noqa: E402
-from ingestion_app.services.entities import entities_extract  # noqa: E402
-from ingestion_app.services.entity_mentions import (  # noqa: E402
+from entities_app.models import Entity  # noqa: E402
+from entities_app.services.entities import entities_extract  # noqa: E402
+from ingestion_app.models import MemoryItem  # noqa: E402
+from ingestion_app.services.item_entities import (  # noqa: E402
     bucket_for,
     memory_item_entity_types,
 )

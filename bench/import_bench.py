@@ -271,10 +271,11 @@ def run_import(path: Path, *, embed: bool) -> dict:
     from django.contrib.auth import get_user_model
     from django.db import connection
 
+    from entities_app.models import Entity
     from imports_app.services.entity_backfill import import_file_entities_backfill
     from imports_app.services.jobs import import_job_create_from_paths, import_job_run
     from imports_app.services.passage_vectors import import_job_passage_vectors
-    from ingestion_app.models import Entity, MemoryItem
+    from ingestion_app.models import MemoryItem
 
     database = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     try:

@@ -9,7 +9,6 @@ from ingestion_app.services.document_jobs import (
     document_ingest_job_run,
     document_ingest_jobs_resume_abandoned,
 )
-from ingestion_app.services.entity_edits import entities_embed_and_resolve, entities_llm_extract
 from ingestion_app.services.inline import chunk_header_backfill, chunk_headers_resume_stalled
 from sessions_app.services.sessions import sessions_close_resume_abandoned
 
@@ -51,21 +50,3 @@ def embed_missing_task() -> int:
     except Exception:
         logger.exception("embedding chat items without a vector failed")
         return 0
-
-
-def entities_resolve_task(entity_ids: list[int]) -> int:
-    """Embed new entities and merge near-duplicates (logged, not raised, like the backfill)."""
-    try:
-        return entities_embed_and_resolve(entity_ids=[int(entity_id) for entity_id in entity_ids])
-    except Exception:
-        logger.exception("entity resolution of %s failed", entity_ids)
-        return 0
-
-
-def entities_llm_extract_task(memory_item_id: int) -> str:
-    """The model's entities, descriptions and relations for one item (see entity_edits)."""
-    try:
-        return entities_llm_extract(memory_item_id=int(memory_item_id))
-    except Exception:
-        logger.exception("entity extraction of item %s failed", memory_item_id)
-        return "failed"

@@ -105,6 +105,7 @@ INSTALLED_APPS = [
     "webhooks_app",
     "sessions_app",
     "ingestion_app",
+    "entities_app",
     "imports_app",
     "context_app",
     "profile_app",

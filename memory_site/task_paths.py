@@ -27,8 +27,8 @@ BACKFILL_TASK = "ingestion_app.tasks.chunk_header_backfill_task"
 # embedder failed), every minute (ingestion_app.services.deferred_embeddings).
 EMBED_MISSING_TASK = "ingestion_app.tasks.embed_missing_task"
 # ingestion_app: entity name embeddings + similarity merges, the model's entity extraction.
-ENTITIES_RESOLVE_TASK = "ingestion_app.tasks.entities_resolve_task"
-ENTITIES_LLM_TASK = "ingestion_app.tasks.entities_llm_extract_task"
+ENTITIES_RESOLVE_TASK = "entities_app.tasks.entities_resolve_task"
+ENTITIES_LLM_TASK = "entities_app.tasks.entities_llm_extract_task"
 # sessions_app: the periodic schedules (`manage.py upsert_schedules`).
 CLOSE_STALE_SESSIONS_TASK = "sessions_app.tasks.close_stale_sessions_task"
 RETENTION_TASK = "sessions_app.tasks.retention_task"

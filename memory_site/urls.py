@@ -12,6 +12,7 @@ handler500 = "memory_site.errors.json_500"
 api_v1 = [
     path("", include("sessions_app.api.urls")),
     path("", include("ingestion_app.api.urls")),
+    path("", include("entities_app.api.urls")),
     path("", include("imports_app.api.urls")),
     path("", include("context_app.api.urls")),
     path("", include("profile_app.api.urls")),

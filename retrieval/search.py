@@ -33,7 +33,7 @@ Design (measured on LoCoMo; `bench/locomo.py` reproduces it, bench/RESULTS.md ha
   messages are boosted x2.
 - Entity leg: items that mention an entity (person, pet, place...) the query names or an alias
   of one ("my sister"), ranked by the summed rarity of those entities, fused at ENTITY_WEIGHT
-  (ingestion_app.selectors.entities; hybrid mode only).
+  (entities_app.selectors; hybrid mode only).
 - Optional recency weight, a similarity threshold, scope filters. Packing walks the ranking,
   skips an item whose messages are all covered by items already taken (turn-pair chunks and
   message items overlap) and stops before max_tokens.
@@ -49,13 +49,13 @@ from datetime import UTC, datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
-from ingestion_app.selectors import scope as search_scope
-from ingestion_app.selectors.entities import (
+from entities_app.selectors import (
     QueryEntity,
     entities_mentioned_in_buckets,
     entities_of_items,
     entity_leg_statement,
 )
+from ingestion_app.selectors import scope as search_scope
 from ingestion_app.selectors.scope import SOURCES, SearchFilters
 from memory_site import metrics
 from memory_site.errors import InvalidInput

@@ -18,9 +18,10 @@ from django.db.models.functions import Substr
 from django.http import Http404
 from django.utils import timezone
 
+from entities_app.models import Entity
 from imports_app.models import ImportFile, ImportJob
 from imports_app.services.jobs import import_job_get_for_user
-from ingestion_app.models import Document, Entity, MemoryItem
+from ingestion_app.models import Document, MemoryItem
 from ingestion_app.selectors import (
     countable_memories,
     memories_for_user,

@@ -13,8 +13,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from entities_app.selectors import cross_references_of_items, entity_total
 from ingestion_app.selectors import memory_stats
-from ingestion_app.selectors.entities import cross_references_of_items
 from ingestion_app.services.deferred_embeddings import READ_WAIT_SECONDS, pending_embeddings_wait
 from memory_site.api_fields import (
     FieldAliasMixin,
@@ -330,4 +330,5 @@ class MemoryStatsApi(APIView):
         app_id = request.query_params.get("app_id") or None
         if app_id and len(app_id) > 64:
             raise InvalidInput("app_id: at most 64 characters.", field="app_id")
-        return Response(memory_stats(user=request.user, app_id=app_id))
+        stats = memory_stats(user=request.user, app_id=app_id)
+        return Response({**stats, "total_entities": entity_total(user=request.user, app_id=app_id)})

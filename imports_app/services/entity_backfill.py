@@ -18,9 +18,9 @@ from django.db.models import F, Func, IntegerField
 from django.utils import timezone
 from django_q.tasks import async_task
 
+from entities_app.services.entities import entities_extract
 from imports_app.models import ImportFile
 from ingestion_app.models import MemoryItem
-from ingestion_app.services.entities import entities_extract
 from memory_site.db_locks import advisory_try_lock
 from memory_site.task_paths import IMPORT_ENTITIES_TASK
 

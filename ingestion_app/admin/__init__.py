@@ -1,3 +1,3 @@
 """Admin screens, one module per concept (Django autodiscovers this package)."""
 
-from ingestion_app.admin import commits, documents, entities, memory_items  # noqa: F401
+from ingestion_app.admin import commits, documents, memory_items  # noqa: F401

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from ingestion_app.api import commit, documents, entities, memories
+from ingestion_app.api import commit, documents, memories
 
 urlpatterns = [
     path("knowledge/ingest", documents.DocumentIngestApi.as_view(), name="knowledge-ingest"),
@@ -10,9 +10,6 @@ urlpatterns = [
         name="knowledge-ingest-job",
     ),
     path("memory/commit", commit.MemoryCommitApi.as_view(), name="memory-commit"),
-    path("entities", entities.EntityListApi.as_view(), name="entities"),
-    path("entities/merge", entities.EntityMergeApi.as_view(), name="entity-merge"),
-    path("entities/<int:entity_id>", entities.EntityDetailApi.as_view(), name="entity-detail"),
     path("memories", memories.MemoryListApi.as_view(), name="memories"),
     path("memories/<int:memory_id>", memories.MemoryDetailApi.as_view(), name="memory-detail"),
     path(

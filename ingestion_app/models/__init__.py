@@ -2,5 +2,4 @@
 
 from ingestion_app.models.commits import MemoryCommitLog, ProjectContext  # noqa: F401
 from ingestion_app.models.documents import Document, DocumentIngestJob  # noqa: F401
-from ingestion_app.models.entities import CrossReference, Entity, EntityMention  # noqa: F401
 from ingestion_app.models.memory_items import FactHistory, MemoryItem  # noqa: F401

@@ -2,9 +2,9 @@
 
 - memories: browsing, one item and its history, nearest facts, commit bookkeeping, totals;
 - scope: the WHERE clause and statistics every search statement starts from;
-- entities: the entity leg of memory_search, entity lists and pages, cross-references.
 
-Search itself (its candidate SQL, fusion, ranking, display) is the `retrieval` package's.
+Search itself (its candidate SQL, fusion, ranking, display) is the `retrieval` package's;
+the entity graph's reads are entities_app.selectors.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Q, QuerySet
 
 from ingestion_app.models import FactHistory, MemoryCommitLog, MemoryItem, ProjectContext
-from ingestion_app.selectors.entities import entity_stats
 from ingestion_app.selectors.scope import SOURCES, vector_literal
 from memory_site.errors import NotFound
 from memory_site.text.accents import fold_accents
@@ -199,8 +198,9 @@ def memory_count_by_session(*, user, session_ids) -> dict[uuid.UUID, int]:
 
 
 def memory_stats(*, user, app_id: str | None = None, top_topics: int = 50) -> dict:
-    """Totals of the caller's memories by source, project and topic (the `top_topics` most
-    used topics); one app's when app_id is given.
+    """Totals of the caller's memories by source, project, topic (the `top_topics` most used
+    topics) and knowledge bucket; one app's when app_id is given. (The entity count is the
+    entity layer's: ``entities_app.selectors.entity_total``.)
 
     Counts what the memory browser and the sessions pages count (``countable_memories``), so
     the three never disagree.
@@ -224,7 +224,12 @@ def memory_stats(*, user, app_id: str | None = None, top_topics: int = 50) -> di
         "by_source": by_source,
         "by_project": by_project,
         "by_topic": by_topic,
-        **entity_stats(user=user, app_id=app_id, items=items),
+        "bucket_distribution": dict(
+            items.order_by()
+            .values_list("bucket")
+            .annotate(n=Count("id"))
+            .values_list("bucket", "n")
+        ),
     }
 
 

@@ -46,12 +46,12 @@ from django.utils import timezone
 
 from ingestion_app.models import MemoryItem
 from ingestion_app.selectors.scope import table_stats_forget
-from ingestion_app.services.entities import entities_extract
-from ingestion_app.services.entity_mentions import (
+from ingestion_app.services.item_entities import (
     bucket_configured,
     bucket_for,
     memory_item_entity_types,
 )
+from ingestion_app.signals import memory_items_written
 from memory_site.providers import get_embedder
 from memory_site.providers.base import ProviderError
 from memory_site.text.accents import accented_words_folded
@@ -298,13 +298,13 @@ def memory_item_create(
     **optional: Any,
 ) -> MemoryItem:
     """`memory_item_build` (same keyword arguments), saved, then its entities extracted
-    (``entities_extract``; ``with_entities=False`` when the caller extracts a batch itself, as
+    (``memory_items_written``, on which entities_app extracts; ``with_entities=False`` when the caller extracts a batch itself, as
     `pending_items_store` does for a reply's two items). Runs in the caller's transaction;
     raises IntegrityError on a taken chunk_id (callers that may race keep the first row)."""
     item = memory_item_build(scope=scope, source=source, content=content, **optional)
     item.save(force_insert=True)
     if with_entities:
-        entities_extract(items=[item])
+        memory_items_written.send(sender=MemoryItem, items=[item])
     return item
 
 
@@ -314,7 +314,7 @@ def memory_items_bulk_create(
     """Insert items built by `memory_item_build` in multi-row INSERTs (ids are set on them),
     then extract their entities in bulk. (Imports use `memory_items_copy`.)"""
     created = MemoryItem.objects.bulk_create(items, batch_size=batch_size)
-    entities_extract(items=created)
+    memory_items_written.send(sender=MemoryItem, items=created)
     return created
 
 

@@ -32,7 +32,7 @@ from django.utils import timezone
 
 from ingestion_app.chunking.markdown import conversation_key
 from ingestion_app.models import MemoryItem
-from ingestion_app.services.entity_mentions import text_entity_types
+from ingestion_app.services.item_entities import text_entity_types
 from ingestion_app.services.memory_store import (
     MemoryScope,
     exchange_key,

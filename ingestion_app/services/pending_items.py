@@ -18,7 +18,7 @@ from django.db import transaction
 
 from ingestion_app.models import MemoryItem
 from ingestion_app.services.deferred_embeddings import embeddings_after_commit
-from ingestion_app.services.entities import entities_extract
+from ingestion_app.signals import memory_items_written
 from memory_site.providers import get_embedder
 from memory_site.providers.base import ProviderError
 
@@ -73,7 +73,7 @@ def pending_items_store(
         ]
         try:
             with transaction.atomic():  # a savepoint: a failed extraction keeps the items
-                entities_extract(items=extract)
+                memory_items_written.send(sender=MemoryItem, items=extract)
         except Exception:
             logger.exception("entity extraction of %d new items failed", len(extract))
         if defer:

@@ -18,9 +18,9 @@ from django.db.models import Q
 from ingestion_app.chunking.markdown import conversation_key
 from ingestion_app.models import MemoryItem
 from ingestion_app.parsers.base import TurnPair
-from ingestion_app.services.entity_mentions import memory_item_entity_types
 from ingestion_app.services.import_passages import PASSAGE_RULE, chunk_passage_items
 from ingestion_app.services.inline import TURN_PAIR_KIND
+from ingestion_app.services.item_entities import memory_item_entity_types
 from ingestion_app.services.memory_store import (
     MemoryScope,
     exchange_key,

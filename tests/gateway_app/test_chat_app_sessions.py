@@ -200,7 +200,7 @@ def test_a_turn_asks_the_model_for_its_entities_once(
 ):
     """A turn stores three items (the question, the reply, their exchange chunk); the model's
     entity extraction reads the exchange chunk alone, not the same text three times."""
-    from ingestion_app.services import entities as entity_services
+    from entities_app.services import entities as entity_services
     from memory_site.task_paths import ENTITIES_LLM_TASK
 
     settings.MNEMO_ENTITY_TASKS = True

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from entities_app.models import Entity, EntityMention
 from imports_app.models import ImportFile
 from imports_app.services.entity_backfill import (
     import_file_entities_backfill,
     import_files_entities_resume,
 )
 from imports_app.services.jobs import import_job_create_from_paths, import_job_run
-from ingestion_app.models import Entity, EntityMention, MemoryItem
+from ingestion_app.models import MemoryItem
 from tests.ingestion_app.export_builders import chatgpt_linear, write_json
 
 pytestmark = pytest.mark.django_db

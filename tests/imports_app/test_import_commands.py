@@ -10,8 +10,9 @@ import pytest
 import yaml
 from django.core.management import CommandError, call_command
 
+from entities_app.models import Entity
 from ingestion_app.chunking.markdown import FRONTMATTER_FIELDS, parse_markdown
-from ingestion_app.models import Entity, MemoryItem
+from ingestion_app.models import MemoryItem
 from tests.ingestion_app.export_builders import (
     chatgpt_linear,
     claude_conversation,

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from ingestion_app.models import Entity, MemoryItem
+from entities_app.models import Entity
+from ingestion_app.models import MemoryItem
 from profile_app.models import ProfileEntry
 from tests.factories import add_message, open_session
 from webhooks_app.models import WebhookEndpoint

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ingestion_app.models import Entity
-from ingestion_app.services.entities import entities_extract
+from entities_app.models import Entity
+from entities_app.services.entities import entities_extract
 from tests.web_app.helpers import store_memory
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_message_hooks")]

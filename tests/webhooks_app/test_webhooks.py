@@ -15,7 +15,8 @@ from django.utils import timezone
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from context_app.services.summaries import session_close_run
-from ingestion_app.models import Entity, MemoryItem
+from entities_app.models import Entity
+from ingestion_app.models import MemoryItem
 from ingestion_app.services.commit.add import memory_fact_add
 from sessions_app.services.sessions import session_close
 from tests.factories import add_message, make_user, open_session

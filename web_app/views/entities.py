@@ -10,7 +10,7 @@ from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import render
 
-from ingestion_app.selectors.entities import (
+from entities_app.selectors import (
     entities_for_user,
     entity_get_for_user,
     entity_graph,

@@ -11,8 +11,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from entities_app.selectors import memory_links
 from ingestion_app.selectors import memory_get_for_user, memory_history
-from ingestion_app.selectors.entities import memory_links
 from ingestion_app.services.memories import memory_delete, memory_update
 from memory_site.errors import InvalidInput, NotFound, UpstreamError
 from privacy_app.selectors import browse_target, can_browse_all

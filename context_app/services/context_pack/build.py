@@ -34,8 +34,8 @@ from context_app.services.topics import (
     topic_summary_get_or_build,
 )
 from context_app.summary_selectors import user_rollups
+from entities_app.selectors import entities_for_context
 from ingestion_app.models import MemoryItem
-from ingestion_app.selectors.entities import entities_for_context
 from ingestion_app.selectors.memories import memory_ids_present
 from ingestion_app.services.deferred_embeddings import (
     pending_embedding_sessions,

@@ -11,8 +11,9 @@ from django.db import connection, transaction
 from django.db.models import Q
 from pgvector.django import CosineDistance
 
-from ingestion_app.models import CrossReference, Entity, MemoryItem
-from ingestion_app.services.entities import entities_apply_named, entity_describe
+from entities_app.models import CrossReference, Entity
+from entities_app.services.entities import entities_apply_named, entity_describe
+from ingestion_app.models import MemoryItem
 from memory_site.errors import InvalidInput, NotFound
 from memory_site.providers import get_embedder, get_llm
 from memory_site.providers.base import ProviderError

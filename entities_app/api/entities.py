@@ -9,14 +9,14 @@ from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ingestion_app.models import Entity
-from ingestion_app.selectors.entities import (
+from entities_app.models import Entity
+from entities_app.selectors import (
     entities_for_user,
     entity_get_for_user,
     entity_mentions,
     entity_related,
 )
-from ingestion_app.services.entity_edits import (
+from entities_app.services.entity_edits import (
     MAX_MERGE,
     entity_delete,
     entity_merge,

@@ -32,20 +32,19 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from ingestion_app.models import Entity, EntityMention, MemoryItem
-from ingestion_app.services.entity_links import (
+from entities_app.models import Entity, EntityMention
+from entities_app.services.entity_links import (
     cross_reference_rows,
     cross_references_upsert,
     mentions_insert,
     update_reference_rows,
     update_references_insert,
 )
-from ingestion_app.services.entity_mentions import (
+from entities_app.services.entity_mentions import (
     KNOWN_NAMES_MAX_ITEMS,
     NAME_TITLES,
     WEAK_TYPE,
     FoundEntity,
-    bucket_for,
     known_mentions_add,
     known_name_keys,
     mentions_collect,
@@ -54,6 +53,8 @@ from ingestion_app.services.entity_mentions import (
     name_key_short,
     name_key_untitled,
 )
+from ingestion_app.models import MemoryItem
+from ingestion_app.services.item_entities import bucket_for
 from memory_site.providers import get_llm
 from memory_site.task_paths import ENTITIES_LLM_TASK, ENTITIES_RESOLVE_TASK
 from memory_site.text.entities import ExtractedEntity, normalize_entity_name

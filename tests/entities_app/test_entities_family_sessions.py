@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.context_app.stream_helpers import stream_turn
-from tests.ingestion_app.test_entities_across_sessions import ENTITIES, session_with
+from tests.entities_app.test_entities_across_sessions import ENTITIES, session_with
 
 pytestmark = pytest.mark.django_db
 

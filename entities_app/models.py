@@ -1,9 +1,11 @@
 """The entity graph over the rag_store: named things a user talks about, where each is
 mentioned, and typed links between items and entities.
 
-It lives with the rag_store (ingestion_app) because every mention points at a MemoryItem and is
-written when the item is; context_app only reads it (the entity leg of retrieval, "Known
-entities" in the context pack). Plain PostgreSQL tables: no graph database.
+Its own app above the rag_store (ingestion_app): every mention points at a MemoryItem and is
+written when the item is, on the store's `memory_items_written` signal, so the store never
+imports this app. retrieval and context_app only read it (the entity leg, "Known entities" in
+the context pack). Plain PostgreSQL tables, named as when ingestion_app held them: no graph
+database.
 """
 
 from __future__ import annotations

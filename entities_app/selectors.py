@@ -10,9 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Case, Count, F, Func, Q, QuerySet, TextField, Value, When
+from django.db.models import Case, F, Func, Q, QuerySet, TextField, Value, When
 
-from ingestion_app.models import CrossReference, Entity, EntityMention, MemoryItem
+from entities_app.models import CrossReference, Entity, EntityMention
+from ingestion_app.models import MemoryItem
 from memory_site.errors import NotFound
 from memory_site.text.entities import normalize_entity_name
 from memory_site.text.entity_names import NAME_WORDS_AFTER_RELATION
@@ -419,13 +420,10 @@ def entity_graph(*, user, app_id: str | None = None, limit: int = 30) -> dict:
     return {"nodes": nodes, "edges": edges}
 
 
-def entity_stats(*, user, items: QuerySet[MemoryItem], app_id: str | None = None) -> dict:
-    """`total_entities` and `bucket_distribution` (over ``items``, the memories the stats
-    count) for the memory stats."""
+def entity_total(*, user, app_id: str | None = None) -> int:
+    """How many entities the user's memories name (one app's when app_id is given): the
+    memory stats' `total_entities`."""
     entities = Entity.objects.filter(user=user)
     if app_id:
         entities = entities.filter(app_id=app_id)
-    distribution = dict(
-        items.order_by().values_list("bucket").annotate(n=Count("id")).values_list("bucket", "n")
-    )
-    return {"total_entities": entities.count(), "bucket_distribution": distribution}
+    return entities.count()

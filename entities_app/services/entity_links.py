@@ -13,7 +13,8 @@ from datetime import datetime
 
 from django.db import connection
 
-from ingestion_app.models import Entity, MemoryItem
+from entities_app.models import Entity
+from ingestion_app.models import MemoryItem
 from memory_site.text.fact_updates import RELATION_TERMS, statement_updates, user_statements
 
 # New mentions and, for the (entity, item) pairs that are new, the entities' counts and first

@@ -1,6 +1,7 @@
 """What the offline extractor finds in a batch of memory items (each name's type, mentions,
-description, relation, and whose words it was in), the knowledge bucket of a text, and how a
-name is keyed for resolution (titles, legal forms, first names).
+description, relation, and whose words it was in) and how a name is keyed for resolution
+(titles, legal forms, first names). The extraction itself and an item's bucket are the store's
+(ingestion_app.services.item_entities): it needs them before the row is written.
 """
 
 from __future__ import annotations
@@ -9,22 +10,18 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 
-from django.conf import settings
-
-from ingestion_app.models import Entity, MemoryItem
-from ingestion_app.selectors.entities import query_name_keys
-from memory_site.text.buckets import bucket_classify
+from entities_app.models import Entity
+from entities_app.selectors import query_name_keys
+from ingestion_app.models import MemoryItem
+from ingestion_app.services.item_entities import entities_extracted, item_text
 from memory_site.text.entities import (
     UNALIASED_RELATIONS,
     ExtractedEntity,
-    extract_entities,
     normalize_entity_name,
 )
 from memory_site.text.entity_names import TITLES
 
-_ROLE_SPEAKERS = frozenset({"user", "assistant", "system", "tool", "human", "ai", "bot"})
 # Types a later mention may not overwrite: "other" is a guess any evidence beats.
 WEAK_TYPE = "other"
 KNOWN_NAMES_MAX_ITEMS = 50
@@ -46,57 +43,6 @@ class FoundEntity:
     speaker: bool = False
     aliases: set[str] = field(default_factory=set)
     mentions: list[tuple[MemoryItem, ExtractedEntity | None]] = field(default_factory=list)
-
-
-def bucket_for(text: str, entity_types: Sequence[str] = ()) -> str:
-    """The item's bucket among settings.MNEMO_BUCKETS (the last one when the rule's bucket is
-    not configured)."""
-    return bucket_configured(bucket_classify(text, entity_types=entity_types))
-
-
-def bucket_configured(bucket: str) -> str:
-    """``bucket`` if settings.MNEMO_BUCKETS has it, else the last configured one."""
-    buckets = settings.MNEMO_BUCKETS
-    return bucket if bucket in buckets else buckets[-1]
-
-
-@lru_cache(maxsize=4096)
-def _extract_cached(text: str, speaker: str) -> tuple[ExtractedEntity, ...]:
-    # The bucket is chosen before the row is written (an UPDATE after the insert would write
-    # every index entry of the row twice) and the entities after: one extraction serves both.
-    return tuple(extract_entities(text, speaker=speaker))
-
-
-def memory_item_entity_types(item: MemoryItem) -> list[str]:
-    """The types of the entities an item not yet written names (its bucket and its categories
-    count them; ``entities_extract`` reuses the extraction)."""
-    text, _, speaker, owns = _item_text(item)
-    return [entity.type for entity in _extract_cached(text, speaker if owns else "")]
-
-
-def text_entity_types(text: str) -> list[str]:
-    """The types of the entities a text names (a message's, for its categories)."""
-    return [entity.type for entity in _extract_cached(text, "")]
-
-
-def _item_text(item: MemoryItem) -> tuple[str, int, str, bool]:
-    """(text to read, its offset in content, speaker name, whether "my" is the speaker's).
-
-    A message item's content starts with its speaker label ("Caroline: ..."), which is the
-    speaker, not a mention; an assistant's "my sister" is not the user's sister.
-    """
-    metadata = item.metadata or {}
-    content = item.content or ""
-    speaker = str(metadata.get("speaker") or "")
-    role = str(metadata.get("role") or "")
-    offset = 0
-    if metadata.get("granularity") == "message":
-        label, separator, _ = content.partition(": ")
-        if separator and len(label) <= 64:
-            offset = len(label) + 2
-    if speaker.lower() in _ROLE_SPEAKERS:
-        speaker = ""
-    return content[offset:], offset, speaker, role != "assistant"
 
 
 _ROLE_MARKER_RE = re.compile(r"\*\*(User|Assistant):\*\*")
@@ -128,7 +74,7 @@ def mentions_collect(items: Sequence[MemoryItem]) -> dict[tuple[int, str], dict[
     """Extracted names by (user, app) scope, then by normalized name."""
     scopes: dict[tuple[int, str], dict[str, FoundEntity]] = defaultdict(dict)
     for item in items:
-        text, offset, speaker, owns = _item_text(item)
+        text, offset, speaker, owns = item_text(item)
         assistant_ranges = _assistant_ranges(item, text) if owns else []
         found = scopes[(item.user_id, item.app_id)]
         if speaker:
@@ -137,7 +83,7 @@ def mentions_collect(items: Sequence[MemoryItem]) -> dict[tuple[int, str], dict[
                 entry = found.setdefault(key, FoundEntity(name=speaker, type="person", strong=True))
                 entry.speaker = True
                 entry.mentions.append((item, None))
-        for extracted in _extract_cached(text, speaker if owns else ""):
+        for extracted in entities_extracted(text, speaker if owns else ""):
             if extracted.alias_of in found and extracted.normalized not in found:
                 # "Kat, short for Katherine": a mention of Kat, who is also called Katherine.
                 main = found[extracted.alias_of]
@@ -195,7 +141,7 @@ def known_name_keys(
     return {
         item.id: [
             key
-            for key in query_name_keys(_item_text(item)[0])
+            for key in query_name_keys(item_text(item)[0])
             if key not in found and (len(key) >= 4 or " " in key)
         ]
         for item in items
@@ -220,7 +166,7 @@ def known_mentions_add(
     # the key does not name the sister already known.
     claimed = {entry.relation_alias for entry in found.values() if entry.relation_alias}
     for item in items:
-        text, offset, _, _ = _item_text(item)
+        text, offset, _, _ = item_text(item)
         lowered = text.lower()
         for key in keys_by_item.get(item.id, ()):
             matches = by_key.get(key, [])

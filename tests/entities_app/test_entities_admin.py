@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ingestion_app.models import Entity, MemoryItem
+from entities_app.models import Entity
+from ingestion_app.models import MemoryItem
 from tests.factories import memory_write
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_message_hooks")]
@@ -20,13 +21,13 @@ def test_search_and_merge(staff_client, user, other_user):
     remember(user, "Nessa said hi too.")
     remember(other_user, "Ines is my boss.")
 
-    found = staff_client.get("/admin/ingestion_app/entity/", {"q": "my sister"})
+    found = staff_client.get("/admin/entities_app/entity/", {"q": "my sister"})
     assert found.status_code == 200 and b"Ines" in found.content
 
     ines = Entity.objects.get(user=user, normalized_name="ines")
     nessa = Entity.objects.get(user=user, normalized_name="nessa")
     response = staff_client.post(
-        "/admin/ingestion_app/entity/",
+        "/admin/entities_app/entity/",
         {"action": "merge_entities", "_selected_action": [ines.id, nessa.id]},
         follow=True,
     )
@@ -36,7 +37,7 @@ def test_search_and_merge(staff_client, user, other_user):
 
     theirs = Entity.objects.get(user=other_user, normalized_name="ines")
     refused = staff_client.post(
-        "/admin/ingestion_app/entity/",
+        "/admin/entities_app/entity/",
         {"action": "merge_entities", "_selected_action": [ines.id, theirs.id]},
         follow=True,
     )

@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 
-from ingestion_app.models import CrossReference, Entity, EntityMention
-from ingestion_app.services.entity_edits import MAX_MERGE, entity_merge
+from entities_app.models import CrossReference, Entity, EntityMention
+from entities_app.services.entity_edits import MAX_MERGE, entity_merge
 from memory_site.errors import DomainError
 
 

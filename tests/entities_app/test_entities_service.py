@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ingestion_app.models import CrossReference, Entity, EntityMention, MemoryItem
-from ingestion_app.services.entities import entities_extract
-from ingestion_app.services.entity_edits import entity_delete, entity_merge, entity_update
+from entities_app.models import CrossReference, Entity, EntityMention
+from entities_app.services.entities import entities_extract
+from entities_app.services.entity_edits import entity_delete, entity_merge, entity_update
+from ingestion_app.models import MemoryItem
 from memory_site.errors import InvalidInput, NotFound
 
 pytestmark = pytest.mark.django_db

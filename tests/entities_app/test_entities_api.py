@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingestion_app.models import Entity
+from entities_app.models import Entity
 from ingestion_app.services.memory_store import MemoryScope, memory_item_create
 from tests.factories import add_message, open_session
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ingestion_app.models import CrossReference, Entity, MemoryItem
-from ingestion_app.services.entities import entities_extract
+from entities_app.models import CrossReference, Entity
+from entities_app.services.entities import entities_extract
+from ingestion_app.models import MemoryItem
 
 pytestmark = pytest.mark.django_db
 
