@@ -53,7 +53,6 @@ from entities_app.selectors import (
     QueryEntity,
     entities_mentioned_in_buckets,
     entities_of_items,
-    entity_leg_statement,
 )
 from ingestion_app.selectors import scope as search_scope
 from ingestion_app.selectors.scope import SOURCES, SearchFilters
@@ -66,6 +65,7 @@ from retrieval import display, trust
 from retrieval.candidates import Candidate
 from retrieval.config import RankingConfig, ranking_config, ranking_with
 from retrieval.display import format_date, format_for_prompt, format_hit
+from retrieval.entity_leg import entity_leg_statement
 from retrieval.hits import SearchHit, hits_build
 from retrieval.query import (
     MAX_KEYWORD_QUERY_CHARS,
@@ -387,7 +387,7 @@ def stage_candidates(state: SearchState, cursor) -> None:
             limit=state.limit,
         )
         if leg is not None:
-            legs["entity"] = search_candidates.Statement(*leg)
+            legs["entity"] = leg
     if state.vector:
         legs["vector settings"], legs["vector"] = search_candidates.vector_statements(
             cursor,

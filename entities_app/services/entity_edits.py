@@ -8,10 +8,10 @@ from collections.abc import Sequence
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Count, Max, Min, Q
 from pgvector.django import CosineDistance
 
-from entities_app.models import CrossReference, Entity
+from entities_app.models import CrossReference, Entity, EntityMention
 from entities_app.services.entities import entities_apply_named, entity_describe
 from ingestion_app.models import MemoryItem
 from memory_site.errors import InvalidInput, NotFound
@@ -133,19 +133,24 @@ def _move_cross_references(*, user_id: int, target_id: int, sources: list[int]) 
 
 
 def _recount(entity_ids: list[int]) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            UPDATE entities AS e
-            SET mention_count = s.n, first_mentioned_at = s.first, last_mentioned_at = s.last
-            FROM (SELECT m.entity_id, count(*) AS n, min(r.occurred_at) AS first,
-                         max(r.occurred_at) AS last
-                  FROM entity_mentions m JOIN rag_store r ON r.id = m.memory_id
-                  WHERE m.entity_id = ANY(%s) GROUP BY m.entity_id) AS s
-            WHERE e.id = s.entity_id
-            """,
-            [entity_ids],
+    """Each entity's mention count and first/last mention dates from its mentions' items."""
+    counted = (
+        EntityMention.objects.filter(entity_id__in=entity_ids)
+        .values("entity_id")
+        .annotate(n=Count("id"), first=Min("memory__occurred_at"), last=Max("memory__occurred_at"))
+    )
+    entities = [
+        Entity(
+            id=row["entity_id"],
+            mention_count=row["n"],
+            first_mentioned_at=row["first"],
+            last_mentioned_at=row["last"],
         )
+        for row in counted
+    ]
+    Entity.objects.bulk_update(
+        entities, ["mention_count", "first_mentioned_at", "last_mentioned_at"]
+    )
 
 
 def entity_update(

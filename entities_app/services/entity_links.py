@@ -13,8 +13,9 @@ from datetime import datetime
 
 from django.db import connection
 
-from entities_app.models import Entity
+from entities_app.models import CrossReference, Entity
 from ingestion_app.models import MemoryItem
+from ingestion_app.selectors import memories_matching_before
 from memory_site.text.fact_updates import RELATION_TERMS, statement_updates, user_statements
 
 # New mentions and, for the (entity, item) pairs that are new, the entities' counts and first
@@ -202,15 +203,6 @@ _RELATION_NAMES = {
     "marital": "marital status",
     "diet": "diet",
 }
-_UPDATE_CANDIDATES_SQL = """
-SELECT id, content, source, source_message_ids,
-       coalesce(metadata->>'granularity', '') = 'message' FROM rag_store
-WHERE user_id = %(user)s AND app_id = %(app)s AND source <> 'summary'
-  AND (occurred_at < %(moment)s OR (occurred_at = %(moment)s AND id < %(id)s))
-  AND search_vector @@ to_tsquery('english', %(terms)s)
-ORDER BY occurred_at DESC, id DESC
-LIMIT %(limit)s
-"""
 _LINK_INSERT = CROSS_REFERENCE_UPSERT.split("ON CONFLICT")[0] + (
     "ON CONFLICT (user_id, source_type, source_id, target_type, target_id, relationship) DO NOTHING"
 )
@@ -229,69 +221,57 @@ def update_reference_rows(
     rows: dict[tuple, tuple] = {}
     linked_messages: set[int] = set()
     ordered = sorted(items, key=lambda item: (item.source != MemoryItem.Source.FACT, item.id))
-    with connection.cursor() as cursor:
-        for item in ordered:
-            if item.source == MemoryItem.Source.SUMMARY or not item.content:
+    for item in ordered:
+        if item.source == MemoryItem.Source.SUMMARY or not item.content:
+            continue
+        newer = user_statements(item.content, is_fact=item.source == MemoryItem.Source.FACT)
+        relations = sorted({fact.relation for fact in newer if fact.relation in RELATION_TERMS})
+        if not relations:
+            continue  # the common case: no query at all
+        messages = set(item.source_message_ids or ())
+        if messages and (messages & linked_messages or _updates_said(user_id, messages)):
+            continue
+        terms = sorted({word for name in relations for word in RELATION_TERMS[name].split()})
+        earlier = memories_matching_before(
+            user_id=user_id, app_id=app_id, item=item, terms=terms, limit=UPDATE_CANDIDATES
+        )
+        older_messages: set[int] = set()
+        # A message item before the turn pair repeating it: the link names the short one.
+        found = sorted(earlier, key=lambda row: not row[4])
+        for older_id, content, source, source_messages, _ in found:
+            covered = set(source_messages or ())
+            if covered & older_messages:
                 continue
-            newer = user_statements(item.content, is_fact=item.source == MemoryItem.Source.FACT)
-            relations = sorted({fact.relation for fact in newer if fact.relation in RELATION_TERMS})
-            if not relations:
-                continue  # the common case: no query at all
-            messages = set(item.source_message_ids or ())
-            if messages and (
-                messages & linked_messages or _updates_said(cursor, user_id, messages)
-            ):
+            older = user_statements(content or "", is_fact=source == MemoryItem.Source.FACT)
+            replaced = [
+                name
+                for name in relations
+                if statement_updates(
+                    [fact for fact in older if fact.relation == name],
+                    [fact for fact in newer if fact.relation == name],
+                )
+            ]
+            if not replaced:
                 continue
-            terms = sorted({word for name in relations for word in RELATION_TERMS[name].split()})
-            cursor.execute(
-                _UPDATE_CANDIDATES_SQL,
-                {
-                    "user": user_id,
-                    "app": app_id,
-                    "moment": item.occurred_at,
-                    "id": item.id,
-                    "terms": " | ".join(terms),
-                    "limit": UPDATE_CANDIDATES,
-                },
-            )
-            older_messages: set[int] = set()
-            # A message item before the turn pair repeating it: the link names the short one.
-            found = sorted(cursor.fetchall(), key=lambda row: not row[4])
-            for older_id, content, source, source_messages, _ in found:
-                covered = set(source_messages or ())
-                if covered & older_messages:
-                    continue
-                older = user_statements(content or "", is_fact=source == MemoryItem.Source.FACT)
-                replaced = [
-                    name
-                    for name in relations
-                    if statement_updates(
-                        [fact for fact in older if fact.relation == name],
-                        [fact for fact in newer if fact.relation == name],
-                    )
-                ]
-                if not replaced:
-                    continue
-                older_messages |= covered
-                linked_messages |= messages
-                key = ("item", item.id, "item", older_id, "updates")
-                reason = "a new " + " and ".join(_RELATION_NAMES[name] for name in replaced)
-                rows[key] = (user_id, *key, reason, 1, now, now)
+            older_messages |= covered
+            linked_messages |= messages
+            key = ("item", item.id, "item", older_id, "updates")
+            reason = "a new " + " and ".join(_RELATION_NAMES[name] for name in replaced)
+            rows[key] = (user_id, *key, reason, 1, now, now)
     return list(rows.values())
 
 
-def _updates_said(cursor, user_id: int, messages: set[int]) -> bool:
+def _updates_said(user_id: int, messages: set[int]) -> bool:
     """Whether an item of these messages already links its update (the message item, written
     with the user's message, before the turn pair that repeats it)."""
-    cursor.execute(
-        """SELECT 1 FROM cross_references AS link
-           JOIN rag_store AS item ON item.id = link.source_id
-           WHERE link.user_id = %s AND link.relationship = 'updates'
-             AND link.source_type = 'item' AND item.source_message_ids && %s::bigint[]
-           LIMIT 1""",
-        [user_id, sorted(messages)],
-    )
-    return cursor.fetchone() is not None
+    return CrossReference.objects.filter(
+        user_id=user_id,
+        relationship=CrossReference.Relationship.UPDATES,
+        source_type=CrossReference.NodeType.ITEM,
+        source_id__in=MemoryItem.objects.filter(
+            user_id=user_id, source_message_ids__overlap=sorted(messages)
+        ).values("id"),
+    ).exists()
 
 
 def update_references_insert(rows: list[tuple]) -> None:

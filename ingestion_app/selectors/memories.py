@@ -242,3 +242,32 @@ def memory_topics_most_used(*, user, limit: int = 100) -> list[str]:
             [user.pk, limit],
         )
         return [row[0] for row in cursor.fetchall()]
+
+
+def memories_matching_before(
+    *, user_id: int, app_id: str, item: MemoryItem, terms: list[str], limit: int
+) -> list[tuple[int, str, str, list[int], bool]]:
+    """The user's newest memories (summaries left out) said before ``item`` (at the same
+    moment: written before it) whose search vector holds any of ``terms``, as (id, content,
+    source, source_message_ids, whether it is a message item), newest first. Sees uncommitted
+    rows of the caller's transaction (the entity layer reads them while linking a write)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT id, content, source, source_message_ids,
+                       coalesce(metadata->>'granularity', '') = 'message'
+                FROM {MemoryItem._meta.db_table}
+                WHERE user_id = %(user)s AND app_id = %(app)s AND source <> 'summary'
+                  AND (occurred_at < %(moment)s OR (occurred_at = %(moment)s AND id < %(id)s))
+                  AND search_vector @@ to_tsquery('english', %(terms)s)
+                ORDER BY occurred_at DESC, id DESC
+                LIMIT %(limit)s""",
+            {
+                "user": user_id,
+                "app": app_id,
+                "moment": item.occurred_at,
+                "id": item.id,
+                "terms": " | ".join(terms),
+                "limit": limit,
+            },
+        )
+        return cursor.fetchall()
