@@ -54,6 +54,8 @@ class Candidate:
     created_at: datetime | None = None
     occurred_at: datetime | None = None
     metadata: dict | str | None = None  # jsonb as the driver hands it (text: parsed when shown)
+    # Who said it: "user" or "assistant" for a turn or a passage of one, "" for other items.
+    role: str = ""
     topics: list[str] = field(default_factory=list)
     bucket: str = ""
 
@@ -376,7 +378,7 @@ def vector_statements(
 
 
 # candidates_load's first name column (after the ranking and display columns).
-_NAME_COLUMNS = 20
+_NAME_COLUMNS = 21
 
 
 def candidates_load(
@@ -455,7 +457,7 @@ def candidates_load(
                    m.metadata->>'granularity' = 'message' AND length(m.content) < %(c_short)s
                        AND right(rtrim(m.content), 1) = '?' AS is_question,
                    m.content, m.header, m.created_at, m.occurred_at, m.metadata, m.topics,
-                   m.bucket
+                   m.bucket, coalesce(m.metadata->>'role', '')
                    {name_sql}
             FROM rag_store AS m {covered_pair_sql}
             WHERE m.id = ANY(%(c_ids)s)""",
@@ -503,5 +505,6 @@ def candidates_load(
             metadata=row[17],
             topics=list(row[18] or []),
             bucket=row[19] or "",
+            role=row[20],
         )
     return found

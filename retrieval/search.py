@@ -501,7 +501,12 @@ def stage_floor(state: SearchState, cursor) -> None:
     if state.mode == "keyword":
         return
     floor = ranking_config().relevance_floor if state.min_relevance is None else state.min_relevance
-    state.ranked = trust.relevance_floor_apply(state.ranked, floor=floor, updates=state.updates)
+    state.ranked = trust.relevance_floor_apply(
+        state.ranked,
+        floor=floor,
+        updates=state.updates,
+        about_user=trust.asks_about_user(state.query, or_their_work=True),
+    )
 
 
 def stage_pack(state: SearchState, cursor) -> None:

@@ -175,19 +175,63 @@ def missing_names_apply(candidates: dict[int, Candidate], missing: list[str]) ->
         candidate.relevance *= factor
 
 
+_ABOUT_USER = re.compile(r"\b(?:i|my|me|mine|i'm|i've|i'd)\b", re.IGNORECASE)
+# "we", "our", "us": the user's project in a working chat ("how often does our pipeline run?").
+_ABOUT_USERS_WORK = re.compile(r"\b(?:we|our|ours|us|we're|we've)\b", re.IGNORECASE)
+_ABOUT_ASSISTANT = re.compile(
+    r"\byou (?:said|told|mentioned|recommended|suggested|gave|provided|listed|wrote|explained|"
+    r"described|shared|named|called)\b|\b(?:our|the|that) (?:previous |last |earlier )?"
+    r"(?:conversation|chat|discussion)\b|\bremind me\b",
+    re.IGNORECASE,
+)
+
+
+def is_assistants_words(candidate: Candidate) -> bool:
+    """An assistant's turn or a passage of one (the message indexer and the importers write
+    the role), or an exchange whose turns are items of their own (what it adds to the user's
+    turn is the reply); everything else is the user's or about the user: their turns,
+    facts, documents, session summaries."""
+    return candidate.role == "assistant" or candidate.is_covered_pair
+
+
+def asks_about_user(query: str, *, or_their_work: bool = False) -> bool:
+    """The query asks about the user's own life ("my", "I"; with `or_their_work` also "we",
+    "our") and not about what the assistant said ("what did you recommend"): the user's
+    words answer it."""
+    about = _ABOUT_USER.search(query) or (or_their_work and _ABOUT_USERS_WORK.search(query))
+    return bool(about) and not _ABOUT_ASSISTANT.search(query)
+
+
+def query_passes_floor(ranked: list[Candidate], *, floor: float, about_user: bool) -> bool:
+    """Some candidate is at least `floor` relevant. For a question about the user's own life
+    the assistant's turns must reach SUPPORT_RELEVANCE_FLOOR: in a working chat every scope
+    holds thousands of reply passages on the same techniques, and one of them is always
+    somewhat like a question another user's memory cannot answer. A caller's floor under
+    RELEVANCE_FLOOR asks for more than the default, and the assistant's words get it too."""
+    config = ranking_config()
+    support_floor = floor
+    if about_user and floor >= config.relevance_floor:
+        support_floor = max(floor, config.support_relevance_floor)
+    return any(
+        candidate.relevance >= (support_floor if is_assistants_words(candidate) else floor)
+        for candidate in ranked
+    )
+
+
 def relevance_floor_apply(
     ranked: list[Candidate],
     *,
     floor: float | None,
     updates: set[tuple[int, int]] = frozenset(),
+    about_user: bool = False,
 ) -> list[Candidate]:
-    """[] when even the best candidate is under `floor`; else the items over the item floor,
-    and those under it that state a new (or the old) value of what a kept item states: the
-    change of a fact is relevant wherever the fact is ("I just moved to Denver" for "where do
-    I live?")."""
+    """[] when no candidate passes the query floor (`query_passes_floor`); else the items over
+    the item floor, and those under it that state a new (or the old) value of what a kept
+    item states: the change of a fact is relevant wherever the fact is ("I just moved to
+    Denver" for "where do I live?")."""
     if floor is None or not ranked:
         return ranked
-    if max(candidate.relevance for candidate in ranked) < floor:
+    if not query_passes_floor(ranked, floor=floor, about_user=about_user):
         return []
     item_floor = min(floor, ranking_config().item_relevance_floor)
     kept = {candidate.id for candidate in ranked if candidate.relevance >= item_floor}
@@ -210,23 +254,10 @@ def relation_relevance_apply(ranked: list[Candidate], query: str, stated: dict[i
             candidate.relevance = max(candidate.relevance, ranking_config().relevance_floor)
 
 
-_ABOUT_USER = re.compile(r"\b(?:i|my|me|mine|i'm|i've|i'd)\b", re.IGNORECASE)
-_ABOUT_ASSISTANT = re.compile(
-    r"\byou (?:said|told|mentioned|recommended|suggested|gave|provided|listed|wrote|explained|"
-    r"described|shared|named|called)\b|\b(?:our|the|that) (?:previous |last |earlier )?"
-    r"(?:conversation|chat|discussion)\b|\bremind me\b",
-    re.IGNORECASE,
-)
-
-
 def assistant_weight_apply(candidates: dict[int, Candidate], query: str) -> None:
     """The assistant's items weigh ASSISTANT_WEIGHT for a question about the user's life."""
     config = ranking_config()
-    if (
-        config.assistant_weight == 1.0
-        or not _ABOUT_USER.search(query)
-        or _ABOUT_ASSISTANT.search(query)
-    ):
+    if config.assistant_weight == 1.0 or not asks_about_user(query):
         return
     for candidate in candidates.values():
         if candidate.speaker == "assistant":

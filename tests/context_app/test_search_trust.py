@@ -509,3 +509,77 @@ def test_a_new_users_one_memory_of_a_move_answers_where_they_live(api, user, que
     assert [item["id"] for item in body["items"]] == [stored.id]
     unrelated = api.post(SEARCH, {"query": "What is my favourite colour?"}, format="json")
     assert unrelated.json()["items"] == []
+
+
+def turn(user, content: str, role: str) -> MemoryItem:
+    """A chat turn of `role` as the message indexer stores it."""
+    return remember(
+        user,
+        content,
+        source="chunk",
+        metadata={"granularity": "message", "role": role, "speaker": role},
+    )
+
+
+REPLY_ON_REVIEWS = (
+    "Code reviews catch bugs early: pair each reviewer with the author of the change."
+)
+
+
+def test_a_question_about_the_user_is_not_answered_by_a_reply_that_only_shares_a_word(
+    user, fake_embedder
+):
+    everyday_memories(user)
+    turn(user, REPLY_ON_REVIEWS, "assistant")
+
+    mine = memory_search(user=user, query="Who reviews my merges?").items
+    general = memory_search(user=user, query="How do code reviews catch bugs?").items
+    rule_off = memory_search(
+        user=user,
+        query="Who reviews my merges?",
+        config=RANKING.replace(support_relevance_floor=RANKING.relevance_floor),
+    ).items
+
+    assert mine == []
+    assert general and general[0].content.endswith("author of the change.")
+    assert rule_off and rule_off[0].content.endswith("author of the change.")
+
+
+def test_the_users_own_words_answer_a_question_about_them_at_the_usual_floor(user, fake_embedder):
+    everyday_memories(user)
+    turn(user, REPLY_ON_REVIEWS, "assistant")
+    turn(user, "Dana reviews everything before it lands on main.", "user")
+
+    hits = memory_search(user=user, query="Who reviews my merges?").items
+
+    assert hits and hits[0].content == "Dana reviews everything before it lands on main."
+
+
+def test_a_callers_lower_floor_lets_the_reply_through(user, fake_embedder):
+    everyday_memories(user)
+    turn(user, REPLY_ON_REVIEWS, "assistant")
+
+    hits = memory_search(user=user, query="Who reviews my merges?", min_relevance=0.1).items
+
+    assert hits and hits[0].content.endswith("author of the change.")
+
+
+def test_a_chat_exchange_counts_as_the_reply_it_adds_to_the_users_turn(user, fake_embedder):
+    from tests.factories import add_message, open_session
+
+    everyday_memories(user)
+    session = open_session(user)
+    add_message(session, "user", "Our team ships a release every Friday afternoon.")
+    add_message(session, "assistant", REPLY_ON_REVIEWS)
+    rows = MemoryItem.objects.filter(user=user, content__contains="author of the change")
+    assert rows.count() >= 2  # the reply's own item and the exchange's chunk
+
+    mine = memory_search(user=user, query="Who reviews my merges?").items
+    rule_off = memory_search(
+        user=user,
+        query="Who reviews my merges?",
+        config=RANKING.replace(support_relevance_floor=RANKING.relevance_floor),
+    ).items
+
+    assert mine == []
+    assert any("author of the change" in hit.content for hit in rule_off)
