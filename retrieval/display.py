@@ -116,15 +116,30 @@ def _cut(content: str, begin: int, end: int, *, keep: int = 0) -> tuple[str, dic
     return content[:keep] + text, {"start": begin, "end": end, "length": len(content)}
 
 
+def _leading_window(spans: Sequence[tuple[int, int]], limit: int) -> tuple[int, int] | None:
+    """(0, last) index of the first sentences that fit in `limit` characters (at least one);
+    None for text of one sentence (nothing to cut between)."""
+    if len(spans) < 2:
+        return None
+    high = 0
+    while high + 1 < len(spans) and spans[high + 1][1] - spans[0][0] <= limit:
+        high += 1
+    return 0, high
+
+
 def passage_trim(content: str, query: str) -> tuple[str, dict | None]:
     """The sentences of a long item around the one that shares most words with the query,
-    about TRIM_CHARS long, with an ellipsis where text was cut; a short item, or one with no
-    word in common, comes back whole. Returns (text, {"start", "end", "length"} or None)."""
+    about TRIM_CHARS long, with an ellipsis where text was cut; a long item with no word in
+    common (found by meaning) comes back as its first sentences, as long: what opens an
+    exchange is the user's turn, and a whole reply would take the budget of several results.
+    A short item comes back whole. Returns (text, {"start", "end", "length"} or None)."""
     config = ranking_config()
     if len(content) <= config.trim_min_chars:
         return content, None
     spans = _sentence_spans(content)
-    window = _query_window(content, spans, query, config.trim_chars)
+    window = _query_window(content, spans, query, config.trim_chars) or _leading_window(
+        spans, config.trim_chars
+    )
     if window is None:
         return content, None
     begin, end = spans[window[0]][0], spans[window[1]][1]

@@ -583,3 +583,16 @@ def test_a_chat_exchange_counts_as_the_reply_it_adds_to_the_users_turn(user, fak
 
     assert mine == []
     assert any("author of the change" in hit.content for hit in rule_off)
+
+
+def test_a_long_item_found_by_meaning_comes_back_as_its_opening_sentences():
+    opening = "Our release train leaves every second Thursday."
+    content = (
+        opening + " " + " ".join(f"Detail {i} of the rollout follows here." for i in range(60))
+    )
+
+    text, trimmed = display.passage_trim(content, "what is the shipping cadence?")
+
+    assert text.startswith(opening)
+    assert len(text) <= RANKING.trim_chars + len(display.ELLIPSIS) + 1
+    assert trimmed == {"start": 0, "end": trimmed["end"], "length": len(content)}
