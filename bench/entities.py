@@ -1,7 +1,7 @@
 """Offline entity extractor: precision and recall on every labelled set, and its time per text.
 
-The sets and the scoring are the suite's (`tests/memory_site/text/entity_sets.py`; the gate is
-`tests/memory_site/text/test_entity_gate.py`): "tuned" sets were used to develop the rules and
+The sets and the scoring are the suite's (`tests/mnemo_text/entity_sets.py`; the gate is
+`tests/mnemo_text/test_entity_gate.py`): "tuned" sets were used to develop the rules and
 read optimistic, held-out ones were never tuned on. Two figures per set: names alone, and
 typed (a prediction counts only with the right type). Figures go to bench/RESULTS.md.
 
@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memory_site.text.entities import extract_entities  # noqa: E402
-from tests.memory_site.text.entity_sets import SETS, entities_score, rows_load  # noqa: E402
+from mnemo_text.entities import extract_entities  # noqa: E402
+from tests.mnemo_text.entity_sets import SETS, entities_score, rows_load  # noqa: E402
 
 
 def _print(title: str, scores) -> None:

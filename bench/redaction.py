@@ -1,6 +1,6 @@
 """PII/secret redaction: precision and recall per type on the labelled corpus, and throughput.
 
-Quality is measured on ``tests/memory_site/redaction/corpus.py`` with exact spans: a finding
+Quality is measured on ``tests/mnemo_text/redaction/corpus.py`` with exact spans: a finding
 counts as a true positive only if kind, start and end all match the label.  The corpus includes
 the cases marked as known limits, so their misses are in the figures.  "held-out" repeats the
 figures for the cases written after the detector (the fairer estimate, since the rest of the
@@ -33,8 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memory_site.redaction import PLACEHOLDERS, redact, redact_with_findings  # noqa: E402
-from tests.memory_site.redaction.corpus import (  # noqa: E402
+from mnemo_text.redaction import PLACEHOLDERS, redact, redact_with_findings  # noqa: E402
+from tests.mnemo_text.redaction.corpus import (  # noqa: E402
     CASES,
     HELD_OUT_CASES,
     Case,

@@ -19,11 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memory_site.text.facts import extract_facts  # noqa: E402
-from memory_site.text.headers import contextual_header  # noqa: E402
-from memory_site.text.keywords import keywords, tags, title  # noqa: E402
-from memory_site.text.summaries import summarize  # noqa: E402
-from tests.memory_site.text.samples import JAPAN_ASSISTANT, JAPAN_USER  # noqa: E402
+from mnemo_text.facts import extract_facts  # noqa: E402
+from mnemo_text.headers import contextual_header  # noqa: E402
+from mnemo_text.keywords import keywords, tags, title  # noqa: E402
+from mnemo_text.summaries import summarize  # noqa: E402
+from tests.mnemo_text.samples import JAPAN_ASSISTANT, JAPAN_USER  # noqa: E402
 
 
 def pair_seconds(user_text: str, assistant_text: str) -> float:

@@ -17,7 +17,7 @@ from django.db import models
 from django.utils import timezone
 from pgvector.django import VectorField
 
-from memory_site.text.entity_tokens import entity_prompt_line
+from mnemo_text.entity_tokens import entity_prompt_line
 
 
 class Entity(models.Model):
@@ -38,7 +38,7 @@ class Entity(models.Model):
     )
     app_id = models.CharField(max_length=64, default="default")
     name = models.CharField(max_length=200)
-    # memory_site.text.entities.normalize_entity_name(name): the key mentions resolve on.
+    # mnemo_text.entities.normalize_entity_name(name): the key mentions resolve on.
     normalized_name = models.CharField(max_length=200)
     # Other normalized names that resolve here ("ines garcia", "sis"), each unique per scope
     # in practice: resolution looks a name up in names and aliases alike.

@@ -13,10 +13,10 @@ from django.db.models import Case, F, Func, Q, QuerySet, TextField, Value, When
 from entities_app.models import CrossReference, Entity, EntityMention
 from ingestion_app.models import MemoryItem
 from memory_site.errors import NotFound
-from memory_site.text.entities import normalize_entity_name
-from memory_site.text.entity_names import NAME_WORDS_AFTER_RELATION
-from memory_site.text.entity_tokens import entity_prompt_line
-from memory_site.text.words import STOP_WORDS
+from mnemo_text.entities import normalize_entity_name
+from mnemo_text.entity_names import NAME_WORDS_AFTER_RELATION
+from mnemo_text.entity_tokens import entity_prompt_line
+from mnemo_text.words import STOP_WORDS
 
 MAX_QUERY_NGRAMS = 300
 _QUERY_WORD_RE = re.compile(r"[\w&+#-]+(?:['’]s)?")

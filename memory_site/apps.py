@@ -23,8 +23,8 @@ class MemorySiteConfig(AppConfig):
         if os.environ.get("MNEMO_WARM_EMBEDDER") == "1":
             from django.conf import settings
 
-            from memory_site.text.words import verb_lemma
             from memory_site.tokens import count_tokens
+            from mnemo_text.words import verb_lemma
 
             # The token counter's BPE table too: ~0.5 s that the first stored message would wait.
             count_tokens("warm up")

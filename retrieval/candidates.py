@@ -15,7 +15,7 @@ from datetime import datetime
 
 from ingestion_app.selectors import scope as search_scope
 from ingestion_app.selectors.scope import ScopeStats
-from memory_site.text.accents import fold_accents
+from mnemo_text.accents import fold_accents
 from retrieval.config import ranking_config
 
 

@@ -14,9 +14,9 @@ from functools import lru_cache
 
 from django.utils import timezone
 
-from memory_site.text.accents import fold_accents
-from memory_site.text.sentences import is_chatter, sentence_spans
 from memory_site.tokens import count_tokens
+from mnemo_text.accents import fold_accents
+from mnemo_text.sentences import is_chatter, sentence_spans
 from retrieval.config import ranking_config
 from retrieval.hits import SearchHit
 from retrieval.trust import ELLIPSIS, match_terms
@@ -166,7 +166,7 @@ def asks_other(content: str, start: int, end: int) -> bool:
 @lru_cache(maxsize=TEXT_CACHE_ITEMS)
 def _telling(content: str, start: int, asks_trim: bool) -> tuple[int, ...]:
     """Indexes of the sentences of `_sentence_spans(content, start)` that tell something: not
-    a reaction ("Wow, that's great!", memory_site.text.sentences.is_chatter), nor, with
+    a reaction ("Wow, that's great!", mnemo_text.sentences.is_chatter), nor, with
     `asks_trim`, a question to the other person (`asks_other`)."""
     return tuple(
         index

@@ -11,7 +11,7 @@ import math
 
 from entities_app.models import Entity, EntityMention
 from entities_app.selectors import QueryEntity, query_name_keys
-from memory_site.text.entities import normalize_entity_name
+from mnemo_text.entities import normalize_entity_name
 from retrieval.candidates import Statement
 
 # The leg follows at most this many of the entities a query names (most mentioned first).

@@ -58,8 +58,8 @@ from ingestion_app.selectors import scope as search_scope
 from ingestion_app.selectors.scope import SOURCES, SearchFilters
 from memory_site import metrics
 from memory_site.errors import InvalidInput
-from memory_site.text.accents import fold_accents
-from memory_site.text.fact_updates import question_relation
+from mnemo_text.accents import fold_accents
+from mnemo_text.fact_updates import question_relation
 from retrieval import candidates as search_candidates
 from retrieval import display, trust
 from retrieval.candidates import Candidate

@@ -14,15 +14,15 @@ import math
 import re
 from functools import lru_cache
 
-from memory_site.text.accents import fold_accents
-from memory_site.text.entity_names import ABBREVIATIONS, NATIONALITIES
-from memory_site.text.fact_updates import (
+from mnemo_text.accents import fold_accents
+from mnemo_text.entity_names import ABBREVIATIONS, NATIONALITIES
+from mnemo_text.fact_updates import (
     RELATION_TERMS,
     question_relation,
     statements_replaced,
     user_statements,
 )
-from memory_site.text.words import ENGLISH_STOP_WORDS
+from mnemo_text.words import ENGLISH_STOP_WORDS
 from retrieval.candidates import Candidate
 from retrieval.config import ranking_config
 
@@ -335,7 +335,7 @@ def window_updates(
     relation: str = "",
 ) -> set[tuple[int, int]]:
     """Pairs (a < b) of the given items where one gives a new value of what the other states
-    (memory_site.text.fact_updates): "I live in Austin" / "I just moved to Denver" share few
+    (mnemo_text.fact_updates): "I live in Austin" / "I just moved to Denver" share few
     words and an embedding similarity far under SUPERSEDE_SIMILARITY. Every statement of the
     older must be replaced, or with `relation` (what the question asks: `question_relation`)
     every one of that relation: "I live in Austin and work at Globex" is not replaced by "I

@@ -28,9 +28,9 @@ from context_app.services.context_pack import ContextPack, attachments_block, pr
 from ingestion_app.services.deferred_embeddings import embeddings_hold
 from memory_site.errors import Conflict
 from memory_site.providers import LLM, ChatResult, ProviderError, get_llm
-from memory_site.redaction import redact
 from memory_site.sse import sse_event
 from memory_site.tokens import count_tokens
+from mnemo_text.redaction import redact
 from sessions_app.models import ChatSession, Message
 from sessions_app.services.messages import message_append
 from sessions_app.services.usage import usage_record

@@ -23,8 +23,8 @@ from context_app.services.summaries import summary_header, transcript_digest, tu
 from ingestion_app.models import MemoryItem
 from ingestion_app.services.memory_store import MemoryScope, memory_item_create
 from memory_site.providers import get_embedder
-from memory_site.redaction import redact
 from memory_site.task_paths import CONSOLIDATION_TASK
+from mnemo_text.redaction import redact
 from sessions_app.models import ChatSession, Message
 
 logger = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce
 
 from context_app.models import SessionSummary, UserChatSummary
 from memory_site.db_locks import advisory_transaction_lock
-from memory_site.text.summaries import fold_summaries
+from mnemo_text.summaries import fold_summaries
 from sessions_app.models import ChatSession
 
 # Older sessions folded into "history": beyond this many, the cap has long been filled.

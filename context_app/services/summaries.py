@@ -6,7 +6,7 @@ transaction, so a failure leaves nothing half-written: the session stays `closin
 error in `close_error`, and a retry is scheduled until Q_CLUSTER["max_attempts"] is reached.
 
 With an LLM configured the digest and title come from it (JSON output); offline they come from
-`memory_site.text`. Tags always come from the local keyword extractor: they are
+`mnemo_text`. Tags always come from the local keyword extractor: they are
 "top keywords from the user's turns" with a confidence grounded in counts, which is exactly what
 it computes, deterministically and for free.
 """
@@ -32,13 +32,13 @@ from ingestion_app.services.memory_store import MemoryScope, memory_item_create
 from memory_site.db_locks import advisory_try_lock
 from memory_site.providers import get_embedder, model_or_offline
 from memory_site.providers.base import LLM, ProviderError
-from memory_site.redaction import redact
 from memory_site.task_paths import SESSION_CLOSE_TASK
-from memory_site.text.indexable import is_app_task
-from memory_site.text.keywords import keywords
-from memory_site.text.keywords import title as local_title
-from memory_site.text.summaries import summarize
 from memory_site.tokens import count_tokens
+from mnemo_text.indexable import is_app_task
+from mnemo_text.keywords import keywords
+from mnemo_text.keywords import title as local_title
+from mnemo_text.redaction import redact
+from mnemo_text.summaries import summarize
 from sessions_app.models import ChatSession, Message
 from sessions_app.services.usage import usage_record_json
 from webhooks_app.services.events import SESSION_CLOSED, event_emit
@@ -255,7 +255,7 @@ def _kebab(phrase: str) -> str:
 def session_tags(user_texts: list[str]) -> list[tuple[str, float]]:
     """Top keywords of the user's turns as kebab-case tags with a confidence in [0, 1].
 
-    Stop-words, chat filler, numbers and placeholders never qualify (memory_site.text.keywords);
+    Stop-words, chat filler, numbers and placeholders never qualify (mnemo_text.keywords);
     tags shorter than 3 or longer than 40 characters, weaker than MIN_TAG_CONFIDENCE, or whose
     words all sit inside a stronger tag are dropped. At most MAX_TAGS, best first.
     """

@@ -1,7 +1,7 @@
 """Topics of a conversation: inference, drift, admin overrides and topic summaries.
 
 Inference is a cheap heuristic that fits the context pack's latency budget: keywords of the
-user's turns (``memory_site.text.keywords``) are scored against the user's tag inventory (the
+user's turns (``mnemo_text.keywords``) are scored against the user's tag inventory (the
 ``SessionTag`` rows written when sessions close). A tag the user has talked about in many
 sessions is a stronger candidate than a keyword seen only in this conversation; either must
 reach ``topic_score_threshold``. An admin override (per session, then per user) always wins.
@@ -23,9 +23,9 @@ from django.utils import timezone
 from context_app.models import ContextSettings, SessionSummary, SessionTag, TopicSummary
 from context_app.models.context import topic_key
 from memory_site.raw_reads import raw_first
-from memory_site.text.keywords import keywords as text_keywords
-from memory_site.text.summaries import fold_summaries
-from memory_site.text.words import plural_fold
+from mnemo_text.keywords import keywords as text_keywords
+from mnemo_text.summaries import fold_summaries
+from mnemo_text.words import plural_fold
 from sessions_app.models import ChatSession, Message
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """Entity extraction on the write path: the entities, mentions, cross-references and bucket
 of freshly stored memory items.
 
-``entities_extract`` runs the offline extractor (``memory_site.text.entities``) on items that
+``entities_extract`` runs the offline extractor (``mnemo_text.entities``) on items that
 were just written (already redacted: it reads ``content``), in bulk: a request's one or two
 items and an import batch's thousands take the same handful of queries. With an LLM
 configured, ``entities_llm_queue`` then asks the model (one structured call per item, in a
@@ -57,7 +57,7 @@ from ingestion_app.models import MemoryItem
 from ingestion_app.services.item_entities import bucket_for
 from memory_site.providers import get_llm
 from memory_site.task_paths import ENTITIES_LLM_TASK, ENTITIES_RESOLVE_TASK
-from memory_site.text.entities import ExtractedEntity, normalize_entity_name
+from mnemo_text.entities import ExtractedEntity, normalize_entity_name
 
 logger = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ from ingestion_app.models import MemoryItem
 from memory_site.errors import InvalidInput, NotFound
 from memory_site.providers import get_embedder, get_llm
 from memory_site.providers.base import ProviderError
-from memory_site.redaction import redact
-from memory_site.text.entities import normalize_entity_name
-from memory_site.text.entity_tokens import ENTITY_TYPES
+from mnemo_text.entities import normalize_entity_name
+from mnemo_text.entity_tokens import ENTITY_TYPES
+from mnemo_text.redaction import redact
 from sessions_app.services.usage import usage_record_json
 from webhooks_app.services.events import ENTITY_MERGED, event_emit
 

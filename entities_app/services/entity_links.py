@@ -16,7 +16,7 @@ from django.db import connection
 from entities_app.models import CrossReference, Entity
 from ingestion_app.models import MemoryItem
 from ingestion_app.selectors import memories_matching_before
-from memory_site.text.fact_updates import RELATION_TERMS, statement_updates, user_statements
+from mnemo_text.fact_updates import RELATION_TERMS, statement_updates, user_statements
 
 # New mentions and, for the (entity, item) pairs that are new, the entities' counts and first
 # and last mention: one statement, so a stored message pays one round trip for both.
@@ -213,7 +213,7 @@ def update_reference_rows(
 ) -> list[tuple]:
     """Item-item "updates" links: a new memory in which the user gives a new value of what an
     earlier one states ("I just moved to Denver" after "I live in Austin";
-    memory_site.text.fact_updates, the rule search uses to put the newer first) points to
+    mnemo_text.fact_updates, the rule search uses to put the newer first) points to
     that earlier memory. Single-valued relations only (home, employer, job, age, marital
     status, diet): their statements share words (RELATION_TERMS), so the earlier memories are
     the newest UPDATE_CANDIDATES matching them. One link per exchange on each side: a turn

@@ -15,12 +15,12 @@ from entities_app.models import Entity
 from entities_app.selectors import query_name_keys
 from ingestion_app.models import MemoryItem
 from ingestion_app.services.item_entities import entities_extracted, item_text
-from memory_site.text.entities import (
+from mnemo_text.entities import (
     UNALIASED_RELATIONS,
     ExtractedEntity,
     normalize_entity_name,
 )
-from memory_site.text.entity_names import TITLES
+from mnemo_text.entity_names import TITLES
 
 # Types a later mention may not overwrite: "other" is a guess any evidence beats.
 WEAK_TYPE = "other"

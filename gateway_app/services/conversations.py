@@ -32,7 +32,7 @@ from django.utils import timezone
 from gateway_app.models import GatewayConversation
 from ingestion_app.services.memories import memories_of_messages_delete
 from memory_site.errors import Conflict
-from memory_site.text.sentences import is_content_free
+from mnemo_text.sentences import is_content_free
 from sessions_app.models import ChatSession, Message
 from sessions_app.selectors import (
     APP_TASKS_SESSION,

@@ -31,10 +31,10 @@ from gateway_app.services.conversations import (
     conversation_turn_log,
     message_text,
 )
-from memory_site.redaction import redact
 from memory_site.task_paths import GATEWAY_BACKLOG_INDEX_TASK
-from memory_site.text.indexable import is_app_task
 from memory_site.tokens import count_tokens
+from mnemo_text.indexable import is_app_task
+from mnemo_text.redaction import redact
 from sessions_app.models import Message
 from sessions_app.services.messages import message_run_hooks
 

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from ingestion_app.models import FactHistory, MemoryItem
-from memory_site.text.accents import accented_words_folded
+from mnemo_text.accents import accented_words_folded
 
 
 class FactHistoryInline(admin.TabularInline):

@@ -23,10 +23,10 @@ from ingestion_app.chunking.markdown import (
 )
 from ingestion_app.chunking.passages import PassageText
 from ingestion_app.parsers.base import Conversation, TurnPair
-from memory_site.redaction import redact
-from memory_site.text.categories import TextCues
-from memory_site.text.headers import contextual_header
-from memory_site.text.keywords import tags
+from mnemo_text.categories import TextCues
+from mnemo_text.headers import contextual_header
+from mnemo_text.keywords import tags
+from mnemo_text.redaction import redact
 
 MAX_CHUNK_WORDS = 2000
 MAX_PAIRS_PER_CHUNK = 4

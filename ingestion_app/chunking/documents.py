@@ -8,8 +8,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from memory_site.text.sentences import sentence_spans
-from memory_site.text.words import STOP_WORDS
+from mnemo_text.sentences import sentence_spans
+from mnemo_text.words import STOP_WORDS
 
 # --------------------------------------------------------------------------------------------
 # Document chunking (rag-pipeline.txt)

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ingestion_app.parsers.base import TurnPair
-from memory_site.text.categories import TextCues, text_cues
-from memory_site.text.indexable import memory_text_indexable
-from memory_site.text.passages import PASSAGE_WHOLE_MAX_CHARS, passages_split
+from mnemo_text.categories import TextCues, text_cues
+from mnemo_text.indexable import memory_text_indexable
+from mnemo_text.passages import PASSAGE_WHOLE_MAX_CHARS, passages_split
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +29,7 @@ class PassageText:
 def chunk_passage_texts(
     pairs: Sequence[TurnPair], assistant_override: str | None = None
 ) -> list[PassageText]:
-    """The passages of the chunk's long messages (memory_site.text.passages).
+    """The passages of the chunk's long messages (mnemo_text.passages).
 
     The chunk stays the exchange's record (export, verification, ledger); the passages are
     what search returns from a long reply. A short prompt of a long exchange is one passage

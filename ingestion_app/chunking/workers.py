@@ -16,7 +16,7 @@ from ingestion_app.chunking.conversations import (
 )
 from ingestion_app.chunking.passages import chunk_passage_texts
 from ingestion_app.parsers.base import Conversation
-from memory_site.text.categories import text_cues
+from mnemo_text.categories import text_cues
 
 # Cyclic-GC generation thresholds in the importer's worker processes (CPython's are 700, 10, 10).
 WORKER_GC_THRESHOLDS = (20_000, 20, 100)

@@ -64,7 +64,7 @@ class MemoryItem(models.Model):
     # item, its neighbouring messages, which often hold the words a question uses.
     keyword_context = models.TextField(blank=True, default="")
     # The words of header and content that hold an accented letter, folded ("Zoe Sao" for
-    # "Zoë moved to São Paulo"; memory_site.text.accents): indexed with them, so a query
+    # "Zoë moved to São Paulo"; mnemo_text.accents): indexed with them, so a query
     # folded the same way finds either spelling. Written by the store's writer.
     folded_words = models.TextField(blank=True, default="")
     # The item's own text (header + content + folded words) at weight A, its keyword context at

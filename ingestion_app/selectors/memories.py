@@ -12,7 +12,7 @@ from django.db.models import Count, F, Q, QuerySet
 from ingestion_app.models import FactHistory, MemoryCommitLog, MemoryItem, ProjectContext
 from ingestion_app.selectors.scope import SOURCES, vector_literal
 from memory_site.errors import NotFound
-from memory_site.text.accents import fold_accents
+from mnemo_text.accents import fold_accents
 from sessions_app.models import ChatSession
 
 

@@ -29,7 +29,7 @@ from ingestion_app.services.memory_store import (
 )
 from memory_site.errors import InvalidInput, UpstreamError
 from memory_site.providers import ProviderError
-from memory_site.redaction import PLACEHOLDERS, redact, redact_with_findings
+from mnemo_text.redaction import PLACEHOLDERS, redact, redact_with_findings
 
 
 class OffsetMap:

@@ -25,8 +25,8 @@ from ingestion_app.chunking.conversations import (
 )
 from ingestion_app.parsers.base import Conversation
 from memory_site.providers import LLM, JsonResult, ProviderError, model_or_offline
-from memory_site.redaction import redact
-from memory_site.text.sentences import sentence_spans
+from mnemo_text.redaction import redact
+from mnemo_text.sentences import sentence_spans
 from sessions_app.services.usage import usage_record_json
 
 logger = logging.getLogger(__name__)

@@ -47,14 +47,14 @@ from ingestion_app.services.memory_store import (
 from ingestion_app.services.pending_items import PendingItem, pending_items_store
 from memory_site.providers import get_embedder, model_or_offline
 from memory_site.providers.base import LLM, ProviderError
-from memory_site.redaction import redact
 from memory_site.task_paths import BACKFILL_TASK
-from memory_site.text.indexable import (
+from memory_site.tokens import count_tokens
+from mnemo_text.indexable import (
     is_app_task,
     memory_text_indexable,
     memory_text_is_boilerplate,
 )
-from memory_site.tokens import count_tokens
+from mnemo_text.redaction import redact
 from sessions_app.models import ChatSession, Message
 from sessions_app.services.usage import usage_record_json
 

@@ -15,8 +15,8 @@ from functools import lru_cache
 from django.conf import settings
 
 from ingestion_app.models import MemoryItem
-from memory_site.text.buckets import bucket_classify
-from memory_site.text.entities import ExtractedEntity, extract_entities
+from mnemo_text.buckets import bucket_classify
+from mnemo_text.entities import ExtractedEntity, extract_entities
 
 _ROLE_SPEAKERS = frozenset({"user", "assistant", "system", "tool", "human", "ai", "bot"})
 

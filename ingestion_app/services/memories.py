@@ -9,7 +9,7 @@ from ingestion_app.selectors import memory_get_for_user
 from ingestion_app.services.memory_store import memory_item_content_set
 from memory_site.errors import InvalidInput, UpstreamError
 from memory_site.providers import ProviderError, get_embedder
-from memory_site.redaction import redact
+from mnemo_text.redaction import redact
 from webhooks_app.services.events import (
     MEMORY_DELETED,
     MEMORY_UPDATED,

@@ -18,7 +18,7 @@ What every item says about itself (the read side ranks, collapses and labels wit
   the reply to it: message items, their passages and the turn-pair chunk), so search and the
   pack give one exchange at most one slot (`exchange_key`).
 - a passage of a long message: ``metadata["message_id"]`` and
-  ``metadata["passage"] = {"index", "count", "start", "end"}`` (memory_site.text.passages).
+  ``metadata["passage"] = {"index", "count", "start", "end"}`` (mnemo_text.passages).
 
 What is NOT stored as a memory (`memory_text_indexable`, applied by every conversation writer
 where its items are built): text with no information of its own. That is a greeting or an
@@ -54,9 +54,9 @@ from ingestion_app.services.item_entities import (
 from ingestion_app.signals import memory_items_written
 from memory_site.providers import get_embedder
 from memory_site.providers.base import ProviderError
-from memory_site.text.accents import accented_words_folded
-from memory_site.text.categories import TextCues, category_terms
 from memory_site.tokens import count_tokens
+from mnemo_text.accents import accented_words_folded
+from mnemo_text.categories import TextCues, category_terms
 
 PLATFORM_NAMES = {
     "chatgpt": "ChatGPT",
@@ -224,7 +224,7 @@ def memory_item_build(
     types of the text (the extractor runs once, its result is reused by `entities_extract`);
     imports pass ``bucket_from_entities=False`` (cue words only, the entity backfill corrects
     the bucket of a chunk later) to keep the extractor out of their transaction. The category
-    words of a short item (``memory_site.text.categories``) join its keyword context;
+    words of a short item (``mnemo_text.categories``) join its keyword context;
     ``categorize=False`` when the writer's keyword context carries them already (a message
     item's, rewritten as its neighbours arrive: ``message_index``). ``cues``: the bucket cue
     and category words of ``content``, computed already (an import's workers); used only

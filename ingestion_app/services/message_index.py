@@ -18,7 +18,7 @@ A long message (over PASSAGE_WHOLE_MAX_CHARS, typically an assistant reply) is s
 passages of a few sentences instead of one item (see `message_items_prepare` for why); each
 passage carries the message's header (date, speaker, chat), keyword context and embedding of
 the previous message, so it stands on its own, and points back to its message. What is not
-indexed at all is decided by `memory_text_indexable` (memory_site.text.indexable; the rule
+indexed at all is decided by `memory_text_indexable` (mnemo_text.indexable; the rule
 is described in ingestion_app.services.memory_store).
 """
 
@@ -41,9 +41,9 @@ from ingestion_app.services.memory_store import (
     memory_provenance,
 )
 from ingestion_app.services.pending_items import PendingItem, pending_items_store
-from memory_site.redaction import redact
-from memory_site.text.indexable import memory_text_indexable
-from memory_site.text.passages import passages_split
+from mnemo_text.indexable import memory_text_indexable
+from mnemo_text.passages import passages_split
+from mnemo_text.redaction import redact
 from sessions_app.models import Message
 
 GRANULARITY = "message"

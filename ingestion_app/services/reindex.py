@@ -37,8 +37,8 @@ from ingestion_app.services.message_index import (
     message_items_prepare,
 )
 from ingestion_app.services.pending_items import pending_items_store
-from memory_site.text.categories import category_terms
-from memory_site.text.indexable import memory_text_indexable
+from mnemo_text.categories import category_terms
+from mnemo_text.indexable import memory_text_indexable
 from sessions_app.models import ChatSession, Message
 
 IMPORT_BATCH = 200
@@ -205,7 +205,7 @@ def other_items_label(*, user_id: int | None, outcome: ReindexOutcome) -> None:
 
 
 def categories_add(*, user_id: int | None, outcome: ReindexOutcome) -> None:
-    """Give items written before category words (``memory_site.text.categories``) theirs, at
+    """Give items written before category words (``mnemo_text.categories``) theirs, at
     the end of the keyword context as the writers put them; an item that has them already (or
     shows no category) is left alone, so a second run changes nothing."""
     rows = MemoryItem.objects.only(

@@ -1,7 +1,7 @@
 """Offline providers: all-MiniLM-L6-v2 embeddings and an honest no-model chat answer.
 
 The deterministic summarizer/extractor used for summaries, facts, headers and tags when no LLM
-is configured lives in `memory_site/text/`; domain code checks `llm.is_local` and calls it.
+is configured lives in `mnemo_text/`; domain code checks `llm.is_local` and calls it.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from memory_site.metrics import EMBEDDED_TEXTS
 from memory_site.providers.base import ChatResult, JsonResult, ProviderError, StreamChunk
-from memory_site.text.indexable import NO_MODEL_NOTICE
 from memory_site.tokens import count_tokens
+from mnemo_text.indexable import NO_MODEL_NOTICE
 
 
 class UnavailableEmbedder:

@@ -3,7 +3,7 @@ user's own additions, edits and deletions.
 
 Every write for one user and app runs under one advisory lock, so two messages read at once
 cannot both replace the same entry. The newer-replaces-older rule
-(`memory_site.text.profile_statements.replaces`) compares `stated_at`: a statement older than
+(`mnemo_text.profile_statements.replaces`) compares `stated_at`: a statement older than
 the entry it would replace (an old import) is kept as history, already superseded.
 """
 
@@ -24,9 +24,8 @@ from ingestion_app.models import MemoryItem
 from memory_site.db_locks import advisory_transaction_lock
 from memory_site.errors import NotFound
 from memory_site.providers import LLM, ProviderError, get_llm
-from memory_site.redaction import redact
 from memory_site.task_paths import PROFILE_MESSAGE_READ_TASK
-from memory_site.text.profile_statements import (
+from mnemo_text.profile_statements import (
     FACT,
     WITHDRAWAL,
     ProfileStatement,
@@ -35,6 +34,7 @@ from memory_site.text.profile_statements import (
     statement_slot,
     statement_terms,
 )
+from mnemo_text.redaction import redact
 from profile_app.models import ProfileEntry
 from profile_app.selectors import profile_entry_get_for_user, profile_entry_history
 from sessions_app.models import Message

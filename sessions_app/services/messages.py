@@ -11,8 +11,8 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from memory_site.redaction import redact
 from memory_site.tokens import count_tokens
+from mnemo_text.redaction import redact
 from sessions_app.models import ChatSession, Message
 from sessions_app.selectors import session_get_for_user
 from sessions_app.services.sessions import session_require_open

@@ -13,8 +13,8 @@ from django_q.tasks import async_task
 
 from memory_site.db_locks import advisory_try_lock
 from memory_site.errors import Conflict
-from memory_site.redaction import redact
 from memory_site.task_paths import SESSION_CLOSE_TASK
+from mnemo_text.redaction import redact
 from sessions_app.models import ChatSession
 from sessions_app.selectors import session_get_for_user
 

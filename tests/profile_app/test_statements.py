@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_site.text.profile_statements import (
+from mnemo_text.profile_statements import (
     FACT,
     INSTRUCTION,
     PREFERENCE,

@@ -42,8 +42,8 @@ from ingestion_app.services.deferred_embeddings import (
     pending_embeddings_wait,
 )
 from memory_site.providers import get_embedder
-from memory_site.redaction import redact
-from memory_site.text.third_person import third_person_text
+from mnemo_text.redaction import redact
+from mnemo_text.third_person import third_person_text
 from profile_app.selectors import ProfilePack, profile_for_pack
 from retrieval.search import SOURCES, SearchFilters, format_for_prompt, memory_search
 from sessions_app.models import ChatSession

@@ -6,7 +6,7 @@ Idempotent (a second run changes nothing) and batched (a session, or 200 importe
 transaction). Messages that are not memories (greetings, content-free questions, the offline
 reply, pack echoes) lose their items; long messages become passages; imported chunks get the
 passages of the current rule (import_passages.PASSAGE_RULE); items written before category words
-(memory_site.text.categories) get theirs.
+(mnemo_text.categories) get theirs.
 """
 
 from __future__ import annotations

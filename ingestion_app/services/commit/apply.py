@@ -17,7 +17,7 @@ from ingestion_app.services.memory_store import (
     memory_item_content_set,
     memory_items_bulk_create,
 )
-from memory_site.text.keywords import tags
+from mnemo_text.keywords import tags
 from sessions_app.models import ChatSession, Message
 from webhooks_app.services.events import (
     MEMORY_CREATED,

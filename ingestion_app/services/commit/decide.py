@@ -2,7 +2,7 @@
 
 A fact nearly identical to a stored fact (or one kept earlier in this commit) is skipped before
 any decision; the rest get a decision from the LLM or, offline, from the documented
-`memory_site.text.fact_updates.is_update` rule.
+`mnemo_text.fact_updates.is_update` rule.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ingestion_app.models import FactHistory
 from ingestion_app.selectors import facts_nearest_many
 from ingestion_app.services.commit.distill import Fact, chat_json_with_usage
 from memory_site.providers import ProviderError
-from memory_site.text.fact_updates import is_update
+from mnemo_text.fact_updates import is_update
 from sessions_app.models import ChatSession
 
 logger = logging.getLogger("ingestion_app.services.commit")

@@ -1,6 +1,6 @@
 """Distillation: a session's new messages become atomic facts, each traced to its messages.
 
-With an LLM one structured call per transcript window; offline `memory_site.text.facts`
+With an LLM one structured call per transcript window; offline `mnemo_text.facts`
 over the user's own statements. Both clean and redact every fact before it goes further.
 """
 
@@ -10,9 +10,9 @@ import re
 from dataclasses import dataclass, field
 
 from memory_site.providers import ProviderError, get_embedder
-from memory_site.redaction import redact
-from memory_site.text.facts import extract_facts
 from memory_site.tokens import count_tokens
+from mnemo_text.facts import extract_facts
+from mnemo_text.redaction import redact
 from sessions_app.models import ChatSession, Message
 from sessions_app.services.usage import usage_record_json
 

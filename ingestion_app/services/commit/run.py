@@ -8,8 +8,8 @@ redoes exactly the same messages.
 Two ways to distill:
 - With an LLM: structured JSON output, first the facts of the transcript, then one ADD /
   UPDATE / NOOP decision per new fact against its nearest stored facts.
-- Offline (no LLM configured): `memory_site.text.facts.extract_facts` per user message, and the
-  documented `memory_site.text.fact_updates.is_update` rule against the nearest stored facts.
+- Offline (no LLM configured): `mnemo_text.facts.extract_facts` per user message, and the
+  documented `mnemo_text.fact_updates.is_update` rule against the nearest stored facts.
 In both, a fact whose cosine similarity to a stored fact (or to one already taken in this
 commit) reaches MNEMO_FACT_DUPLICATE_SIMILARITY is skipped as a duplicate before any decision.
 """
