@@ -176,11 +176,14 @@ def missing_names_apply(candidates: dict[int, Candidate], missing: list[str]) ->
 
 
 _ABOUT_USER = re.compile(r"\b(?:i|my|me|mine|i'm|i've|i'd)\b", re.IGNORECASE)
-# "we", "our", "us": the user's project in a working chat ("how often does our pipeline run?").
-_ABOUT_USERS_WORK = re.compile(r"\b(?:we|our|ours|us|we're|we've)\b", re.IGNORECASE)
+# "we", "our", "us": the user's project in a working chat ("how often does our pipeline run?");
+# lower case "us" only, so "the US" is not the user.
+_ABOUT_USERS_WORK = re.compile(r"\b(?:[Ww]e|[Oo]urs?|us|[Ww]e're|[Ww]e've)\b")
 _ABOUT_ASSISTANT = re.compile(
     r"\byou (?:said|told|mentioned|recommended|suggested|gave|provided|listed|wrote|explained|"
-    r"described|shared|named|called)\b|\b(?:our|the|that) (?:previous |last |earlier )?"
+    r"described|shared|named|called)\b|\b(?:did|do|have|had) you (?:say|tell|mention|"
+    r"recommend|suggest|give|provide|list|write|explain|describe|share|name|call)\b|"
+    r"\b(?:our|the|that) (?:previous |last |earlier )?"
     r"(?:conversation|chat|discussion)\b|\bremind me\b",
     re.IGNORECASE,
 )

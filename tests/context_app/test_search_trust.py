@@ -596,3 +596,21 @@ def test_a_long_item_found_by_meaning_comes_back_as_its_opening_sentences():
     assert text.startswith(opening)
     assert len(text) <= RANKING.trim_chars + len(display.ELLIPSIS) + 1
     assert trimmed == {"start": 0, "end": trimmed["end"], "length": len(content)}
+
+
+@pytest.mark.parametrize(
+    ("query", "about_user"),
+    [
+        ("Who reviews my merges?", True),
+        ("How often does our pipeline run now?", True),
+        ("What should we use to monitor the pipeline?", True),
+        ("We moved the demo: when is it now?", True),
+        ("What did Melanie do in the US?", False),
+        ("What did you recommend for my trip?", False),
+        ("How do code reviews catch bugs?", False),
+    ],
+)
+def test_which_questions_ask_about_the_users_own_life_or_work(query, about_user):
+    from retrieval.trust import asks_about_user
+
+    assert asks_about_user(query, or_their_work=True) is about_user
