@@ -133,7 +133,8 @@ def _rules() -> _Rules:
             r"usually|normally|generally|tend|chose|picked|went with|decided|settled|switched|"
             r"going with|stick|name|called|call me|live|moved|moving|relocated|based|located|"
             r"from|work|joined|i'm a|i am a|my|no longer|no need|forget|ignore|disregard|"
-            r"never mind|cancel|scrap)",
+            r"never mind|cancel|scrap|building|making|developing|creating|setting up|writing|"
+            r"coding|designing)",
             re.IGNORECASE,
         ),
     )

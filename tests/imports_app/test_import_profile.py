@@ -33,11 +33,12 @@ def test_an_import_fills_the_profile_in_the_order_things_were_said(
     made = profile_import_read(import_file_id=import_file.id)
 
     active = ProfileEntry.objects.filter(user=user, status="active")
-    assert made == 4
+    assert made == 5
     assert sorted(active.values_list("text", flat=True)) == [
         "Always use type hints in Python examples.",
         "From now on, answer in English instead.",
         "I prefer SQLite for prototypes.",
+        "Working on: a Flask app",
     ]
     german = ProfileEntry.objects.get(user=user, text="Always answer in German.")
     assert german.status == "superseded" and german.origin == "import"

@@ -58,13 +58,14 @@ def test_a_chat_fills_the_profile_with_its_source_message(user):
     entries = {e.kind: e for e in ProfileEntry.objects.filter(user=user)}
     assert entries["instruction"].text == INSTRUCTION
     assert entries["preference"].text == "Also, i prefer minimal dependencies."
+    assert entries["fact"].text == "Working on: a budget tracker in Flask"
     message = Message.objects.get(session=session, role="user")
     assert entries["instruction"].source_message_id == message.id
     assert entries["instruction"].source_message_ids == [message.id]
     assert entries["instruction"].origin == "chat"
     # The assistant's reply states nothing about the user.
     add_message(session, "assistant", "Always use a virtualenv. I prefer Poetry.")
-    assert ProfileEntry.objects.filter(user=user).count() == 2
+    assert ProfileEntry.objects.filter(user=user).count() == 3
 
 
 def test_the_next_chats_first_rest_turn_carries_the_profile_first(api, user, fake_openai):

@@ -68,7 +68,10 @@ def test_a_statement_inside_a_long_message_is_found_and_code_is_not_read():
         "Also, from now on please keep your answers short."
     )
     statements = profile_statements(text)
-    assert [(s.kind, s.slot) for s in statements] == [(INSTRUCTION, "answer_length")]
+    assert [(s.kind, s.slot, s.text) for s in statements] == [
+        (FACT, "project", "Working on: a budget tracker in Flask"),
+        (INSTRUCTION, "answer_length", "Also, from now on please keep your answers short."),
+    ]
 
 
 def one(text):
