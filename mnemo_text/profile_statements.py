@@ -126,15 +126,7 @@ def _rules() -> _Rules:
         facts=facts,
         refused_values=frozenset(data["fact_values"]["refused"].split()),
         maybe=re.compile(
-            r"\b(?:always|never|from now on|going forward|moving forward|future|every time|"
-            r"each time|whenever|please|stop|quit|don't|do not|answer|respond|reply|keep|use|"
-            r"prefer|like|love|enjoy|hate|dislike|detest|stand|rather|favou?rite|preferred|"
-            r"go-to|fan|partial|allergic|vegetarian|vegan|pescatarian|intolerant|gluten|"
-            r"usually|normally|generally|tend|chose|picked|went with|decided|settled|switched|"
-            r"going with|stick|name|called|call me|live|moved|moving|relocated|based|located|"
-            r"from|work|joined|i'm a|i am a|my|no longer|no need|forget|ignore|disregard|"
-            r"never mind|cancel|scrap|building|making|developing|creating|setting up|writing|"
-            r"coding|designing)",
+            r"\b(?:" + "|".join(line for line in data["maybe"]["words"].splitlines() if line) + ")",
             re.IGNORECASE,
         ),
     )

@@ -524,6 +524,13 @@ def turn(user, content: str, role: str) -> MemoryItem:
 REPLY_ON_REVIEWS = (
     "Code reviews catch bugs early: pair each reviewer with the author of the change."
 )
+ABOUT_MY_MERGES = "Who reviews my merges?"
+
+
+def search_without_support_floor(user, query: str):
+    """The search with the support floor set to the usual one (the rule off)."""
+    config = RANKING.replace(support_relevance_floor=RANKING.relevance_floor)
+    return memory_search(user=user, query=query, config=config).items
 
 
 def test_a_question_about_the_user_is_not_answered_by_a_reply_that_only_shares_a_word(
@@ -532,13 +539,9 @@ def test_a_question_about_the_user_is_not_answered_by_a_reply_that_only_shares_a
     everyday_memories(user)
     turn(user, REPLY_ON_REVIEWS, "assistant")
 
-    mine = memory_search(user=user, query="Who reviews my merges?").items
+    mine = memory_search(user=user, query=ABOUT_MY_MERGES).items
     general = memory_search(user=user, query="How do code reviews catch bugs?").items
-    rule_off = memory_search(
-        user=user,
-        query="Who reviews my merges?",
-        config=RANKING.replace(support_relevance_floor=RANKING.relevance_floor),
-    ).items
+    rule_off = search_without_support_floor(user, ABOUT_MY_MERGES)
 
     assert mine == []
     assert general and general[0].content.endswith("author of the change.")
@@ -550,7 +553,7 @@ def test_the_users_own_words_answer_a_question_about_them_at_the_usual_floor(use
     turn(user, REPLY_ON_REVIEWS, "assistant")
     turn(user, "Dana reviews everything before it lands on main.", "user")
 
-    hits = memory_search(user=user, query="Who reviews my merges?").items
+    hits = memory_search(user=user, query=ABOUT_MY_MERGES).items
 
     assert hits and hits[0].content == "Dana reviews everything before it lands on main."
 
@@ -559,7 +562,7 @@ def test_a_callers_lower_floor_lets_the_reply_through(user, fake_embedder):
     everyday_memories(user)
     turn(user, REPLY_ON_REVIEWS, "assistant")
 
-    hits = memory_search(user=user, query="Who reviews my merges?", min_relevance=0.1).items
+    hits = memory_search(user=user, query=ABOUT_MY_MERGES, min_relevance=0.1).items
 
     assert hits and hits[0].content.endswith("author of the change.")
 
@@ -574,12 +577,8 @@ def test_a_chat_exchange_counts_as_the_reply_it_adds_to_the_users_turn(user, fak
     rows = MemoryItem.objects.filter(user=user, content__contains="author of the change")
     assert rows.count() >= 2  # the reply's own item and the exchange's chunk
 
-    mine = memory_search(user=user, query="Who reviews my merges?").items
-    rule_off = memory_search(
-        user=user,
-        query="Who reviews my merges?",
-        config=RANKING.replace(support_relevance_floor=RANKING.relevance_floor),
-    ).items
+    mine = memory_search(user=user, query=ABOUT_MY_MERGES).items
+    rule_off = search_without_support_floor(user, ABOUT_MY_MERGES)
 
     assert mine == []
     assert any("author of the change" in hit.content for hit in rule_off)

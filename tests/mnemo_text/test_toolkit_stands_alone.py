@@ -7,24 +7,16 @@ import json
 import pkgutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import mnemo_text
 
-PROJECT_PACKAGES = {
-    "memory_site",
-    "sessions_app",
-    "ingestion_app",
-    "entities_app",
-    "imports_app",
-    "profile_app",
-    "retrieval",
-    "context_app",
-    "privacy_app",
-    "web_app",
-    "gateway_app",
-    "webhooks_app",
-}
+ROOT = Path(mnemo_text.__file__).resolve().parent.parent
+# The project's packages, as the import contracts list them.
+PROJECT_PACKAGES = set(
+    tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["root_packages"]
+) - {"mnemo_text"}
 
 
 def test_every_module_of_the_toolkit_imports_without_django_or_an_app():
@@ -37,13 +29,13 @@ def test_every_module_of_the_toolkit_imports_without_django_or_an_app():
         f"for name in {modules!r}: importlib.import_module(name)\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
     )
-    root = Path(mnemo_text.__file__).resolve().parent.parent
+
     result = subprocess.run(
         [sys.executable, "-c", script],
         capture_output=True,
         text=True,
-        cwd=root,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root)},
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
         check=True,
     )
     loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
