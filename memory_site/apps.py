@@ -24,13 +24,13 @@ class MemorySiteConfig(AppConfig):
             from django.conf import settings
 
             from memory_site.tokens import count_tokens
-            from mnemo_text.words import verb_lemma
+            from mnemo_text.words import verb_tables_load
 
             # The token counter's BPE table too: ~0.5 s that the first stored message would wait.
             count_tokens("warm up")
-            # And the verb lemma tables (~0.75 s to read): the first search that compares what
-            # two memories state would spend them inside the pack's latency budget.
-            verb_lemma("warming")
+            # And the verb tables, which the first search would otherwise read inside the
+            # pack's latency budget.
+            verb_tables_load()
             if settings.EMBEDDING_PROVIDER == "local":
                 from memory_site.providers import ProviderError, get_embedder
 

@@ -135,6 +135,14 @@ def verb_third_person(verb: str) -> str:
     return forms[0] if forms else verb
 
 
+def verb_tables_load() -> None:
+    """Read lemminflect's lemma and inflection tables now (~0.75 s and ~0.35 s): a server calls
+    this at start, so the first search that compares what two memories state (or turns a
+    user's words into the third person) does not spend them inside the pack's latency budget."""
+    verb_lemma("warming")
+    verb_third_person("warm")
+
+
 def plural_fold(word: str) -> str:
     """The one plural rule of the text layer, for matching only (display forms come from the text
     itself): "parties" -> "party", "beaches" -> "beach", "cats" -> "cat"; "news", "this",
