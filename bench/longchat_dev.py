@@ -153,7 +153,7 @@ PROJECTS = [
 REQUESTS = [
     "Can you help me with {thing}? It throws an error when the input is empty.",
     "How should I structure {thing} so it is easy to test?",
-    "I finished {thing} today. What should I look at next?",
+    "Where would you start if you were refactoring {thing}?",
     "Could you review my approach to {thing}? It feels slow with a few thousand rows.",
     "What is a clean way to add logging to {thing}?",
     "I'm stuck on {thing}: the values come out in the wrong order.",
