@@ -130,8 +130,8 @@ _TERMS_SQL = r"""
 # tf of a term in an item: 1 if it is in the item's own text (weight A) plus k_context_tf if it
 # is in its keyword context (weight B). Materialized so each pair of tests runs once, float8
 # so no numeric arithmetic creeps in. Occurrence counts are not used: items are mostly one
-# message, and on LoCoMo counting positions changed recall by 0.2 points at several times the
-# cost (it needs unnest() of every candidate's vector).
+# message, and counting positions needs unnest() of every candidate's vector for no gain in
+# recall.
 _MATCHES_SQL = """
     matches AS MATERIALIZED (
         SELECT c.id, c.dl, terms.lexeme,
@@ -187,8 +187,7 @@ def bm25_statement(
     the conversation is "about" its participants) unless nothing else would be left.
     The scope's rows are read through its own index and filtered (document frequencies counted
     on the matching rows themselves). The GIN index is kept out of it on purpose: one common
-    query word has a posting list of half the table, and reading it cost 40 ms where the
-    scope's 100 rows cost 0.1 ms.
+    query word has a posting list of half the table, far more to read than the scope's rows.
     """
     if stats.count > search_scope.SINGLE_STATEMENT_ITEMS:
         return None
@@ -221,8 +220,8 @@ def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: ScopeStats):
 
     1. The query's terms and how many of the scope's first DF_SAMPLE_ITEMS rows (storage
        order, i.e. roughly the oldest) hold each: document frequency estimated from that
-       sample. Counting every match cost ~45 ms for a common word in a 10,000-item scope; idf
-       is a logarithm, so a sampled df moves it by a few percent.
+       sample (counting every match of a common word in a big scope reads most of it; idf is
+       a logarithm, so a sampled df moves it by a few percent).
     2. Candidates are the scope's rows matching the rarest terms (summed estimated df up to
        PRUNE_DF, at least the rarest), found through the GIN index; their df is counted
        exactly on those rows, every other term adds to their score with its sampled df. A
@@ -351,8 +350,8 @@ def vector_statements(
     searched through the HNSW index whatever the planner estimates: an iterative scan reads
     at most about limit / selectivity rows (fewer: a user's nearest memories sit together),
     an exact search every row of the scope, so the index wins once scope_items^2 >=
-    limit x table rows / 4. At 1M rows the planner estimated 6,500-6,900 rows for some
-    10,000-item users and sorted all of them (15-18 ms where the index took ~3 ms).
+    limit x table rows / 4 (the planner underestimates big users' rows on a big table and
+    would sort all of them).
     """
     if scope_items is not None and scope_items >= ranking_config().vector_index_min_items:
         if 4 * scope_items**2 >= limit * search_scope.table_stats(cursor).rows:
@@ -404,7 +403,7 @@ def candidates_load(
     names (with the search's scope and params): the query's names that some candidate in
     scope holds are added to `names_found`, read by the same statement (an initplan per name
     that stops at the first candidate holding it), so trust.names_missing checks
-    the whole scope only for the others (its own statement cost 0.4-2 ms).
+    the whole scope only for the others (one statement fewer per search).
 
     Similarity is computed here only for items the vector side did not return (reading an
     embedding costs a TOAST fetch).

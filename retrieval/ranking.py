@@ -96,8 +96,8 @@ _ROLE_SPEAKERS = frozenset({"", "user", "assistant"})
 def _own_statements(first: Candidate, second: Candidate) -> bool:
     """Two messages of one exchange between two named people ("Caroline", "Melanie": a chat
     logged with speaker names): each says something of its own and keeps its own slot. Only a
-    prompt and the model's reply to it are one memory (measured on LoCoMo dev, whose chats
-    are between two people: one slot per exchange cost 2.4 points of budget recall)."""
+    prompt and the model's reply to it are one memory (in a chat between two people each turn
+    is evidence of its own: one slot per exchange lost budget recall on such chats)."""
     return (
         first.is_message
         and second.is_message

@@ -9,28 +9,25 @@ Used by the context pack's [Relevant memories], the memory browser, MCP and the 
 statement filters on (user, app_id, sources, filters) before anything is ranked, so another
 user's or app's rows can never reach a ranking.
 
-Design (measured on LoCoMo; `bench/locomo.py` reproduces it, bench/RESULTS.md has the figures):
+Design (`bench/locomo.py` measures it; the figures that chose it are in bench/RESULTS.md):
 
-- Keyword side: Okapi BM25 computed in SQL over the `search_vector` lexemes (english config).
-  `ts_rank_cd` has no inverse document frequency and ranks 10-20 points worse. Words of the item
-  itself (weight A) count fully, its keyword context (weight B: a message's neighbours) at half
-  term frequency. Scope statistics (count, mean length, speakers) are cached for a minute.
-  Scopes up to SINGLE_STATEMENT_ITEMS (2,000) items are scored exactly in one statement over
-  their own rows (never through the GIN index: one common word's posting list costs more
-  than the whole scope). Bigger scopes estimate document frequencies from a 300-row sample
-  and draw candidates from the rarest terms only, found through GIN (MaxScore-like pruning;
-  the common terms still add to their score): for 10,000-item users the keyword side's p95
-  went from 44-58 ms to 6-7 ms (bench/scale.py, 300k and 1M rows), and its top 10 agrees
-  with exact BM25 on 99.8-100% of items.
+- Keyword side: Okapi BM25 computed in SQL over the `search_vector` lexemes (english config;
+  `ts_rank_cd` has no inverse document frequency). Words of the item itself (weight A) count
+  fully, its keyword context (weight B: a message's neighbours) at a share of term frequency.
+  Scope statistics (count, mean length, speakers) are cached for a minute. Scopes up to
+  SINGLE_STATEMENT_ITEMS items are scored exactly in one statement over their own rows (never
+  through the GIN index: one common word's posting list costs more than the whole scope).
+  Bigger scopes estimate document frequencies from a sample and draw candidates from the
+  rarest terms only, found through GIN (MaxScore-like pruning; the common terms still add to
+  their score), so their top results are the exact ranking's.
 - Vector side: pgvector HNSW cosine with iterative index scans, so user-scoped filters keep
   their recall; scopes too big for an exact sort are kept on the index (search_candidates.vector_candidates).
-- Fusion: weighted reciprocal rank fusion (k=20, keyword 1.0, vector 0.7: the local embedder
-  is weaker than BM25 on conversation recall; 0.6-0.8 is a plateau, equal weights lose a
-  point, 0.3 loses one too); a message item
-  also gets 0.3 x the best fused score of its neighbouring messages (answers sit next to the
-  matched question); when the query names exactly one of the conversation's speakers, that
-  name is dropped from the keyword query and its direction from the query's vector, and their
-  messages are boosted x2.
+- Fusion: weighted reciprocal rank fusion (the vector leg weighs less than the keyword leg:
+  the local embedder is weaker than BM25 on conversation recall; RankingConfig has the
+  weights); a message item also gets a share of the best fused score of its neighbouring
+  messages (answers sit next to the matched question); when the query names exactly one of
+  the conversation's speakers, that name is dropped from the keyword query and its direction
+  from the query's vector, and their messages are boosted.
 - Entity leg: items that mention an entity (person, pet, place...) the query names or an alias
   of one ("my sister"), ranked by the summed rarity of those entities, fused at ENTITY_WEIGHT
   (entities_app.selectors; hybrid mode only).

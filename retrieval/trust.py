@@ -352,7 +352,7 @@ def window_updates(
         if item_id not in stated and item_id in texts:
             content, source = texts[item_id]
             # A summary's many lines are all replaced only in theory: read only for a question
-            # about one relation (~1 ms a search otherwise, for nothing).
+            # about one relation (parsing them for any other question is work for nothing).
             stated[item_id] = user_statements(
                 content, is_fact=source == "fact", is_summary=source == "summary" and bool(relation)
             )

@@ -102,8 +102,8 @@ class MemoryItem(models.Model):
             models.Index(fields=["user", "content_hash"], name="rag_user_hash"),
             # Counting a user's items for BM25 (ingestion_app.selectors.scope.scope_stats): entries
             # with equal keys are deduplicated and kept in heap order, so an index-only count
-            # of 10,000 items reads ~35 pages (0.6 ms) where rag_user_source_recent, ordered by
-            # date, checks the visibility map ~9,000 times (2 ms).
+            # reads a few dozen pages where rag_user_source_recent, ordered by date, checks the
+            # visibility map once per item.
             models.Index(fields=["user", "app_id", "source"], name="rag_user_app_source"),
             models.Index(fields=["chat_session", "source"], name="rag_session_source"),
             # The rows still without a vector (embedded after the response, or the embedder
@@ -122,8 +122,8 @@ class MemoryItem(models.Model):
                 name="rag_message_speaker",
                 condition=Q(metadata__granularity="message"),
             ),
-            # ef_construction 128: at 64, users with ~10k memories got recall@10 of 0.91 against
-            # exact search in bench/scale.py at 1M rows; 128 gave 0.985 at the same index size.
+            # ef_construction 128: 64 lost recall against exact search for users with many
+            # memories on a big table (bench/scale.py); 128 keeps it at the same index size.
             HnswIndex(
                 name="rag_embedding_hnsw",
                 fields=["embedding"],

@@ -96,7 +96,8 @@ def scope_stats(cursor, *, scope: str, params: dict) -> ScopeStats:
     far less than the ranking's own noise. Scopes up to SINGLE_STATEMENT_ITEMS are read whole;
     a bigger one is counted through rag_user_app_source alone (index-only) and its speakers
     listed from the speaker index (rag_message_speaker); its mean length comes with each
-    query's sample (search_candidates._bm25_big_scope). Reading every row of a 10,000-item user cost 16-30 ms.
+    query's sample (search_candidates._bm25_big_scope): reading every row of a big user would
+    cost more than the search itself.
     """
     key = "mnemo:scope-stats:" + hashlib.sha256(repr(sorted(params.items())).encode()).hexdigest()
     cached = cache.get(key)
