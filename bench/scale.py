@@ -152,9 +152,9 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
-from ingestion_app.selectors import scope as search_scope  # noqa: E402
 from mnemo_text.entities import normalize_entity_name  # noqa: E402
 from retrieval import candidates as search_candidates  # noqa: E402
+from retrieval import scope as search_scope  # noqa: E402
 from retrieval import search as selectors  # noqa: E402
 from retrieval.config import RANKING  # noqa: E402
 

@@ -3,7 +3,7 @@ HNSW cosine neighbours (vector side), the light columns ranking needs and the hi
 
 Fusion, ranking and packing live in retrieval.search (memory_search) and what a result looks
 like in retrieval.hits; every statement here starts from a scope built by
-ingestion_app.selectors.scope.
+retrieval.scope.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ingestion_app.selectors import scope as search_scope
-from ingestion_app.selectors.scope import ScopeStats
 from mnemo_text.accents import fold_accents
+from retrieval import scope as search_scope
 from retrieval.config import ranking_config
+from retrieval.scope import ScopeStats
 
 
 @dataclass

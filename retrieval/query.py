@@ -10,10 +10,10 @@ from functools import lru_cache
 import numpy as np
 from django.db import connection
 
-from ingestion_app.selectors import scope as search_scope
-from ingestion_app.selectors.scope import SOURCES, SearchFilters
 from memory_site.providers import ProviderError, get_embedder
+from retrieval import scope as search_scope
 from retrieval.config import ranking_config
+from retrieval.scope import SOURCES, SearchFilters
 
 MAX_KEYWORD_QUERY_CHARS = 4000  # a pasted document as query: only its start is parsed
 

@@ -1,7 +1,7 @@
 """Retrieval: the one hybrid search over the rag_store, scoped to the caller before ranking.
 
 `memory_search` is the entry point; it runs the stages below over one `SearchState`. The legs'
-SQL is `retrieval.candidates` (on the store's scope rule, ingestion_app.selectors.scope), the
+SQL is `retrieval.candidates` (on the scope rule of `retrieval.scope`), the
 rerank and floor rules `retrieval.trust`, display `retrieval.display`, every setting
 `retrieval.config.RankingConfig`.
 
@@ -51,14 +51,14 @@ from entities_app.selectors import (
     entities_mentioned_in_buckets,
     entities_of_items,
 )
-from ingestion_app.selectors import scope as search_scope
-from ingestion_app.selectors.scope import SOURCES, SearchFilters
+from ingestion_app.selectors import vector_literal
 from memory_site import metrics
 from memory_site.errors import InvalidInput
 from mnemo_text.accents import fold_accents
 from mnemo_text.fact_updates import question_relation
 from retrieval import candidates as search_candidates
 from retrieval import display, trust
+from retrieval import scope as search_scope
 from retrieval.candidates import Candidate
 from retrieval.config import RankingConfig, ranking_config, ranking_with
 from retrieval.display import format_date, format_for_prompt, format_hit
@@ -72,6 +72,7 @@ from retrieval.query import (
     search_vector_text,
 )
 from retrieval.ranking import pack_slots, rank_candidates, rrf
+from retrieval.scope import SOURCES, SearchFilters
 
 # Re-exported: the search API, the pages and the context pack take them from here.
 __all__ = [
@@ -348,7 +349,7 @@ def _embed(state: SearchState, *, given, given_text) -> None:
         given=given,
         given_text=given_text,
     )
-    state.vector = search_scope.vector_literal(embedding)
+    state.vector = vector_literal(embedding)
 
 
 def stage_candidates(state: SearchState, cursor) -> None:

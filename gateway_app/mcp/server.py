@@ -37,7 +37,6 @@ from context_app.services.context_pack.segments import (
 )
 from context_app.services.context_pack.snapshots import user_context_snapshot
 from ingestion_app.selectors import memories_for_user
-from ingestion_app.selectors.scope import SearchFilters
 from ingestion_app.services.commit.add import memory_fact_add
 from ingestion_app.services.deferred_embeddings import READ_WAIT_SECONDS, pending_embeddings_wait
 from ingestion_app.services.memories import memory_delete, memory_update
@@ -45,7 +44,7 @@ from memory_site.errors import DomainError
 from memory_site.parsers import is_unstorable
 from memory_site.providers import ProviderError
 from profile_app.selectors import profile_as_dict, profile_for_pack
-from retrieval.search import format_for_prompt, memory_search
+from retrieval.search import SearchFilters, format_for_prompt, memory_search
 from sessions_app.selectors import sessions_for_user
 
 # A tool's argument errors go to the model as text: pydantic's documentation link after each

@@ -100,7 +100,7 @@ class MemoryItem(models.Model):
                 fields=["user", "app_id", "source", "-created_at"], name="rag_user_source_recent"
             ),
             models.Index(fields=["user", "content_hash"], name="rag_user_hash"),
-            # Counting a user's items for BM25 (ingestion_app.selectors.scope.scope_stats): entries
+            # Counting a user's items for BM25 (retrieval.scope.scope_stats): entries
             # with equal keys are deduplicated and kept in heap order, so an index-only count
             # reads a few dozen pages where rag_user_source_recent, ordered by date, checks the
             # visibility map once per item.

@@ -1,10 +1,9 @@
 """Reads of the rag_store, always scoped to the caller.
 
-- memories: browsing, one item and its history, nearest facts, commit bookkeeping, totals;
-- scope: the WHERE clause and statistics every search statement starts from;
-
-Search itself (its candidate SQL, fusion, ranking, display) is the `retrieval` package's;
-the entity graph's reads are entities_app.selectors.
+memories: browsing, one item and its history, nearest facts, commit bookkeeping, totals, the
+vector literal every vector query sends. Search itself (its scope, candidate SQL, fusion,
+ranking, display) is the `retrieval` package's; the entity graph's reads are
+entities_app.selectors.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from ingestion_app.selectors.memories import (
     memory_stats,
     memory_topics_most_used,
     session_project_id,
+    vector_literal,
 )
 
 __all__ = [
@@ -41,4 +41,5 @@ __all__ = [
     "memory_stats",
     "memory_topics_most_used",
     "session_project_id",
+    "vector_literal",
 ]

@@ -10,7 +10,6 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Q, QuerySet
 
 from ingestion_app.models import FactHistory, MemoryCommitLog, MemoryItem, ProjectContext
-from ingestion_app.selectors.scope import SOURCES, vector_literal
 from memory_site.errors import NotFound
 from mnemo_text.accents import fold_accents
 from sessions_app.models import ChatSession
@@ -97,6 +96,12 @@ class FactNeighbour:
     similarity: float
 
 
+def vector_literal(embedding) -> str:
+    """A pgvector literal ('[0.1,...]') of an embedding, 7 significant digits: what every
+    vector query on the store sends (float32 precision, a third of repr's length)."""
+    return "[" + ",".join(f"{x:.7g}" for x in embedding) + "]"
+
+
 def facts_nearest(
     *, user, embedding: list[float], limit: int = 5, min_similarity: float = 0.0
 ) -> list[FactNeighbour]:
@@ -174,8 +179,8 @@ def countable_memories(*, user, app_id: str | None = None) -> QuerySet[MemoryIte
 
 def memory_count_by_source(*, user, app_id: str | None = None) -> dict[str, int]:
     """{source: count} of the user's memories, every source present (0 when none), in
-    SOURCES order; one query."""
-    counts = dict.fromkeys(SOURCES, 0)
+    MemoryItem.Source order; one query."""
+    counts = dict.fromkeys(MemoryItem.Source.values, 0)
     counts.update(
         countable_memories(user=user, app_id=app_id)
         .values_list("source")

@@ -45,13 +45,12 @@ from django.db import connection, models
 from django.utils import timezone
 
 from ingestion_app.models import MemoryItem
-from ingestion_app.selectors.scope import table_stats_forget
 from ingestion_app.services.item_entities import (
     bucket_configured,
     bucket_for,
     memory_item_entity_types,
 )
-from ingestion_app.signals import memory_items_written
+from ingestion_app.signals import memory_items_written, store_analyzed
 from memory_site.providers import get_embedder
 from memory_site.providers.base import ProviderError
 from memory_site.tokens import count_tokens
@@ -440,7 +439,7 @@ def memory_store_vacuum() -> bool:
     Right after a bulk write the first searches pay for it: each fresh row costs its first
     reader a commit-status lookup and a page write (hint bits), index-only scans find no
     visibility map, and the planner's figures that search relies on (the row count and the
-    frequent lexemes, `ingestion_app.selectors.scope.table_stats`) are stale until
+    frequent lexemes, `retrieval.scope.table_stats`) are stale until
     autovacuum's next round, which then runs beside those searches. VACUUM cannot run inside
     a transaction: skipped there (tests, callers holding one).
     """
@@ -448,5 +447,5 @@ def memory_store_vacuum() -> bool:
         return False
     with connection.cursor() as cursor:
         cursor.execute(f"VACUUM (ANALYZE) {MemoryItem._meta.db_table}")
-    table_stats_forget()
+    store_analyzed.send(sender=MemoryItem)
     return True

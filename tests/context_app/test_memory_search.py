@@ -10,9 +10,9 @@ import pytest
 from django.utils import timezone
 
 from ingestion_app.selectors import memory_stats
-from ingestion_app.selectors import scope as search_scope
 from memory_site.errors import InvalidInput
 from memory_site.providers import get_embedder
+from retrieval import scope as search_scope
 from retrieval.config import RANKING, ranking_with
 from retrieval.search import (
     SearchFilters,

@@ -10,10 +10,10 @@ import pytest
 from django.db import connection
 
 from ingestion_app.models import MemoryItem
-from ingestion_app.selectors.scope import scope_sql
 from retrieval import candidates as search_candidates
 from retrieval import trust
 from retrieval.config import RANKING
+from retrieval.scope import scope_sql
 from retrieval.search import SOURCES, SearchFilters, memory_search
 from tests.factories import memory_write
 

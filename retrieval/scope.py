@@ -1,5 +1,6 @@
 """The search scope of the rag_store: the WHERE clause every search statement starts from,
-and the statistics of a scope and of the whole table that the keyword and vector sides need.
+and the statistics of a scope and of the whole table that the keyword and vector sides need
+(this process's copy of the table's is dropped when the store analyzes it: `store_analyzed`).
 
 Every statement filters on (user, app_id, sources, filters) before anything is ranked, so
 another user's or app's rows can never reach a ranking.
@@ -15,6 +16,7 @@ from datetime import datetime
 from django.core.cache import cache
 
 from ingestion_app.models import MemoryItem
+from ingestion_app.signals import store_analyzed
 
 # Every source a search may ask for, in the order the API lists them.
 SOURCES: tuple[str, ...] = tuple(MemoryItem.Source.values)
@@ -200,19 +202,16 @@ def table_stats(cursor) -> TableStats:
     return stats
 
 
-def table_stats_forget() -> None:
-    """Drop this process's copy of `table_stats` (after an ANALYZE it ran itself)."""
+def table_stats_forget(**_signal) -> None:
+    """Drop this process's copy of `table_stats`: the store ran ANALYZE (`store_analyzed`)."""
     global _table_stats_cached
     _table_stats_cached = (0.0, TableStats(0.0, {}))
+
+
+store_analyzed.connect(table_stats_forget, dispatch_uid="retrieval.scope.table_stats_forget")
 
 
 def without_user_index(scope: str) -> str:
     """The scope with its user condition written so no btree on user_id can serve it (the
     condition still filters every row the HNSW scan returns)."""
     return scope.replace(USER_CONDITION, "user_id + 0 = %(s_user)s", 1)
-
-
-def vector_literal(embedding) -> str:
-    """A pgvector literal ('[0.1,...]') of an embedding, 7 significant digits: what every
-    vector query here sends (float32 precision, a third of repr's length)."""
-    return "[" + ",".join(f"{x:.7g}" for x in embedding) + "]"
