@@ -543,3 +543,22 @@ def test_a_hybrid_search_reads_the_store_in_three_round_trips(user, fake_embedde
     legs = [sql for sql in statements if "query_terms" in sql]
     assert len(legs) == 1 and "embedding <=>" in legs[0] and "named AS MATERIALIZED" in legs[0]
     assert len(statements) <= 3, statements
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_search_forgets_the_table_figures_when_the_store_analyzes_the_table(user):
+    """The vector leg decides between HNSW and an exact sort from the table's row count, kept
+    in the process for minutes: after the store's own ANALYZE (a bulk import) the next search
+    reads the new count, not the one from before the import."""
+    from django.db import connection
+
+    from ingestion_app.services.memory_store import memory_store_vacuum
+
+    with connection.cursor() as cursor:
+        before = search_scope.table_stats(cursor).rows
+    for index in range(5):
+        memory_write(user, f"Imported note {index} about the garden", embedding=None)
+    assert memory_store_vacuum()
+    with connection.cursor() as cursor:
+        after = search_scope.table_stats(cursor).rows
+    assert after >= before + 5
