@@ -60,34 +60,35 @@ class ScopeStats:
 USER_CONDITION = "user_id = %(s_user)s"
 
 
+# Each filter of SearchFilters that narrows the scope: its field, the SQL condition, the
+# parameter it binds and how the value is sent.
+_FILTER_CONDITIONS = (
+    ("project_id", "project_id = %(s_project)s", "s_project", str),
+    ("agent_id", "agent_id = %(s_agent)s", "s_agent", str),
+    ("chat_session_id", "chat_session_id = %(s_session)s", "s_session", str),
+    (
+        "exclude_chat_session_id",
+        "chat_session_id IS DISTINCT FROM %(s_not_session)s::uuid",
+        "s_not_session",
+        str,
+    ),
+    ("topics", "topics && %(s_topics)s::varchar[]", "s_topics", list),
+    ("buckets", "bucket = ANY(%(s_buckets)s)", "s_buckets", list),
+    ("since", "occurred_at >= %(s_since)s", "s_since", None),
+    ("until", "occurred_at <= %(s_until)s", "s_until", None),
+)
+
+
 def scope_sql(*, user_id: int, app_id: str, sources, filters: SearchFilters) -> tuple[str, dict]:
-    """The WHERE clause every statement starts from: the caller's rows, then the filters."""
+    """The WHERE clause every statement starts from: the caller's rows, then the filters (an
+    empty filter narrows nothing)."""
     clauses = [USER_CONDITION, "app_id = %(s_app)s", "source = ANY(%(s_sources)s)"]
     params: dict = {"s_user": user_id, "s_app": app_id, "s_sources": list(sources)}
-    if filters.project_id:
-        clauses.append("project_id = %(s_project)s")
-        params["s_project"] = filters.project_id
-    if filters.agent_id:
-        clauses.append("agent_id = %(s_agent)s")
-        params["s_agent"] = filters.agent_id
-    if filters.chat_session_id:
-        clauses.append("chat_session_id = %(s_session)s")
-        params["s_session"] = str(filters.chat_session_id)
-    if filters.exclude_chat_session_id:
-        clauses.append("chat_session_id IS DISTINCT FROM %(s_not_session)s::uuid")
-        params["s_not_session"] = str(filters.exclude_chat_session_id)
-    if filters.topics:
-        clauses.append("topics && %(s_topics)s::varchar[]")
-        params["s_topics"] = list(filters.topics)
-    if filters.buckets:
-        clauses.append("bucket = ANY(%(s_buckets)s)")
-        params["s_buckets"] = list(filters.buckets)
-    if filters.since:
-        clauses.append("occurred_at >= %(s_since)s")
-        params["s_since"] = filters.since
-    if filters.until:
-        clauses.append("occurred_at <= %(s_until)s")
-        params["s_until"] = filters.until
+    for name, condition, parameter, sent_as in _FILTER_CONDITIONS:
+        value = getattr(filters, name)
+        if value:
+            clauses.append(condition)
+            params[parameter] = sent_as(value) if sent_as else value
     return " AND ".join(clauses), params
 
 
