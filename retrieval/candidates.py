@@ -351,11 +351,17 @@ def vector_statements(
     at most about limit / selectivity rows (fewer: a user's nearest memories sit together),
     an exact search every row of the scope, so the index wins once scope_items^2 >=
     limit x table rows / 4 (the planner underestimates big users' rows on a big table and
-    would sort all of them).
+    would sort all of them). A smaller scope is sorted exactly, whatever the planner would
+    choose: reading its rows costs less than walking the graph past other users' rows, and
+    the nearest items are then the exact ones.
     """
+    rows = "rag_store"
     if scope_items is not None and scope_items >= ranking_config().vector_index_min_items:
         if 4 * scope_items**2 >= limit * search_scope.table_stats(cursor).rows:
             scope = search_scope.without_user_index(scope)
+    elif scope_items is not None:
+        rows = f"(SELECT id, embedding FROM rag_store WHERE {scope} OFFSET 0) AS scoped"
+        scope = "true"
     settings = Statement(
         """SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
                   set_config('hnsw.ef_search', %(v_ef_search)s, true)""",
@@ -365,7 +371,7 @@ def vector_statements(
     # relaxed_order may return rows slightly out of order: re-sorted by exact distance.
     search = Statement(
         f"""WITH nearest AS MATERIALIZED (
-                SELECT id, embedding <=> %(v_vector)s::vector AS distance FROM rag_store
+                SELECT id, embedding <=> %(v_vector)s::vector AS distance FROM {rows}
                 WHERE {scope} AND embedding IS NOT NULL
                 ORDER BY embedding <=> %(v_vector)s::vector LIMIT %(v_limit)s
             )

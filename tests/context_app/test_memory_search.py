@@ -562,3 +562,30 @@ def test_the_search_forgets_the_table_figures_when_the_store_analyzes_the_table(
     with connection.cursor() as cursor:
         after = search_scope.table_stats(cursor).rows
     assert after >= before + 5
+
+
+def test_a_small_scope_is_sorted_exactly_never_walked_on_the_graph(user):
+    """Under `vector_index_min_items`, the vector leg reads the scope's rows and sorts them by
+    exact distance, even where the planner would rather walk the HNSW graph (told here to
+    avoid sorting): the nearest items of a small scope are the exact ones."""
+    from django.db import connection, transaction
+
+    from ingestion_app.selectors import vector_literal
+    from retrieval.candidates import statements_run, vector_statements
+    from retrieval.search import SOURCES
+
+    for index in range(3):
+        memory_write(user, f"Note {index} on the hive", embedding="model")
+    scope, params = search_scope.scope_sql(
+        user_id=user.pk, app_id="default", sources=SOURCES, filters=SearchFilters()
+    )
+    vector = vector_literal(get_embedder().embed(["hive"])[0])
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_sort = off")
+        settings_statement, search = vector_statements(
+            cursor, scope=scope, params=params, vector=vector, limit=10, scope_items=3
+        )
+        statements_run(cursor, [settings_statement])
+        cursor.execute("EXPLAIN " + search.sql, search.params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "rag_embedding_hnsw" not in plan, plan
