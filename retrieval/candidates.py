@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from mnemo_text.accents import fold_accents
 from retrieval import scope as search_scope
@@ -383,7 +383,7 @@ def vector_statements(
 
 
 # candidates_load's first name column (after the ranking and display columns).
-_NAME_COLUMNS = 21
+_NAME_COLUMNS = 20
 
 
 def candidates_load(
@@ -449,6 +449,8 @@ def candidates_load(
                      AND search_vector @@ plainto_tsquery('english', %(c_name{index})s)))"""
         for index in range(len(names) if scope else 0)
     )
+    # Both dates come as epochs (microseconds exact in float8 for any date near now): building
+    # a datetime from a number is several times cheaper than parsing a timestamp's text.
     cursor.execute(
         f"""SELECT m.id, m.source, m.chat_session_id::text,
                    extract(epoch FROM m.occurred_at)::float8, m.token_count, m.source_message_ids,
@@ -461,7 +463,7 @@ def candidates_load(
                    coalesce(m.metadata->>'exchange_key', ''),
                    m.metadata->>'granularity' = 'message' AND length(m.content) < %(c_short)s
                        AND right(rtrim(m.content), 1) = '?' AS is_question,
-                   m.content, m.header, m.created_at, m.occurred_at, m.metadata, m.topics,
+                   m.content, m.header, extract(epoch FROM m.created_at)::float8, m.metadata, m.topics,
                    m.bucket, coalesce(m.metadata->>'role', '')
                    {name_sql}
             FROM rag_store AS m {covered_pair_sql}
@@ -505,11 +507,11 @@ def candidates_load(
             is_question=bool(row[12]),
             content=row[13] or "",
             header=row[14] or "",
-            created_at=row[15],
-            occurred_at=row[16],
-            metadata=row[17],
-            topics=list(row[18] or []),
-            bucket=row[19] or "",
-            role=row[20],
+            created_at=datetime.fromtimestamp(row[15], tz=UTC),
+            occurred_at=datetime.fromtimestamp(row[3], tz=UTC),
+            metadata=row[16],
+            topics=list(row[17] or []),
+            bucket=row[18] or "",
+            role=row[19],
         )
     return found
