@@ -21,8 +21,8 @@ from ingestion_app.signals import store_analyzed
 # Every source a search may ask for, in the order the API lists them.
 SOURCES: tuple[str, ...] = tuple(MemoryItem.Source.values)
 # Scopes up to this many items are scored exactly in one statement (see
-# search_candidates.bm25_candidates); bigger ones estimate the frequency of common terms from a sample and draw candidates from
-# the rarest terms only.
+# retrieval.candidates.bm25_candidates); bigger ones estimate the frequency of common terms
+# from a sample and draw candidates from the rarest terms only.
 SINGLE_STATEMENT_ITEMS = 2000
 SPEAKER_LIST_MAX = 200
 STATS_TTL_SECONDS = 60
@@ -47,7 +47,7 @@ class SearchFilters:
 @dataclass
 class ScopeStats:
     count: int
-    # None for a big scope: BM25 takes it from the per-query sample (search_candidates._bm25_big_scope).
+    # None for a big scope: BM25 takes it from each query's sample (candidates._bm25_big_scope).
     mean_length: float | None
     speakers: list[str]
 
@@ -99,7 +99,7 @@ def scope_stats(cursor, *, scope: str, params: dict) -> ScopeStats:
     far less than the ranking's own noise. Scopes up to SINGLE_STATEMENT_ITEMS are read whole;
     a bigger one is counted through rag_user_app_source alone (index-only) and its speakers
     listed from the speaker index (rag_message_speaker); its mean length comes with each
-    query's sample (search_candidates._bm25_big_scope): reading every row of a big user would
+    query's sample (retrieval.candidates._bm25_big_scope): reading every row of a big user would
     cost more than the search itself.
     """
     key = "mnemo:scope-stats:" + hashlib.sha256(repr(sorted(params.items())).encode()).hexdigest()
@@ -130,7 +130,7 @@ def scope_stats(cursor, *, scope: str, params: dict) -> ScopeStats:
     )
     count, mean_length, speakers = cursor.fetchone()
     if count > SINGLE_STATEMENT_ITEMS:
-        mean_length = None  # taken from each query's sample (search_candidates._bm25_big_scope)
+        mean_length = None  # taken from each query's sample (candidates._bm25_big_scope)
     stats = ScopeStats(
         count=count,
         mean_length=(float(mean_length) or 1.0) if mean_length is not None else None,

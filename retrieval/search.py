@@ -21,7 +21,8 @@ Design (`bench/locomo.py` measures it; the figures that chose it are in bench/RE
   rarest terms only, found through GIN (MaxScore-like pruning; the common terms still add to
   their score), so their top results are the exact ranking's.
 - Vector side: pgvector HNSW cosine with iterative index scans, so user-scoped filters keep
-  their recall; scopes too big for an exact sort are kept on the index (search_candidates.vector_candidates).
+  their recall; scopes too big for an exact sort are kept on the index
+  (retrieval.candidates.vector_statements).
 - Fusion: weighted reciprocal rank fusion (the vector leg weighs less than the keyword leg:
   the local embedder is weaker than BM25 on conversation recall; RankingConfig has the
   weights); a message item also gets a share of the best fused score of its neighbouring
