@@ -20,9 +20,9 @@ Design (`bench/locomo.py` measures it; the figures that chose it are in bench/RE
   Bigger scopes estimate document frequencies from a sample and draw candidates from the
   rarest terms only, found through GIN (MaxScore-like pruning; the common terms still add to
   their score), so their top results are the exact ranking's.
-- Vector side: pgvector HNSW cosine with iterative index scans, so user-scoped filters keep
-  their recall; scopes too big for an exact sort are kept on the index
-  (retrieval.candidates.vector_statements).
+- Vector side: cosine distance, a small scope sorted exactly; a scope too big for that
+  searched through pgvector HNSW with iterative index scans, so the user filter keeps its
+  recall (retrieval.candidates.vector_statements).
 - Fusion: weighted reciprocal rank fusion (the vector leg weighs less than the keyword leg:
   the local embedder is weaker than BM25 on conversation recall; RankingConfig has the
   weights); a message item also gets a share of the best fused score of its neighbouring
