@@ -164,7 +164,7 @@ def bm25_candidates(
     cursor, *, scope: str, params: dict, query: str, drop_name: str, stats: ScopeStats, limit: int
 ) -> list[tuple[int, float]]:
     """(id, BM25 score) of the best keyword matches, best first (see `bm25_statement`); bigger
-    scopes than SINGLE_STATEMENT_ITEMS go through _bm25_big_scope."""
+    scopes than `single_statement_items` go through _bm25_big_scope."""
     statement = bm25_statement(
         scope=scope, params=params, query=query, drop_name=drop_name, stats=stats, limit=limit
     )
@@ -180,7 +180,7 @@ def bm25_candidates(
 def bm25_statement(
     *, scope: str, params: dict, query: str, drop_name: str, stats: ScopeStats, limit: int
 ) -> Statement | None:
-    """The one statement that scores a scope of up to SINGLE_STATEMENT_ITEMS items exactly:
+    """The one statement that scores a scope of up to `single_statement_items` items exactly:
     (id, BM25 score) of the best keyword matches, best first; None for a bigger scope.
 
     drop_name: a speaker name the query names; its lexemes leave the query (every message of
@@ -189,7 +189,7 @@ def bm25_statement(
     on the matching rows themselves). The GIN index is kept out of it on purpose: one common
     query word has a posting list of half the table, far more to read than the scope's rows.
     """
-    if stats.count > search_scope.SINGLE_STATEMENT_ITEMS:
+    if stats.count > ranking_config().single_statement_items:
         return None
     bm25 = {**params, **_bm25_params(query=query, drop_name=drop_name, stats=stats, limit=limit)}
     return Statement(

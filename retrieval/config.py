@@ -43,6 +43,17 @@ class RankingConfig:
         "A word in an item's keyword context (its neighbours) counts at this share of tf.",
     )
     max_query_terms: int = _setting(32, "Query words the keyword leg searches at most.")
+    max_keyword_query_chars: int = _setting(
+        4000, "A longer query (a pasted document) is read by the keyword side up to here."
+    )
+    single_statement_items: int = _setting(
+        2000,
+        "Scopes up to this many items are scored exactly in one statement; bigger ones "
+        "estimate how common each query word is from a sample.",
+    )
+    speaker_list_max: int = _setting(
+        200, "A scope's distinct speakers are listed up to this many (more: not speakers)."
+    )
     df_sample_items: int = _setting(
         300, "Rows a big scope samples to estimate how common a query word is."
     )
@@ -59,6 +70,15 @@ class RankingConfig:
         0.02,
         "Cost of one GIN posting-list entry, in scope rows read.",
         "15,000 rows table-wide took 11 ms where its scope's 500 took 2",
+    )
+    entity_query_entities: int = _setting(
+        10, "The entity leg follows at most this many of the entities a query names."
+    )
+    entity_max_mention_share: float = _setting(
+        0.2, "An entity named in more of the scope's items than this share pulls in none."
+    )
+    entity_mentions_per_entity: int = _setting(
+        100, "The entity leg reads at most this many of an entity's newest mentions."
     )
     vector_index_min_items: int = _setting(
         5000,

@@ -13,14 +13,7 @@ from entities_app.models import Entity, EntityMention
 from entities_app.selectors import QueryEntity, query_name_keys
 from mnemo_text.entities import normalize_entity_name
 from retrieval.candidates import Statement
-
-# The leg follows at most this many of the entities a query names (most mentioned first).
-ENTITIES_PER_QUERY = 10
-# An entity named in more than this share of the scope's items tells the leg nothing.
-MAX_MENTION_SHARE = 0.2
-# The leg reads at most this many of an entity's newest mentions (an index range each): it
-# returns at most 100 items anyway (figures in bench/RESULTS.md).
-MENTIONS_PER_ENTITY = 100
+from retrieval.config import ranking_config
 
 
 def entity_leg_statement(
@@ -35,22 +28,23 @@ def entity_leg_statement(
     limit: int,
 ) -> Statement | None:
     """The third retrieval leg as one statement: the caller's entities whose name or
-    alias the query holds (at most ENTITIES_PER_QUERY, most mentioned first) and the items in
+    alias the query holds (at most `entity_query_entities`, most mentioned first) and the items in
     scope that mention them, best first, in one statement that the search sends with its other
     legs; its `read` turns the rows into (entities, [(item id, weight)]). None when the query
     names nothing an entity could be called.
 
     An item scores the summed rarity (idf over the scope) of the query entities it names, so
     "Ines" and "Lisbon" together beat either alone and a name found everywhere counts little;
-    ties go to the newer item (each entity's MENTIONS_PER_ENTITY newest mentions). Entities
-    named in more than MAX_MENTION_SHARE of the scope pull in no items (they would pull in
+    ties go to the newer item (each entity's `entity_mentions_per_entity` newest mentions, an
+    index range each). Entities named in more than `entity_max_mention_share` of the scope pull in no items (they would pull in
     everything) but are still returned.
     """
     keys = query_name_keys(query)
     if not keys:
         return None
     total = max(scope_items or 0, 1)
-    cap = math.inf if scope_items is None else max(5, MAX_MENTION_SHARE * total)
+    config = ranking_config()
+    cap = math.inf if scope_items is None else max(5, config.entity_max_mention_share * total)
     sql = f"""
         WITH named AS MATERIALIZED (
             SELECT id, name, type, description, mention_count, normalized_name, aliases,
@@ -96,10 +90,10 @@ def entity_leg_statement(
         "e_app": app_id,
         "e_keys": keys,
         "e_excluded": sorted({normalize_entity_name(name) for name in exclude_names}),
-        "e_entities": ENTITIES_PER_QUERY,
+        "e_entities": config.entity_query_entities,
         "e_total": total,
         "e_cap": cap,
-        "e_per_entity": MENTIONS_PER_ENTITY,
+        "e_per_entity": config.entity_mentions_per_entity,
         "e_limit": limit,
     }
     return Statement(sql, params, _entity_leg_read)

@@ -15,8 +15,6 @@ from retrieval import scope as search_scope
 from retrieval.config import ranking_config
 from retrieval.scope import SOURCES, SearchFilters
 
-MAX_KEYWORD_QUERY_CHARS = 4000  # a pasted document as query: only its start is parsed
-
 
 def _named_speakers(query: str, speakers: list[str]) -> list[str]:
     lowered = query.lower()
@@ -36,7 +34,7 @@ def _without_name(query: str, name: str) -> str:
 def _vector_text(query: str, named: list[str]) -> str:
     """What the vector leg embeds: the query, or without its speaker when it names exactly one."""
     if ranking_config().vector_without_name and len(named) == 1:
-        return _without_name(query[:MAX_KEYWORD_QUERY_CHARS], named[0]) or query
+        return _without_name(query[: ranking_config().max_keyword_query_chars], named[0]) or query
     return query
 
 
@@ -63,7 +61,7 @@ def scope_speakers_named(
     """(the scope's stats, cached briefly; the scope's speakers the query names)."""
     with connection.cursor() as cursor:
         stats = search_scope.scope_stats(cursor, scope=scope, params=params)
-    return stats, _named_speakers(query[:MAX_KEYWORD_QUERY_CHARS], stats.speakers)
+    return stats, _named_speakers(query[: ranking_config().max_keyword_query_chars], stats.speakers)
 
 
 def query_vector(

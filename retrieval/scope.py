@@ -17,14 +17,10 @@ from django.core.cache import cache
 
 from ingestion_app.models import MemoryItem
 from ingestion_app.signals import store_analyzed
+from retrieval.config import ranking_config
 
 # Every source a search may ask for, in the order the API lists them.
 SOURCES: tuple[str, ...] = tuple(MemoryItem.Source.values)
-# Scopes up to this many items are scored exactly in one statement (see
-# retrieval.candidates.bm25_candidates); bigger ones estimate the frequency of common terms
-# from a sample and draw candidates from the rarest terms only.
-SINGLE_STATEMENT_ITEMS = 2000
-SPEAKER_LIST_MAX = 200
 STATS_TTL_SECONDS = 60
 GLOBAL_STATS_TTL_SECONDS = 600
 ROLE_SPEAKERS = frozenset({"user", "assistant", "system"})
@@ -96,13 +92,16 @@ def scope_stats(cursor, *, scope: str, params: dict) -> ScopeStats:
     """Item count, mean search-vector length and named speakers of the scope (cached briefly).
 
     The BM25 length normalisation and idf need them; a minute-old value changes scores by
-    far less than the ranking's own noise. Scopes up to SINGLE_STATEMENT_ITEMS are read whole;
+    far less than the ranking's own noise. Scopes up to `single_statement_items` are read whole;
     a bigger one is counted through rag_user_app_source alone (index-only) and its speakers
     listed from the speaker index (rag_message_speaker); its mean length comes with each
     query's sample (retrieval.candidates._bm25_big_scope): reading every row of a big user would
     cost more than the search itself.
     """
-    key = "mnemo:scope-stats:" + hashlib.sha256(repr(sorted(params.items())).encode()).hexdigest()
+    config = ranking_config()
+    # The settings that shape the statistics are part of the key (a benchmark's variants).
+    shaped_by = (sorted(params.items()), config.single_statement_items, config.speaker_list_max)
+    key = "mnemo:scope-stats:" + hashlib.sha256(repr(shaped_by).encode()).hexdigest()
     cached = cache.get(key)
     if cached is not None:
         return cached
@@ -126,10 +125,10 @@ def scope_stats(cursor, *, scope: str, params: dict) -> ScopeStats:
                            FILTER (WHERE metadata->>'granularity' = 'message') AS speakers
                 FROM rag_store WHERE {scope} AND counted.n <= %(st_small)s
             ) AS whole ON true""",
-        {**params, "st_small": SINGLE_STATEMENT_ITEMS, "st_max": SPEAKER_LIST_MAX},
+        {**params, "st_small": config.single_statement_items, "st_max": config.speaker_list_max},
     )
     count, mean_length, speakers = cursor.fetchone()
-    if count > SINGLE_STATEMENT_ITEMS:
+    if count > config.single_statement_items:
         mean_length = None  # taken from each query's sample (candidates._bm25_big_scope)
     stats = ScopeStats(
         count=count,

@@ -15,7 +15,7 @@ Design (`bench/locomo.py` measures it; the figures that chose it are in bench/RE
   `ts_rank_cd` has no inverse document frequency). Words of the item itself (weight A) count
   fully, its keyword context (weight B: a message's neighbours) at a share of term frequency.
   Scope statistics (count, mean length, speakers) are cached for a minute. Scopes up to
-  SINGLE_STATEMENT_ITEMS items are scored exactly in one statement over their own rows (never
+  `single_statement_items` items are scored exactly in one statement over their own rows (never
   through the GIN index: one common word's posting list costs more than the whole scope).
   Bigger scopes estimate document frequencies from a sample and draw candidates from the
   rarest terms only, found through GIN (MaxScore-like pruning; the common terms still add to
@@ -66,7 +66,6 @@ from retrieval.display import format_date, format_for_prompt, format_hit
 from retrieval.entity_leg import entity_leg_statement
 from retrieval.hits import SearchHit, hits_build
 from retrieval.query import (
-    MAX_KEYWORD_QUERY_CHARS,
     embedder_available,
     query_vector,
     scope_speakers_named,
@@ -189,7 +188,7 @@ class SearchState:
     @property
     def asked(self) -> str:
         """The query as the keyword side reads it (a pasted document: only its start)."""
-        return self.query[:MAX_KEYWORD_QUERY_CHARS]
+        return self.query[: ranking_config().max_keyword_query_chars]
 
 
 def memory_search(

@@ -464,7 +464,7 @@ def test_stats_count_only_the_callers_memories(user, other_user):
 # --- big scopes ---------------------------------------------------------------------------------
 
 
-def test_big_scope_path_ranks_like_the_exact_one(user, monkeypatch):
+def test_big_scope_path_ranks_like_the_exact_one(user):
     for text in TICKETS + [
         "The badge office is on floor 2.",
         "Printer paper is in the cupboard.",
@@ -474,8 +474,9 @@ def test_big_scope_path_ranks_like_the_exact_one(user, monkeypatch):
     query = "broken badge reader ticket"
 
     exact = memory_search(user=user, query=query, mode="keyword")
-    monkeypatch.setattr(search_scope, "SINGLE_STATEMENT_ITEMS", 0)
-    big = memory_search(user=user, query=query, mode="keyword")
+    big = memory_search(
+        user=user, query=query, mode="keyword", config=RANKING.replace(single_statement_items=0)
+    )
 
     assert ids(big) == ids(exact)
     assert [hit.keyword_rank for hit in big.items] == pytest.approx(
@@ -483,7 +484,10 @@ def test_big_scope_path_ranks_like_the_exact_one(user, monkeypatch):
     )
     # Pruned to the rarest term's rows, the best match still comes first.
     pruned = memory_search(
-        user=user, query=query, mode="keyword", config=RANKING.replace(prune_df=1)
+        user=user,
+        query=query,
+        mode="keyword",
+        config=RANKING.replace(single_statement_items=0, prune_df=1),
     )
     assert ids(pruned)[0] == ids(exact)[0]
     assert len(pruned.items) < len(exact.items)
@@ -493,11 +497,10 @@ def test_big_scope_path_ranks_like_the_exact_one(user, monkeypatch):
 def big_scope_paths(monkeypatch):
     """Every scope takes the paths of big ones: sampled BM25, speakers from the speaker index,
     the vector query forced onto HNSW (user condition kept off the btree)."""
-    monkeypatch.setattr(search_scope, "SINGLE_STATEMENT_ITEMS", 0)
     monkeypatch.setattr(
         search_scope, "_table_stats_cached", (0.0, search_scope.TableStats(0.0, {}))
     )
-    with ranking_with(RANKING.replace(vector_index_min_items=0)):
+    with ranking_with(RANKING.replace(vector_index_min_items=0, single_statement_items=0)):
         yield
 
 
