@@ -11,11 +11,9 @@ from itertools import chain
 
 from mnemo_text.entity_names import ABBREVIATIONS
 from mnemo_text.words import (
-    _CODE_FENCE_RE,
-    _MD_LINK_RE,
     _SCHEME_URL_RE,
     MAX_TEXT_CHARS,
-    strip_markup,
+    code_and_markup_stripped,
 )
 
 _USER_ROLES = frozenset({"user", "human", "me", "customer", "client", "you"})
@@ -117,13 +115,7 @@ def _sentences(text: str) -> list[str]:
     if len(text) > MAX_TEXT_CHARS:
         text = text[:MAX_TEXT_CHARS]
     text = unicodedata.normalize("NFKC", text).replace("’", "'").replace("‘", "'")
-    # Each pattern runs only when the text holds what every match of it contains.
-    if "```" in text:
-        text = _CODE_FENCE_RE.sub("\n", text)
-    if "<" in text or "&" in text:
-        text = strip_markup(text)
-    if "](" in text:
-        text = _MD_LINK_RE.sub(r"\1", text)
+    text = code_and_markup_stripped(text)
     if "://" in text or "www." in text.lower():
         text = _SCHEME_URL_RE.sub(
             lambda match: match.group(1).removeprefix("www.").rstrip("."), text

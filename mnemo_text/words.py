@@ -71,6 +71,19 @@ _SPACE_RE = re.compile(r"\s+")
 _CAMEL_CODE_RE = re.compile(r"^[a-z]{2,}[A-Z][a-z]")
 
 
+def code_and_markup_stripped(text: str) -> str:
+    """`text` with code blocks as line breaks, HTML/XML markup as `strip_markup` leaves it and
+    Markdown links as their text: the first cleaning of both the tokenizer and the sentence
+    splitter. Each pattern runs only when the text holds what every match of it contains."""
+    if "```" in text:
+        text = _CODE_FENCE_RE.sub("\n", text)
+    if "<" in text or "&" in text:
+        text = strip_markup(text)
+    if "](" in text:
+        text = _MD_LINK_RE.sub(r"\1", text)
+    return text
+
+
 def _strip_noise(text: str) -> str:
     """Remove what is never a topic: code blocks, URLs, e-mail addresses and placeholders."""
     if len(text) > MAX_TEXT_CHARS:
@@ -79,12 +92,7 @@ def _strip_noise(text: str) -> str:
     # most chat text has no code, link or placeholder, and a regex scan per text adds up.
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
-    if "```" in text:
-        text = _CODE_FENCE_RE.sub("\n", text)
-    if "<" in text or "&" in text:
-        text = strip_markup(text)
-    if "](" in text:
-        text = _MD_LINK_RE.sub(r"\1", text)
+    text = code_and_markup_stripped(text)
     if "://" in text or ("." in text and _URL_HINT_RE.search(text)):
         text = _URL_RE.sub(" ", text)
     if "@" in text:

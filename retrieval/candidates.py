@@ -24,7 +24,7 @@ class Candidate:
     id: int
     source: str
     chat_session_id: str | None
-    occurred_epoch: float  # seconds; parsing ~200 datetimes per search costs a millisecond
+    occurred_epoch: float  # seconds: what ranking compares; `occurred_at` is derived from it
     token_count: int
     source_message_ids: list[int]
     is_message: bool
@@ -52,12 +52,15 @@ class Candidate:
     content: str = ""
     header: str = ""
     created_at: datetime | None = None
-    occurred_at: datetime | None = None
     metadata: dict | str | None = None  # jsonb as the driver hands it (text: parsed when shown)
     # Who said it: "user" or "assistant" for a turn or a passage of one, "" for other items.
     role: str = ""
     topics: list[str] = field(default_factory=list)
     bucket: str = ""
+
+    @property
+    def occurred_at(self) -> datetime:
+        return datetime.fromtimestamp(self.occurred_epoch, tz=UTC)
 
     @property
     def conversation(self) -> str:
@@ -355,13 +358,13 @@ def vector_statements(
     choose: reading its rows costs less than walking the graph past other users' rows, and
     the nearest items are then the exact ones.
     """
-    rows = "rag_store"
     if scope_items is not None and scope_items >= ranking_config().vector_index_min_items:
         if 4 * scope_items**2 >= limit * search_scope.table_stats(cursor).rows:
             scope = search_scope.without_user_index(scope)
-    elif scope_items is not None:
-        rows = f"(SELECT id, embedding FROM rag_store WHERE {scope} OFFSET 0) AS scoped"
-        scope = "true"
+    rows = f"rag_store WHERE {scope} AND embedding IS NOT NULL"
+    if scope_items is not None and scope_items < ranking_config().vector_index_min_items:
+        # OFFSET 0: the rows are read first and then sorted, never found through the index.
+        rows = f"(SELECT id, embedding FROM {rows} OFFSET 0) AS scoped"
     settings = Statement(
         """SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
                   set_config('hnsw.ef_search', %(v_ef_search)s, true)""",
@@ -372,7 +375,6 @@ def vector_statements(
     search = Statement(
         f"""WITH nearest AS MATERIALIZED (
                 SELECT id, embedding <=> %(v_vector)s::vector AS distance FROM {rows}
-                WHERE {scope} AND embedding IS NOT NULL
                 ORDER BY embedding <=> %(v_vector)s::vector LIMIT %(v_limit)s
             )
             SELECT id, 1 - distance FROM nearest ORDER BY distance, id DESC""",
@@ -508,7 +510,6 @@ def candidates_load(
             content=row[13] or "",
             header=row[14] or "",
             created_at=datetime.fromtimestamp(row[15], tz=UTC),
-            occurred_at=datetime.fromtimestamp(row[3], tz=UTC),
             metadata=row[16],
             topics=list(row[17] or []),
             bucket=row[18] or "",

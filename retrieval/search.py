@@ -42,7 +42,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -539,7 +539,7 @@ def stage_trim(state: SearchState) -> None:
     display.superseded_mark(
         state.hits,
         state.superseded,
-        {c.id: datetime.fromtimestamp(c.occurred_epoch, tz=UTC) for c in state.packed},
+        {c.id: c.occurred_at for c in state.packed},
     )
 
 
