@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import BooleanField, Case, Count, F, Func, Q, QuerySet, Value, When
+from pgvector.django import CosineDistance
 
 from ingestion_app.models import FactHistory, MemoryCommitLog, MemoryItem, ProjectContext
 from memory_site.errors import NotFound
@@ -123,27 +124,24 @@ def facts_nearest_many(
     """
     if not embeddings:
         return []
-    vectors = [vector_literal(embedding) for embedding in embeddings]
+    nearest = [
+        MemoryItem.objects.filter(user=user, source=MemoryItem.Source.FACT, embedding__isnull=False)
+        .annotate(position=Value(position), distance=CosineDistance("embedding", embedding))
+        .order_by("distance")
+        .values_list("position", "id", "content", "distance")[:limit]
+        for position, embedding in enumerate(embeddings)
+    ]
     # SET LOCAL needs a transaction; atomic() reuses the caller's when there is one.
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(100, limit * 4)])
-        cursor.execute(
-            """SELECT query.position, nearest.id, nearest.content, nearest.similarity
-               FROM unnest(%s::vector[]) WITH ORDINALITY AS query(vector, position)
-               CROSS JOIN LATERAL (
-                   SELECT id, content, 1 - (embedding <=> query.vector) AS similarity
-                   FROM rag_store
-                   WHERE user_id = %s AND source = %s AND embedding IS NOT NULL
-                   ORDER BY embedding <=> query.vector LIMIT %s
-               ) AS nearest""",
-            [vectors, user.pk, MemoryItem.Source.FACT, limit],
-        )
-        rows = cursor.fetchall()
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(100, limit * 4)])
+        rows = list(nearest[0].union(*nearest[1:], all=True) if len(nearest) > 1 else nearest[0])
     results: list[list[FactNeighbour]] = [[] for _ in embeddings]
-    for position, memory_id, content, similarity in rows:
-        if similarity is not None and similarity >= min_similarity:
-            results[position - 1].append(
+    for position, memory_id, content, distance in rows:
+        similarity = 1 - distance
+        if similarity >= min_similarity:
+            results[position].append(
                 FactNeighbour(id=memory_id, content=content, similarity=float(similarity))
             )
     return [sorted(found, key=lambda n: (-n.similarity, n.id)) for found in results]
@@ -215,15 +213,7 @@ def memory_stats(*, user, app_id: str | None = None, top_topics: int = 50) -> di
     by_project = dict(
         items.values_list("project_id").annotate(n=Count("id")).values_list("project_id", "n")
     )
-    ids_sql, ids_params = items.values("id").query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""SELECT topic, count(*) FROM {MemoryItem._meta.db_table}, unnest(topics) AS topic
-                WHERE id IN ({ids_sql})
-                GROUP BY topic ORDER BY count(*) DESC, topic LIMIT %s""",
-            [*ids_params, top_topics],
-        )
-        by_topic = dict(cursor.fetchall())
+    by_topic = dict(_topic_counts(items, limit=top_topics))
     return {
         "total": sum(by_source.values()),
         "by_source": by_source,
@@ -240,13 +230,19 @@ def memory_stats(*, user, app_id: str | None = None, top_topics: int = 50) -> di
 
 def memory_topics_most_used(*, user, limit: int = 100) -> list[str]:
     """The user's topic tags, most used first (the memory browser's topic filter)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """SELECT topic FROM rag_store, unnest(topics) AS topic WHERE user_id = %s
-               GROUP BY topic ORDER BY count(*) DESC, topic LIMIT %s""",
-            [user.pk, limit],
-        )
-        return [row[0] for row in cursor.fetchall()]
+    return [topic for topic, _ in _topic_counts(MemoryItem.objects.filter(user=user), limit=limit)]
+
+
+def _topic_counts(items: QuerySet[MemoryItem], *, limit: int) -> list[tuple[str, int]]:
+    """(topic, how many of `items` carry it), most used first, then by name."""
+    return list(
+        items.order_by()
+        .annotate(topic=Func(F("topics"), function="unnest"))
+        .values("topic")
+        .annotate(uses=Count("*"))
+        .order_by("-uses", "topic")
+        .values_list("topic", "uses")[:limit]
+    )
 
 
 def memories_matching_before(
@@ -256,23 +252,21 @@ def memories_matching_before(
     moment: written before it) whose search vector holds any of ``terms``, as (id, content,
     source, source_message_ids, whether it is a message item), newest first. Sees uncommitted
     rows of the caller's transaction (the entity layer reads them while linking a write)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""SELECT id, content, source, source_message_ids,
-                       coalesce(metadata->>'granularity', '') = 'message'
-                FROM {MemoryItem._meta.db_table}
-                WHERE user_id = %(user)s AND app_id = %(app)s AND source <> 'summary'
-                  AND (occurred_at < %(moment)s OR (occurred_at = %(moment)s AND id < %(id)s))
-                  AND search_vector @@ to_tsquery('english', %(terms)s)
-                ORDER BY occurred_at DESC, id DESC
-                LIMIT %(limit)s""",
-            {
-                "user": user_id,
-                "app": app_id,
-                "moment": item.occurred_at,
-                "id": item.id,
-                "terms": " | ".join(terms),
-                "limit": limit,
-            },
+    said_before = Q(occurred_at__lt=item.occurred_at) | Q(
+        occurred_at=item.occurred_at, id__lt=item.id
+    )
+    rows = (
+        MemoryItem.objects.filter(said_before, user_id=user_id, app_id=app_id)
+        .exclude(source=MemoryItem.Source.SUMMARY)
+        .filter(search_vector=SearchQuery(" | ".join(terms), config="english", search_type="raw"))
+        .annotate(
+            is_message=Case(
+                When(metadata__granularity="message", then=Value(True)),
+                default=Value(False),
+                output_field=BooleanField(),
+            )
         )
-        return cursor.fetchall()
+        .order_by("-occurred_at", "-id")
+        .values_list("id", "content", "source", "source_message_ids", "is_message")[:limit]
+    )
+    return list(rows)
