@@ -450,7 +450,10 @@ def store_report(users: dict) -> str:
 class Scores:
     def __init__(self) -> None:
         self.budget: dict[int, list[float]] = {c: [] for c in ld.SCORED_CATEGORIES}
+        # The first ten items of the pack (the profile lines it carries first, then results).
         self.at10: dict[int, list[float]] = {c: [] for c in ld.SCORED_CATEGORIES}
+        # The first ten search results alone (the figure --no-profile also gives).
+        self.at10_results: list[float] = []
         # The same ranking rendered without quotes and source labels (format comparison).
         self.plain: dict[int, list[float]] = {c: [] for c in ld.SCORED_CATEGORIES}
         self.search_ms: list[float] = []
@@ -493,6 +496,7 @@ class Scores:
         )
         return (
             f"budget {self.overall():.3f} @10 {self.overall('at10'):.3f} "
+            f"(results alone {self.mean(self.at10_results):.3f}) "
             f"unrelated_empty_rate {self.mean(self.unrelated_empty):.3f} "
             f"fill {self.mean(self.items_used):.1f} items {self.mean(self.chars_used):.0f} chars "
             f"answer words {self.mean(self.answer_words):.3f} "
@@ -607,10 +611,13 @@ def evaluate(
                 ld.RetrievedItem(format_hit(hit), hit_dia_ids(hit, dia_of, pairs))
                 for hit in result.items
             ]
-            # The budget holds the profile first, then the results; @10 counts results only.
-            budget = ld.recall_within_budget([*profile_items, *ranked], question.evidence)
+            # The pack holds the profile first, then the results: the budget and @10 count
+            # them in that order; the results alone are kept beside.
+            packed = [*profile_items, *ranked]
+            budget = ld.recall_within_budget(packed, question.evidence)
             scores.profile_chars.append(sum(len(item.text) for item in profile_items))
-            at10 = ld.recall_at_k(ranked, question.evidence)
+            at10 = ld.recall_at_k(packed, question.evidence)
+            scores.at10_results.append(ld.recall_at_k(ranked, question.evidence))
             scores.budget[question.category].append(budget)
             scores.at10[question.category].append(at10)
             scores.type_add(question_type_of(question), budget, at10)
@@ -679,6 +686,7 @@ def _relevance_row(hit) -> dict:
         "keyword": hit.keyword_rank,
         "source": hit.source,
         "speaker": (hit.metadata or {}).get("speaker", ""),
+        "text": hit.content[:200],
     }
 
 
@@ -860,6 +868,7 @@ def main() -> None:
             key: round(scores.category(category), 4) for category, key in category_keys.items()
         },
         "recall_at_10": round(scores.overall("at10"), 4),
+        "recall_at_10_results": round(Scores.mean(scores.at10_results), 4),
         "bm25_recall_budget": round(baselines["bm25"].overall("recall_budget"), 4)
         if baselines
         else None,
