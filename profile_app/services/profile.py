@@ -21,6 +21,7 @@ from django_q.tasks import async_task
 
 from imports_app.models import ImportFile
 from ingestion_app.models import MemoryItem
+from ingestion_app.services.import_passages import PASSAGE_GRANULARITY
 from memory_site.db_locks import advisory_transaction_lock
 from memory_site.errors import NotFound
 from memory_site.providers import LLM, ProviderError, get_llm
@@ -401,6 +402,16 @@ def profile_patch(
 # ------------------------------------------------------------------------------------------
 
 
+def _imported_exchanges():
+    """An import's exchange chunks, whose embedding text is the user's side of the exchange.
+    Left out: the passages of long messages (`granularity` "passage"), also chunks of the
+    import but each one side's own text, so an assistant's advice ("Remember to always back
+    up…") would read as the user's instruction."""
+    return MemoryItem.objects.filter(source=MemoryItem.Source.CHUNK).exclude(
+        metadata__contains={"granularity": PASSAGE_GRANULARITY}
+    )
+
+
 def _user_turns(item: dict) -> str:
     """The user's side of an imported chunk: its embedding text is its header + user turns."""
     text = item["embedding_text"] or ""
@@ -422,7 +433,8 @@ def profile_import_read(*, import_file_id: int) -> int:
     if import_file is None or not import_file.chunk_ids:
         return 0
     items = (
-        MemoryItem.objects.filter(chunk_id__in=import_file.chunk_ids)
+        _imported_exchanges()
+        .filter(chunk_id__in=import_file.chunk_ids)
         .order_by("occurred_at", "id")
         .values("id", "user_id", "app_id", "header", "embedding_text", "occurred_at")
     )
@@ -496,9 +508,8 @@ def profile_rebuild(*, user, app_id: str) -> int:
         )
         said.append((message.created_at, message.content_sanitized, source))
     chunks = (
-        MemoryItem.objects.filter(
-            user=user, app_id=app_id, source=MemoryItem.Source.CHUNK, chat_session__isnull=True
-        )
+        _imported_exchanges()
+        .filter(user=user, app_id=app_id, chat_session__isnull=True)
         .exclude(metadata__import_file_id=None)
         .values("id", "header", "embedding_text", "occurred_at")
     )
