@@ -65,6 +65,8 @@ class _Fact:
 class _Rules:
     markers: frozenset[str]
     openers: frozenset[str]
+    # Words that say a sentence speaks to the assistant wherever they stand.
+    addressed: re.Pattern
     # "Always <verb>" / "Never <verb>": an imperative even though "always" opens it.
     always_verb: re.Pattern
     lead: re.Pattern
@@ -111,6 +113,7 @@ def _rules() -> _Rules:
     return _Rules(
         markers=frozenset(data["marker_words"].split()),
         openers=frozenset(instruction["imperative_openers"].split()),
+        addressed=re.compile(r"\b(?:" + "|".join(instruction["addressed_words"].split()) + r")\b"),
         always_verb=re.compile(rf"^(?:always|never) (?:please )?{verb}\b"),
         lead=re.compile(instruction["lead"]),
         instruction=compiled(instruction["patterns"]),
@@ -160,12 +163,13 @@ def _without_lead(lowered: str, lead: re.Pattern) -> str:
 
 
 def _addressed(lowered: str, rules: _Rules) -> bool:
-    """Whether a sentence speaks to the assistant: an imperative, or "you"/"please"."""
+    """Whether a sentence speaks to the assistant: an imperative, or one of the addressed
+    words ("you", "please", "answers")."""
     first = lowered.split(" ", 1)[0].strip(",:;!")
     return (
         first in rules.openers
         or bool(rules.always_verb.match(lowered))
-        or bool(re.search(r"\b(?:you|your|please)\b", lowered))
+        or bool(rules.addressed.search(lowered))
     )
 
 

@@ -97,6 +97,24 @@ def one(text):
         ),
         ("I prefer minimal dependencies.", "I prefer pytest over unittest.", False),
         ("Always answer in English.", "Keep your answers short.", False),
+        (
+            "Always format code snippets with syntax highlighting.",
+            "Actually, stop using syntax highlighting in code snippets; plain text is fine.",
+            True,
+        ),
+        ("Use British spelling in everything.", "Please switch to American spelling.", True),
+        (
+            "Please keep your answers short.",
+            "Actually, I'd like longer, more detailed answers from now on.",
+            True,
+        ),
+        (
+            "Never use semicolons in JavaScript examples.",
+            "You can use semicolons in JavaScript examples again.",
+            True,
+        ),
+        ("I prefer tabs over spaces.", "I've switched to spaces instead of tabs.", True),
+        ("I prefer tabs over spaces.", "Please switch to American spelling.", False),
     ],
 )
 def test_newer_replaces_older_only_when_it_is_about_the_same_thing(old, new, expected):
