@@ -77,6 +77,7 @@ class _Rules:
     preference_exclude: tuple[re.Pattern, ...]
     reactions: tuple[re.Pattern, ...]
     tastes: re.Pattern
+    answer_things: re.Pattern
     weak_verbs: re.Pattern
     weak_objects: re.Pattern
     slots: tuple[tuple[str, re.Pattern], ...]
@@ -123,6 +124,7 @@ def _rules() -> _Rules:
         preference_exclude=compiled(preference["exclude"]),
         reactions=compiled(preference["reaction_objects"]),
         tastes=re.compile(preference["tastes"]),
+        answer_things=re.compile(preference["answer_things"]),
         weak_verbs=re.compile(preference["weak_verbs"]),
         weak_objects=re.compile(preference["weak_objects"]),
         slots=tuple((name, re.compile(pattern)) for name, pattern in data["slots"].items()),
@@ -194,7 +196,9 @@ def _preference(lowered: str, rules: _Rules) -> bool:
         if any(reaction.search(thing) for reaction in rules.reactions):
             continue
         verb = groups.get("verb") or ""
-        if rules.tastes.match(verb):
+        if rules.tastes.match(verb) and not (
+            rules.answer_things.search(thing) and not rules.weak_objects.match(thing)
+        ):
             continue
         if rules.weak_verbs.match(verb) and rules.weak_objects.match(thing):
             continue
