@@ -5,9 +5,12 @@ For each conversation a user is created and every session goes through the real 
 the session date as `created_at`, `{"speaker", "dia_id"}` as metadata, an image caption
 appended as " [image: <caption>]") so the after-message hooks write the turn-pair chunks and
 message items, then `session_close` and the close task run synchronously (summaries). Every
-question of categories 1-4 is then asked through `context_app.selectors.memory_search` scoped
-to that user (hybrid mode, the service defaults); an item covers the `dia_id`s of its
+question of categories 1-4 is then asked through `retrieval.search.memory_search` scoped to
+that user (hybrid mode, the service defaults); an item covers the `dia_id`s of its
 `source_message_ids`, and its text is exactly the line `format_for_prompt` puts in the pack.
+The pack carries the user's profile lines first (each covering its source messages' ids), then
+the results: recall within the 2,000-character budget and @10 count them in that order
+(``--no-profile``: the results alone; @10 of the results alone is printed beside).
 
 LongMemEval-format files (``qa`` entries with ``question_type`` and ``question_date``) run the
 same way: figures are also printed per question type, each question is searched `as_of` its
