@@ -592,3 +592,23 @@ def test_a_small_scope_is_sorted_exactly_never_walked_on_the_graph(user):
         cursor.execute("EXPLAIN " + search.sql, search.params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "rag_embedding_hnsw" not in plan, plan
+
+
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_a_small_scope_is_sorted_exactly_in_every_mode(user, mode):
+    """A semantic search knows its scope's size as a hybrid one does, so a small user is
+    sorted exactly there too: walked on the graph of a big (or churned) table, an iterative
+    scan can stop before it reaches any of a few rows and return nothing."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for index in range(3):
+        memory_write(user, f"Note {index} on the hive", embedding="model")
+
+    with CaptureQueriesContext(connection) as captured:
+        found = memory_search(user=user, query="beehive notes", mode=mode, min_relevance=0)
+
+    assert found.items
+    # The vector leg: the nearest items, by distance to the query's vector.
+    leg = [q["sql"] for q in captured.captured_queries if "AS distance FROM" in q["sql"]]
+    assert leg and all("OFFSET 0" in sql for sql in leg), leg
