@@ -115,6 +115,16 @@ def one(text):
         ),
         ("I prefer tabs over spaces.", "I've switched to spaces instead of tabs.", True),
         ("I prefer tabs over spaces.", "Please switch to American spelling.", False),
+        (
+            "Always format code snippets with syntax highlighting.",
+            "Forget what I said about syntax highlighting.",
+            True,
+        ),
+        (
+            "Use British spelling in everything.",
+            "Ignore my earlier instruction about British spelling.",
+            True,
+        ),
     ],
 )
 def test_newer_replaces_older_only_when_it_is_about_the_same_thing(old, new, expected):
