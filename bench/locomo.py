@@ -398,6 +398,13 @@ def ingest(conversations: Sequence[ld.Conversation], reuse: bool) -> dict[str, o
             # Read again with today's rules (an earlier ingest may predate them).
             profile_rebuild(user=user, app_id=APP_ID)
             continue
+        other_mode = "chat" if INGEST_MODE == "import" else "import"
+        if reuse and user is not None and conversation_ingested(user, conversation, other_mode):
+            # Ingesting again would delete that ingest: the caller forgot --ingest.
+            raise SystemExit(
+                f"{conversation.sample_id} was ingested through {other_mode} in this data dir; "
+                f"pass --ingest {other_mode} to reuse it, or another --data-dir"
+            )
         conversation_started = time.perf_counter()
         if INGEST_MODE == "import":
             users[conversation.sample_id] = import_conversation(conversation, EXPORT_DIR)
