@@ -77,6 +77,7 @@ class _Rules:
     preference_exclude: tuple[re.Pattern, ...]
     reactions: tuple[re.Pattern, ...]
     tastes: re.Pattern
+    # What the assistant writes ("answers", "code"): a taste in it is a preference.
     answer_things: re.Pattern
     weak_verbs: re.Pattern
     weak_objects: re.Pattern

@@ -404,9 +404,9 @@ def profile_patch(
 
 def _imported_exchanges():
     """An import's exchange chunks, whose embedding text is the user's side of the exchange.
-    Left out: the passages of long messages (`granularity` "passage"), also chunks of the
-    import but each one side's own text, so an assistant's advice ("Remember to always back
-    up…") would read as the user's instruction."""
+    Left out: the passages of long messages (`granularity` "passage"). They are chunks of the
+    import too, but each holds one side's own words: read as the user's, an assistant's advice
+    ("Remember to always back up…") would become a standing instruction."""
     return MemoryItem.objects.filter(source=MemoryItem.Source.CHUNK).exclude(
         metadata__contains={"granularity": PASSAGE_GRANULARITY}
     )
