@@ -79,54 +79,16 @@ def one(text):
     return statement
 
 
-@pytest.mark.parametrize(
-    "old, new, expected",
-    [
-        ("Always answer in English.", "From now on, answer in French.", True),
-        ("Always use emojis in replies.", "Stop using emojis in your replies.", True),
-        (
-            "Always format code snippets with syntax highlighting.",
-            "Stop using syntax highlighting in code snippets.",
-            True,
-        ),
-        ("Always add type hints.", "You no longer need to add type hints.", True),
-        (
-            "Always format code snippets with syntax highlighting.",
-            "Always add comments to code snippets.",
-            False,
-        ),
-        ("I prefer minimal dependencies.", "I prefer pytest over unittest.", False),
-        ("Always answer in English.", "Keep your answers short.", False),
-        (
-            "Always format code snippets with syntax highlighting.",
-            "Actually, stop using syntax highlighting in code snippets; plain text is fine.",
-            True,
-        ),
-        ("Use British spelling in everything.", "Please switch to American spelling.", True),
-        (
-            "Please keep your answers short.",
-            "Actually, I'd like longer, more detailed answers from now on.",
-            True,
-        ),
-        (
-            "Never use semicolons in JavaScript examples.",
-            "You can use semicolons in JavaScript examples again.",
-            True,
-        ),
-        ("I prefer tabs over spaces.", "I've switched to spaces instead of tabs.", True),
-        ("I prefer tabs over spaces.", "Please switch to American spelling.", False),
-        (
-            "Always format code snippets with syntax highlighting.",
-            "Forget what I said about syntax highlighting.",
-            True,
-        ),
-        (
-            "Use British spelling in everything.",
-            "Ignore my earlier instruction about British spelling.",
-            True,
-        ),
-    ],
-)
+REPLACEMENTS = Path(__file__).with_name("replacements_labelled.jsonl")
+
+
+def replacement_pairs() -> list[tuple[str, str, bool]]:
+    """Labelled pairs: an older statement, a newer one, and whether the newer replaces it."""
+    rows = [json.loads(line) for line in REPLACEMENTS.read_text().splitlines() if line.strip()]
+    return [(row["old"], row["new"], row["replaces"]) for row in rows]
+
+
+@pytest.mark.parametrize("old, new, expected", replacement_pairs())
 def test_newer_replaces_older_only_when_it_is_about_the_same_thing(old, new, expected):
     before, after = one(old), one(new)
     assert replaces(after, before.kind, before.slot, before.terms) is expected
