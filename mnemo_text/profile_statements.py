@@ -197,9 +197,9 @@ def _preference(lowered: str, rules: _Rules) -> bool:
         if any(reaction.search(thing) for reaction in rules.reactions):
             continue
         verb = groups.get("verb") or ""
-        if rules.tastes.match(verb) and not (
-            rules.answer_things.search(thing) and not rules.weak_objects.match(thing)
-        ):
+        # "I like concise explanations": a taste in what the assistant writes, named bare.
+        in_answers = rules.answer_things.search(thing) and not rules.weak_objects.match(thing)
+        if rules.tastes.match(verb) and not in_answers:
             continue
         if rules.weak_verbs.match(verb) and rules.weak_objects.match(thing):
             continue

@@ -28,16 +28,16 @@ def entity_leg_statement(
     limit: int,
 ) -> Statement | None:
     """The third retrieval leg as one statement: the caller's entities whose name or
-    alias the query holds (at most `entity_query_entities`, most mentioned first) and the items in
-    scope that mention them, best first, in one statement that the search sends with its other
-    legs; its `read` turns the rows into (entities, [(item id, weight)]). None when the query
-    names nothing an entity could be called.
+    alias the query holds (at most `entity_query_entities`, most mentioned first) and the
+    items in scope that mention them, best first, in one statement that the search sends with
+    its other legs; its `read` turns the rows into (entities, [(item id, weight)]). None when
+    the query names nothing an entity could be called.
 
     An item scores the summed rarity (idf over the scope) of the query entities it names, so
     "Ines" and "Lisbon" together beat either alone and a name found everywhere counts little;
     ties go to the newer item (each entity's `entity_mentions_per_entity` newest mentions, an
-    index range each). Entities named in more than `entity_max_mention_share` of the scope pull in no items (they would pull in
-    everything) but are still returned.
+    index range each). Entities named in more than `entity_max_mention_share` of the scope
+    pull in no items (they would pull in everything) but are still returned.
     """
     keys = query_name_keys(query)
     if not keys:

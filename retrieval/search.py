@@ -159,7 +159,6 @@ class SearchState:
     scope: str = ""
     params: dict = field(default_factory=dict)
     stats: search_scope.ScopeStats | None = None
-    scope_items: int | None = None  # the scope's item count (every mode with a query)
     named: list[str] = field(default_factory=list)  # the conversation's speakers it names
     vector: str | None = None  # the query's embedding, a pgvector literal
     embed_ms: float = 0.0
@@ -331,13 +330,11 @@ def _scope(state: SearchState, *, sources, filters: SearchFilters) -> None:
     )
     if state.mode in ("hybrid", "keyword") and state.query.strip():
         state.stats, state.named = scope_speakers_named(state.scope, state.params, state.query)
-        state.scope_items = state.stats.count
     elif state.mode == "semantic":
-        # The vector leg's path depends on the scope's size (see vector_statements).
+        # The vector leg's path depends on the scope's size (see vector_statements); no
+        # speakers are named, so the query is embedded whole.
         with connection.cursor() as cursor:
-            state.scope_items = search_scope.scope_stats(
-                cursor, scope=state.scope, params=state.params
-            ).count
+            state.stats = search_scope.scope_stats(cursor, scope=state.scope, params=state.params)
 
 
 def _embed(state: SearchState, *, given, given_text) -> None:
@@ -365,9 +362,9 @@ def stage_candidates(state: SearchState, cursor) -> None:
     keyword (BM25, the named speaker left out), entity (items naming what the query names)
     and vector (cosine over HNSW or an exact sort), sent in one round trip (a scope too big
     for one BM25 statement adds its own two)."""
-    scope_items = state.scope_items
+    scope_items = state.stats.count if state.stats else None
     legs: dict[str, search_candidates.Statement] = {}
-    if state.stats is not None:
+    if state.stats is not None and state.mode != "semantic":
         keyword = {
             "scope": state.scope,
             "params": state.params,
