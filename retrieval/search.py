@@ -508,7 +508,9 @@ def stage_floor(state: SearchState, cursor) -> None:
         state.ranked,
         floor=floor,
         updates=state.updates,
-        about_user=trust.asks_about_user(state.query, or_their_work=True),
+        about_user=trust.asks_about_users_world(state.query, state.names),
+        query=state.asked,
+        texts=state.texts,
     )
 
 

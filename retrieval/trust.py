@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from mnemo_text.accents import fold_accents
 from mnemo_text.entity_names import ABBREVIATIONS, NATIONALITIES
+from mnemo_text.exchanges import assistant_spans, users_words
 from mnemo_text.fact_updates import (
     RELATION_TERMS,
     question_relation,
@@ -63,13 +64,17 @@ def match_terms(text: str) -> frozenset[str]:
 # --------------------------------------------------------------------------------------------
 
 
+def vector_relevance(candidate: Candidate) -> float:
+    """Its cosine similarity mapped onto VECTOR_ZERO..VECTOR_ONE (unbounded; 0 without one)."""
+    config = ranking_config()
+    if candidate.similarity is None:
+        return 0.0
+    return (candidate.similarity - config.vector_zero) / (config.vector_one - config.vector_zero)
+
+
 def relevance_of(candidate: Candidate) -> float:
     config = ranking_config()
-    vector = 0.0
-    if candidate.similarity is not None:
-        vector = (candidate.similarity - config.vector_zero) / (
-            config.vector_one - config.vector_zero
-        )
+    vector = vector_relevance(candidate)
     keyword = 0.0
     if candidate.keyword_score:
         keyword = candidate.keyword_score / (candidate.keyword_score + config.keyword_half)
@@ -205,20 +210,68 @@ def asks_about_user(query: str, *, or_their_work: bool = False) -> bool:
     return bool(about) and not _ABOUT_ASSISTANT.search(query)
 
 
-def query_passes_floor(ranked: list[Candidate], *, floor: float, about_user: bool) -> bool:
+def own_words_relevance(candidate: Candidate, terms: dict[str, float], text: str) -> float:
+    """The relevance of an exchange's user turn alone, for an exchange stored with its reply
+    (an imported turn pair: "**User:** ... **Assistant:** ..."): its vector (the importer
+    embeds the user's turn, `chunking.conversations`) or the share of the query's words the
+    user's turn holds. The keyword score is left out: it counts the reply's words."""
+    coverage = coverage_of(terms, users_words(text)) if terms else 0.0
+    weighted = ranking_config().coverage_weight * coverage
+    return min(1.0, max(0.0, vector_relevance(candidate), weighted))
+
+
+def asks_about_users_world(query: str, names: list[str]) -> bool:
+    """The query asks about the user's own life or work (`asks_about_user`), or names no one
+    (`query_names`) and does not ask what the assistant said: asked of a user's memory, "How
+    often does the pipeline run now?" is about their pipeline. With SUPPORT_FLOOR_UNNAMED off,
+    only the first."""
+    if asks_about_user(query, or_their_work=True):
+        return True
+    return (
+        ranking_config().support_floor_unnamed and not names and not _ABOUT_ASSISTANT.search(query)
+    )
+
+
+def query_passes_floor(
+    ranked: list[Candidate],
+    *,
+    floor: float,
+    about_user: bool,
+    query: str = "",
+    texts: dict[int, tuple[str, str]] | None = None,
+) -> bool:
     """Some candidate is at least `floor` relevant. For a question about the user's own life
-    the assistant's turns must reach SUPPORT_RELEVANCE_FLOOR: in a working chat every scope
+    the assistant's words must reach SUPPORT_RELEVANCE_FLOOR: in a working chat every scope
     holds thousands of reply passages on the same techniques, and one of them is always
-    somewhat like a question another user's memory cannot answer. A caller's floor under
-    RELEVANCE_FLOOR asks for more than the default, and the assistant's words get it too."""
+    somewhat like a question another user's memory cannot answer. The same holds for the
+    reply inside an exchange stored whole (with `query` and the loaded `texts`): the exchange
+    passes on its user turn at `floor` (`own_words_relevance`), on the whole at the support
+    floor. A caller's floor under RELEVANCE_FLOOR asks for more than the default, and the
+    assistant's words get it too."""
     config = ranking_config()
     support_floor = floor
     if about_user and floor >= config.relevance_floor:
         support_floor = max(floor, config.support_relevance_floor)
-    return any(
-        candidate.relevance >= (support_floor if is_assistants_words(candidate) else floor)
-        for candidate in ranked
+    own_words_only = (
+        support_floor > floor and texts is not None and config.floor_reads_users_turn_alone
     )
+    terms = query_terms(query) if own_words_only else {}
+    for candidate in ranked:
+        if is_assistants_words(candidate):
+            if candidate.relevance >= support_floor:
+                return True
+            continue
+        if candidate.relevance < floor:
+            continue
+        text = texts.get(candidate.id, ("", ""))[0] if own_words_only else ""
+        if (
+            not own_words_only
+            or candidate.relevance >= support_floor
+            or not assistant_spans(text)
+            or own_words_relevance(candidate, terms, text) >= floor
+        ):
+            return True
+    return False
 
 
 def relevance_floor_apply(
@@ -227,6 +280,8 @@ def relevance_floor_apply(
     floor: float | None,
     updates: set[tuple[int, int]] = frozenset(),
     about_user: bool = False,
+    query: str = "",
+    texts: dict[int, tuple[str, str]] | None = None,
 ) -> list[Candidate]:
     """[] when no candidate passes the query floor (`query_passes_floor`); else the items over
     the item floor, and those under it that state a new (or the old) value of what a kept
@@ -234,7 +289,7 @@ def relevance_floor_apply(
     Denver" for "where do I live?")."""
     if floor is None or not ranked:
         return ranked
-    if not query_passes_floor(ranked, floor=floor, about_user=about_user):
+    if not query_passes_floor(ranked, floor=floor, about_user=about_user, query=query, texts=texts):
         return []
     item_floor = min(floor, ranking_config().item_relevance_floor)
     kept = {candidate.id for candidate in ranked if candidate.relevance >= item_floor}

@@ -6,7 +6,6 @@ description, relation, and whose words it was in) and how a name is keyed for re
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -21,6 +20,7 @@ from mnemo_text.entities import (
     normalize_entity_name,
 )
 from mnemo_text.entity_names import TITLES
+from mnemo_text.exchanges import assistant_spans
 
 # Types a later mention may not overwrite: "other" is a guess any evidence beats.
 WEAK_TYPE = "other"
@@ -45,29 +45,12 @@ class FoundEntity:
     mentions: list[tuple[MemoryItem, ExtractedEntity | None]] = field(default_factory=list)
 
 
-_ROLE_MARKER_RE = re.compile(r"\*\*(User|Assistant):\*\*")
-_ASSISTANT_LINE_RE = re.compile(r"^(?:- )?Assistant: .*$", re.MULTILINE)
-
-
 def _assistant_ranges(item: MemoryItem, text: str) -> list[tuple[int, int]]:
-    """Where a turn-pair chunk ("**User:** ... **Assistant:** ...") or a session digest
-    ("- Assistant: ...") gives the assistant's words: its "my brother Tom" is not the user's
-    brother."""
+    """Where a turn-pair chunk or a session digest gives the assistant's words
+    (`mnemo_text.exchanges.assistant_spans`); a message or a passage is one side's own words."""
     if (item.metadata or {}).get("granularity") in ("message", "passage"):
         return []
-    if "Assistant:" not in text:
-        return []
-    ranges = [match.span() for match in _ASSISTANT_LINE_RE.finditer(text)]
-    start = None
-    for marker in _ROLE_MARKER_RE.finditer(text):
-        if marker.group(1) == "Assistant":
-            start = marker.end() if start is None else start
-        elif start is not None:
-            ranges.append((start, marker.start()))
-            start = None
-    if start is not None:
-        ranges.append((start, len(text)))
-    return ranges
+    return assistant_spans(text)
 
 
 def mentions_collect(items: Sequence[MemoryItem]) -> dict[tuple[int, str], dict[str, FoundEntity]]:

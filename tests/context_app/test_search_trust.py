@@ -584,6 +584,49 @@ def test_a_chat_exchange_counts_as_the_reply_it_adds_to_the_users_turn(user, fak
     assert any("author of the change" in hit.content for hit in rule_off)
 
 
+REPLY_ON_PIPELINES = "Schedule the pipeline with cron and log what it does."
+PIPELINE_NOW = "How often does the pipeline run now?"
+
+
+def test_a_question_naming_no_one_is_not_answered_by_a_reply_that_shares_a_word(
+    user, fake_embedder
+):
+    everyday_memories(user)
+    turn(user, REPLY_ON_PIPELINES, "assistant")
+    rule_off = RANKING.replace(support_floor_unnamed=False)
+
+    unnamed = memory_search(user=user, query=PIPELINE_NOW).items
+    read_as_before = memory_search(user=user, query=PIPELINE_NOW, config=rule_off).items
+
+    assert unnamed == []
+    assert read_as_before and read_as_before[0].content == REPLY_ON_PIPELINES
+
+
+def test_the_users_own_turn_answers_a_question_naming_no_one(user, fake_embedder):
+    everyday_memories(user)
+    turn(user, REPLY_ON_PIPELINES, "assistant")
+    turn(user, "We switched the pipeline to run every six hours.", "user")
+
+    hits = memory_search(user=user, query=PIPELINE_NOW).items
+
+    assert hits and hits[0].content == "We switched the pipeline to run every six hours."
+
+
+@pytest.mark.parametrize(
+    ("query", "about_world"),
+    [
+        ("How often does the pipeline run now?", True),
+        ("Who reviews my merges?", True),
+        ("What did Melanie paint last week?", False),
+        ("What did you recommend for the pipeline?", False),
+    ],
+)
+def test_which_questions_hold_the_assistants_words_to_the_higher_floor(query, about_world):
+    from retrieval.trust import asks_about_users_world, query_names
+
+    assert asks_about_users_world(query, query_names(query)) is about_world
+
+
 def test_a_long_item_found_by_meaning_comes_back_as_its_opening_sentences():
     opening = "Our release train leaves every second Thursday."
     content = (
