@@ -113,13 +113,13 @@ def _tsquery_term(lexeme: str) -> str:
 
 
 # The query's lexemes (english config, first MAX_QUERY_TERMS in text order), each with its
-# quoted tsquery operand; a named speaker's lexemes are left out unless nothing else remains.
+# quoted tsquery operand; the dropped words' lexemes are left out unless nothing else remains.
 _TERMS_SQL = r"""
     query_terms AS (
         SELECT t.lexeme, t.positions[1] AS first_position,
                '''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''' AS operand,
                t.lexeme IN (SELECT n.lexeme FROM unnest(to_tsvector('english', %(k_drop)s)) AS n)
-                   AS is_name
+                   AS is_dropped
         FROM unnest(to_tsvector('english', %(k_query)s)) AS t
         ORDER BY t.positions[1] LIMIT %(k_max_terms)s
     ),
@@ -127,7 +127,7 @@ _TERMS_SQL = r"""
         SELECT lexeme, first_position, operand::tsquery AS any_weight,
                (operand || ':A')::tsquery AS in_item, (operand || ':B')::tsquery AS in_context
         FROM query_terms
-        WHERE NOT is_name OR NOT EXISTS (SELECT 1 FROM query_terms WHERE NOT is_name)
+        WHERE NOT is_dropped OR NOT EXISTS (SELECT 1 FROM query_terms WHERE NOT is_dropped)
     )"""
 
 # tf of a term in an item: 1 if it is in the item's own text (weight A) plus k_context_tf if it
@@ -148,11 +148,11 @@ _BM25_TERM_SQL = """idf * tf * (%(k_k1)s::float8 + 1) / (tf + %(k_k1)s::float8
                  * (1 - %(k_b)s::float8 + %(k_b)s::float8 * dl / %(k_avgdl)s::float8))"""
 
 
-def _bm25_params(*, query: str, drop_name: str, stats: ScopeStats, limit: int) -> dict:
+def _bm25_params(*, query: str, dropped_words: str, stats: ScopeStats, limit: int) -> dict:
     config = ranking_config()
     return {
         "k_query": fold_accents(query),
-        "k_drop": fold_accents(drop_name),
+        "k_drop": fold_accents(dropped_words),
         "k_max_terms": config.max_query_terms,
         "k_context_tf": float(config.context_tf_weight),
         "k_k1": float(config.bm25_k1),
@@ -164,37 +164,52 @@ def _bm25_params(*, query: str, drop_name: str, stats: ScopeStats, limit: int) -
 
 
 def bm25_candidates(
-    cursor, *, scope: str, params: dict, query: str, drop_name: str, stats: ScopeStats, limit: int
+    cursor,
+    *,
+    scope: str,
+    params: dict,
+    query: str,
+    dropped_words: str,
+    stats: ScopeStats,
+    limit: int,
 ) -> list[tuple[int, float]]:
     """(id, BM25 score) of the best keyword matches, best first (see `bm25_statement`); bigger
     scopes than `single_statement_items` go through _bm25_big_scope."""
     statement = bm25_statement(
-        scope=scope, params=params, query=query, drop_name=drop_name, stats=stats, limit=limit
+        scope=scope,
+        params=params,
+        query=query,
+        dropped_words=dropped_words,
+        stats=stats,
+        limit=limit,
     )
     if statement is None:
         bm25 = {
             **params,
-            **_bm25_params(query=query, drop_name=drop_name, stats=stats, limit=limit),
+            **_bm25_params(query=query, dropped_words=dropped_words, stats=stats, limit=limit),
         }
         return _bm25_big_scope(cursor, scope=scope, bm25=bm25, stats=stats)
     return statements_run(cursor, [statement])[0]
 
 
 def bm25_statement(
-    *, scope: str, params: dict, query: str, drop_name: str, stats: ScopeStats, limit: int
+    *, scope: str, params: dict, query: str, dropped_words: str, stats: ScopeStats, limit: int
 ) -> Statement | None:
     """The one statement that scores a scope of up to `single_statement_items` items exactly:
     (id, BM25 score) of the best keyword matches, best first; None for a bigger scope.
 
-    drop_name: a speaker name the query names; its lexemes leave the query (every message of
-    the conversation is "about" its participants) unless nothing else would be left.
+    dropped_words: words that leave the query unless nothing else would be left: the speakers
+    it names and the year most of the scope was said in (`search.keyword_dropped_words`).
     The scope's rows are read through its own index and filtered (document frequencies counted
     on the matching rows themselves). The GIN index is kept out of it on purpose: one common
     query word has a posting list of half the table, far more to read than the scope's rows.
     """
     if stats.count > ranking_config().single_statement_items:
         return None
-    bm25 = {**params, **_bm25_params(query=query, drop_name=drop_name, stats=stats, limit=limit)}
+    bm25 = {
+        **params,
+        **_bm25_params(query=query, dropped_words=dropped_words, stats=stats, limit=limit),
+    }
     return Statement(
         f"""WITH {_TERMS_SQL},
             candidates AS MATERIALIZED (

@@ -123,6 +123,18 @@ class RankingConfig:
         "Factor of session summaries (long; cover no single message).",
         "LoCoMo dev +0.5 point",
     )
+    keyword_drops_common_year: bool = _setting(
+        True,
+        "The keyword leg leaves out the year most of a small scope was said in (its items' "
+        "headers hold it: it tells none apart and makes the leg score nearly every item).",
+        "LoCoMo dev, year questions: search CPU mean 22.2 -> 17.2 ms, recall unchanged on the "
+        "three dev sets",
+    )
+    keyword_drops_every_named_speaker: bool = _setting(
+        True,
+        "Every speaker the query names leaves the keyword query, not only a lone one.",
+        "LoCoMo dev with the year dropped: search CPU p95 21.1 -> 19.8 ms, @10 0.800 -> 0.803",
+    )
     # --- rerank: the trust rules -------------------------------------------------------------
     vector_zero: float = _setting(
         0.2, "Cosine similarity that maps to relevance 0 (unrelated sentences sit at 0.0-0.3)."

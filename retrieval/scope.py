@@ -46,6 +46,10 @@ class ScopeStats:
     # None for a big scope: BM25 takes it from each query's sample (candidates._bm25_big_scope).
     mean_length: float | None
     speakers: list[str]
+    # A year at least half of a small scope's items were said in ("2023": both quartiles of
+    # their dates in it): the date in each item's header puts it in those items' words. ""
+    # when the quartiles fall in two years, and for a big scope.
+    common_year: str = ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -106,7 +110,7 @@ def scope_stats(cursor, *, scope: str, params: dict) -> ScopeStats:
     if cached is not None:
         return cached
     # One statement: the count (index-only), then either the whole scope read for its mean
-    # length and speakers (small scope) or the speaker index (big scope; message items are
+    # length, speakers and the year most of it was said in (small scope) or the speaker index (big scope; message items are
     # chunks, so none without chunks in the scope). PostgreSQL runs only the branch taken:
     # the scope read is gated by a one-time filter, the speaker subquery by CASE.
     speakers_sql = (
@@ -117,17 +121,24 @@ def scope_stats(cursor, *, scope: str, params: dict) -> ScopeStats:
     cursor.execute(
         f"""SELECT counted.n, whole.mean_length,
                    CASE WHEN counted.n > %(st_small)s THEN {speakers_sql}
-                        ELSE whole.speakers END
+                        ELSE whole.speakers END,
+                   whole.quartiles
             FROM (SELECT count(*) AS n FROM rag_store WHERE {scope}) AS counted
             LEFT JOIN LATERAL (
                 SELECT coalesce(avg(length(search_vector)), 0) AS mean_length,
                        array_agg(DISTINCT metadata->>'speaker')
-                           FILTER (WHERE metadata->>'granularity' = 'message') AS speakers
+                           FILTER (WHERE metadata->>'granularity' = 'message') AS speakers,
+                       percentile_disc(ARRAY[0.25, 0.75]) WITHIN GROUP (ORDER BY occurred_at)
+                           AS quartiles
                 FROM rag_store WHERE {scope} AND counted.n <= %(st_small)s
             ) AS whole ON true""",
         {**params, "st_small": config.single_statement_items, "st_max": config.speaker_list_max},
     )
-    count, mean_length, speakers = cursor.fetchone()
+    count, mean_length, speakers, quartiles = cursor.fetchone()
+    # Half of the scope lies between its quartiles: both in one year, that year holds half.
+    common_year = ""
+    if quartiles and quartiles[0] is not None and quartiles[0].year == quartiles[1].year:
+        common_year = str(quartiles[0].year)
     if count > config.single_statement_items:
         mean_length = None  # taken from each query's sample (candidates._bm25_big_scope)
     stats = ScopeStats(
@@ -136,6 +147,7 @@ def scope_stats(cursor, *, scope: str, params: dict) -> ScopeStats:
         speakers=[
             s for s in (speakers or []) if s and len(s) >= 2 and s.lower() not in ROLE_SPEAKERS
         ],
+        common_year=common_year,
     )
     cache.set(key, stats, STATS_TTL_SECONDS)
     return stats

@@ -357,11 +357,27 @@ def _embed(state: SearchState, *, given, given_text) -> None:
     state.vector = vector_literal(embedding)
 
 
+def keyword_dropped_words(state: SearchState) -> str:
+    """The words the keyword leg leaves out of the query unless nothing else would be left:
+    the speakers it names (each message's header and text hold its speaker: every message of
+    the conversation is "about" its participants) and the year most of the scope was said in
+    (each item's header holds its date). Such a word matches most items and tells none apart,
+    at the cost of scoring every one of them."""
+    config = ranking_config()
+    if config.keyword_drops_every_named_speaker:
+        words = list(state.named)
+    else:
+        words = [state.named[0]] if len(state.named) == 1 else []
+    if config.keyword_drops_common_year and state.stats and state.stats.common_year:
+        words.append(state.stats.common_year)
+    return " ".join(words)
+
+
 def stage_candidates(state: SearchState, cursor) -> None:
     """The three legs' ids with their scores, each at most `limit`, all inside the scope:
-    keyword (BM25, the named speaker left out), entity (items naming what the query names)
-    and vector (cosine over HNSW or an exact sort), sent in one round trip (a scope too big
-    for one BM25 statement adds its own two)."""
+    keyword (BM25 without the words most items hold: `keyword_dropped_words`), entity (items
+    naming what the query names) and vector (cosine over HNSW or an exact sort), sent in one
+    round trip (a scope too big for one BM25 statement adds its own two)."""
     scope_items = state.stats.count if state.stats else None
     legs: dict[str, search_candidates.Statement] = {}
     if state.stats is not None and state.mode != "semantic":
@@ -369,7 +385,7 @@ def stage_candidates(state: SearchState, cursor) -> None:
             "scope": state.scope,
             "params": state.params,
             "query": trust.keyword_query(state.asked),
-            "drop_name": state.named[0] if len(state.named) == 1 else "",
+            "dropped_words": keyword_dropped_words(state),
             "stats": state.stats,
             "limit": state.limit,
         }

@@ -299,6 +299,64 @@ def test_question_naming_a_speaker_finds_their_answer_before_their_small_talk(us
     assert result.items[0].content == "Melanie: Long runs by the river calm me down after work."
 
 
+def test_keyword_search_leaves_out_the_names_and_the_year_every_message_holds(user):
+    # Each message's header holds its speaker and its date ("8 May 2026: Melanie"), its keyword
+    # context the messages around it: the lake comes last, far from the first two.
+    conversation(
+        user,
+        [
+            ("Caroline", "I painted a sunset yesterday."),
+            ("Melanie", "My kids love the beach."),
+            ("Caroline", "The tomatoes in my garden are ripe."),
+            ("Melanie", "I started a pottery class."),
+            ("Caroline", "I went hiking near the lake last weekend."),
+        ],
+    )
+    query = f"What did Caroline and Melanie say about the lake in {timezone.now().year}?"
+    as_before = RANKING.replace(
+        keyword_drops_common_year=False, keyword_drops_every_named_speaker=False
+    )
+
+    hits = memory_search(user=user, query=query, mode="keyword", sources=["chunk"]).items
+    every_message = memory_search(
+        user=user, query=query, mode="keyword", sources=["chunk"], config=as_before
+    ).items
+
+    found = " ".join(hit.content for hit in hits)
+    assert hits[0].content == "Caroline: I went hiking near the lake last weekend."
+    assert "sunset" not in found and "beach" not in found
+    read_whole = " ".join(hit.content for hit in every_message)
+    assert "sunset" in read_whole and "beach" in read_whole
+
+
+def test_a_query_of_only_the_common_year_still_searches_for_it(user):
+    conversation(user, [("Melanie", "I went hiking near the lake last weekend.")])
+    year = str(timezone.now().year)
+
+    hits = memory_search(user=user, query=year, mode="keyword", sources=["chunk"]).items
+
+    assert hits and "hiking near the lake" in hits[0].content
+
+
+@pytest.mark.parametrize(
+    ("years", "common"),
+    [((2023, 2023, 2023, 2024), "2023"), ((2022, 2022, 2023, 2023, 2024, 2024), "")],
+)
+def test_the_year_most_of_a_scope_was_said_in(user, years, common):
+    from django.db import connection
+
+    for index, year in enumerate(years):
+        remember(user, f"note {index}", occurred_at=datetime(year, 3, 1, tzinfo=UTC))
+    scope, params = search_scope.scope_sql(
+        user_id=user.id, app_id="default", sources=["fact"], filters=SearchFilters()
+    )
+
+    with connection.cursor() as cursor:
+        stats = search_scope.scope_stats(cursor, scope=scope, params=params)
+
+    assert stats.count == len(years) and stats.common_year == common
+
+
 class CountingEmbedder:
     """The real embedder, with the texts it was asked to embed."""
 
