@@ -45,6 +45,9 @@ class Candidate:
     entity_score: float | None = None
     recency_factor: float | None = None
     relevance: float = 0.0
+    # Its user's words state a value of the relation the query asks about ("I moved to Denver"
+    # for "where do I live?": trust.relation_relevance_apply).
+    states_asked_relation: bool = False
     # The other turn of its exchange, shown in the same slot (retrieval.search.stage_pack).
     merged: list[Candidate] = field(default_factory=list)
     # What a hit shows, read by the same statement (`candidates_load`): the trust rules read the

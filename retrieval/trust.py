@@ -267,6 +267,7 @@ def query_passes_floor(
         if (
             not own_words_only
             or candidate.relevance >= support_floor
+            or candidate.states_asked_relation  # a statement of the user's (`user_statements`)
             or not assistant_spans(text)
             or own_words_relevance(candidate, terms, text) >= floor
         ):
@@ -310,6 +311,7 @@ def relation_relevance_apply(ranked: list[Candidate], query: str, stated: dict[i
     for candidate in ranked:
         if any(fact.relation == relation for fact in stated.get(candidate.id, ())):
             candidate.relevance = max(candidate.relevance, ranking_config().relevance_floor)
+            candidate.states_asked_relation = True
 
 
 def assistant_weight_apply(candidates: dict[int, Candidate], query: str) -> None:
