@@ -213,8 +213,9 @@ def asks_about_user(query: str, *, or_their_work: bool = False) -> bool:
 def own_words_relevance(candidate: Candidate, terms: dict[str, float], text: str) -> float:
     """The relevance of an exchange's user turn alone, for an exchange stored with its reply
     (an imported turn pair: "**User:** ... **Assistant:** ..."): its vector (the importer
-    embeds the user's turn, `chunking.conversations`) or the share of the query's words the
-    user's turn holds. The keyword score is left out: it counts the reply's words."""
+    embeds the user's turn: `ingestion_app.chunking.conversations`) or the share of the
+    query's words the user's turn holds. The keyword score is left out: it counts the
+    reply's words."""
     coverage = coverage_of(terms, users_words(text)) if terms else 0.0
     weighted = ranking_config().coverage_weight * coverage
     return min(1.0, max(0.0, vector_relevance(candidate), weighted))
