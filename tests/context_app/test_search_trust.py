@@ -548,14 +548,27 @@ def test_a_question_about_the_user_is_not_answered_by_a_reply_that_only_shares_a
     assert rule_off and rule_off[0].content.endswith("author of the change.")
 
 
-def test_the_users_own_words_answer_a_question_about_them_at_the_usual_floor(user, fake_embedder):
+PIPELINE_NOW = "How often does the pipeline run now?"
+REPLY_ON_PIPELINES = "Schedule the pipeline with cron and log what it does."
+
+
+@pytest.mark.parametrize(
+    ("reply", "said", "query"),
+    [
+        (REPLY_ON_REVIEWS, "Dana reviews everything before it lands on main.", ABOUT_MY_MERGES),
+        (REPLY_ON_PIPELINES, "We switched the pipeline to run every six hours.", PIPELINE_NOW),
+    ],
+)
+def test_the_users_own_words_answer_a_question_about_them_at_the_usual_floor(
+    user, fake_embedder, reply, said, query
+):
     everyday_memories(user)
-    turn(user, REPLY_ON_REVIEWS, "assistant")
-    turn(user, "Dana reviews everything before it lands on main.", "user")
+    turn(user, reply, "assistant")
+    turn(user, said, "user")
 
-    hits = memory_search(user=user, query=ABOUT_MY_MERGES).items
+    hits = memory_search(user=user, query=query).items
 
-    assert hits and hits[0].content == "Dana reviews everything before it lands on main."
+    assert hits and hits[0].content == said
 
 
 def test_a_callers_lower_floor_lets_the_reply_through(user, fake_embedder):
@@ -584,10 +597,6 @@ def test_a_chat_exchange_counts_as_the_reply_it_adds_to_the_users_turn(user, fak
     assert any("author of the change" in hit.content for hit in rule_off)
 
 
-REPLY_ON_PIPELINES = "Schedule the pipeline with cron and log what it does."
-PIPELINE_NOW = "How often does the pipeline run now?"
-
-
 def test_a_question_naming_no_one_is_not_answered_by_a_reply_that_shares_a_word(
     user, fake_embedder
 ):
@@ -600,16 +609,6 @@ def test_a_question_naming_no_one_is_not_answered_by_a_reply_that_shares_a_word(
 
     assert unnamed == []
     assert read_as_before and read_as_before[0].content == REPLY_ON_PIPELINES
-
-
-def test_the_users_own_turn_answers_a_question_naming_no_one(user, fake_embedder):
-    everyday_memories(user)
-    turn(user, REPLY_ON_PIPELINES, "assistant")
-    turn(user, "We switched the pipeline to run every six hours.", "user")
-
-    hits = memory_search(user=user, query=PIPELINE_NOW).items
-
-    assert hits and hits[0].content == "We switched the pipeline to run every six hours."
 
 
 @pytest.mark.parametrize(
