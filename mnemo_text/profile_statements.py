@@ -79,6 +79,7 @@ class _Rules:
     tastes: re.Pattern
     # What the assistant writes ("answers", "code"): a taste in it is a preference.
     answer_things: re.Pattern
+    owned_answer_things: re.Pattern
     weak_verbs: re.Pattern
     weak_objects: re.Pattern
     slots: tuple[tuple[str, re.Pattern], ...]
@@ -126,6 +127,7 @@ def _rules() -> _Rules:
         reactions=compiled(preference["reaction_objects"]),
         tastes=re.compile(preference["tastes"]),
         answer_things=re.compile(preference["answer_things"]),
+        owned_answer_things=re.compile(preference["owned_answer_things"]),
         weak_verbs=re.compile(preference["weak_verbs"]),
         weak_objects=re.compile(preference["weak_objects"]),
         slots=tuple((name, re.compile(pattern)) for name, pattern in data["slots"].items()),
@@ -197,8 +199,11 @@ def _preference(lowered: str, rules: _Rules) -> bool:
         if any(reaction.search(thing) for reaction in rules.reactions):
             continue
         verb = groups.get("verb") or ""
-        # "I like concise explanations": a taste in what the assistant writes, named bare.
-        in_answers = rules.answer_things.search(thing) and not rules.weak_objects.match(thing)
+        # "I like concise explanations": a taste in what the assistant writes, named bare or
+        # as the user's own ("I like my code examples in TypeScript").
+        in_answers = rules.answer_things.search(thing) and (
+            not rules.weak_objects.match(thing) or rules.owned_answer_things.match(thing)
+        )
         if rules.tastes.match(verb) and not in_answers:
             continue
         if rules.weak_verbs.match(verb) and rules.weak_objects.match(thing):
