@@ -117,7 +117,7 @@ def _rules() -> _Rules:
         markers=frozenset(data["marker_words"].split()),
         openers=frozenset(instruction["imperative_openers"].split()),
         addressed=re.compile(r"\b(?:" + "|".join(instruction["addressed_words"].split()) + r")\b"),
-        always_verb=re.compile(rf"^(?:always|never) (?:please )?{verb}\b"),
+        always_verb=re.compile(rf"^(?:always|never|only) (?:please )?{verb}\b"),
         lead=re.compile(instruction["lead"]),
         instruction=compiled(instruction["patterns"]),
         instruction_exclude=compiled(instruction["exclude"]),
