@@ -48,6 +48,8 @@ class Candidate:
     # Its user's words state a value of the relation the query asks about ("I moved to Denver"
     # for "where do I live?": trust.relation_relevance_apply).
     states_asked_relation: bool = False
+    # What the query floor reads when it differs from `relevance` (trust.coverage_assign).
+    floor_relevance: float | None = None
     # The other turn of its exchange, shown in the same slot (retrieval.search.stage_pack).
     merged: list[Candidate] = field(default_factory=list)
     # What a hit shows, read by the same statement (`candidates_load`): the trust rules read the

@@ -102,9 +102,25 @@ def coverage_assign(ranked: list[Candidate], query: str, texts: dict[int, tuple[
     terms = query_terms(query)
     if not terms:
         return
-    for candidate in ranked[: config.coverage_window]:
+    share = config.keyword_relevance_full_coverage
+    if len(terms) < config.keyword_relevance_min_terms:
+        share = 0.0
+    for index, candidate in enumerate(ranked):
+        if index >= config.coverage_window and not share:
+            break
         coverage = coverage_of(terms, texts.get(candidate.id, ("", ""))[0])
-        candidate.relevance = min(1.0, max(candidate.relevance, config.coverage_weight * coverage))
+        held = config.coverage_weight * coverage if index < config.coverage_window else 0.0
+        if share:
+            # A BM25 score from one rare word of a long query is not the query's match: what
+            # the query floor reads (`query_passes_floor`); ranking and the item floor keep it.
+            keyword = 0.0
+            if candidate.keyword_score:
+                keyword = candidate.keyword_score / (candidate.keyword_score + config.keyword_half)
+            scaled = keyword * min(1.0, coverage / share)
+            candidate.floor_relevance = min(
+                1.0, max(0.0, vector_relevance(candidate), scaled, held)
+            )
+        candidate.relevance = min(1.0, max(candidate.relevance, held))
 
 
 def relevance_assign(
@@ -258,16 +274,20 @@ def query_passes_floor(
     )
     terms = query_terms(query) if own_words_only else {}
     for candidate in ranked:
+        relevance = candidate.relevance
+        if candidate.floor_relevance is not None and not candidate.states_asked_relation:
+            # Lowered since by what the later rules found (names the memory never mentions).
+            relevance = min(relevance, candidate.floor_relevance)
         if is_assistants_words(candidate):
-            if candidate.relevance >= support_floor:
+            if relevance >= support_floor:
                 return True
             continue
-        if candidate.relevance < floor:
+        if relevance < floor:
             continue
         text = texts.get(candidate.id, ("", ""))[0] if own_words_only else ""
         if (
             not own_words_only
-            or candidate.relevance >= support_floor
+            or relevance >= support_floor
             or candidate.states_asked_relation  # a statement of the user's (`user_statements`)
             or not assistant_spans(text)
             or own_words_relevance(candidate, terms, text) >= floor

@@ -626,6 +626,26 @@ def test_which_questions_hold_the_assistants_words_to_the_higher_floor(query, ab
     assert asks_about_users_world(query, query_names(query)) is about_world
 
 
+def test_one_rare_word_of_a_longer_question_does_not_pass_the_floor(user, fake_embedder):
+    everyday_memories(user)
+    remember(user, "Never suggest paid SaaS tools unless I ask for them.")
+    query = "Which spelling and answer length did I ask you to use?"
+    # A smaller scope's BM25 scores sit lower: half relevance at 3 puts one rare word over the
+    # floor, as in a scope of a thousand items at the usual 12.
+    sharp = RANKING.replace(keyword_half=3.0)
+    whole_score = sharp.replace(keyword_relevance_full_coverage=0.0)
+
+    found = memory_search(user=user, query=query, config=sharp).items
+    read_whole = memory_search(user=user, query=query, config=whole_score).items
+    asked_fully = memory_search(
+        user=user, query="Which paid SaaS tools should I never use?", config=sharp
+    ).items
+
+    assert found == []
+    assert read_whole and read_whole[0].content.startswith("Never suggest paid SaaS tools")
+    assert asked_fully and asked_fully[0].content.startswith("Never suggest paid SaaS tools")
+
+
 def test_a_long_item_found_by_meaning_comes_back_as_its_opening_sentences():
     opening = "Our release train leaves every second Thursday."
     content = (
