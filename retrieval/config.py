@@ -159,6 +159,12 @@ class RankingConfig:
         "...for a query of at least this many words that are not stop words.",
         "1 emptied a one-word question's own answer on long-chat dev (a stop word matched)",
     )
+    keyword_relevance_max_terms: int = _setting(
+        6,
+        "...and at most this many: a chat message one rare word of which a memory holds is "
+        "about that memory.",
+        "without it LoCoMo dev's first messages of a chat with memories 0.960 -> 0.940",
+    )
     missing_name_factor: float = _setting(
         0.5, "Relevance factor per name in the query the user's memory never mentions."
     )

@@ -103,7 +103,7 @@ def coverage_assign(ranked: list[Candidate], query: str, texts: dict[int, tuple[
     if not terms:
         return
     share = config.keyword_relevance_full_coverage
-    if len(terms) < config.keyword_relevance_min_terms:
+    if not config.keyword_relevance_min_terms <= len(terms) <= config.keyword_relevance_max_terms:
         share = 0.0
     for index, candidate in enumerate(ranked):
         if index >= config.coverage_window and not share:

@@ -646,6 +646,25 @@ def test_one_rare_word_of_a_longer_question_does_not_pass_the_floor(user, fake_e
     assert asked_fully and asked_fully[0].content.startswith("Never suggest paid SaaS tools")
 
 
+def test_a_chat_message_that_shares_one_rare_word_with_a_memory_still_finds_it(user, fake_embedder):
+    everyday_memories(user)
+    remember(user, "Booked: cabin by a fjord, July.")
+    # What the context pack searches with: the user's whole message, many words long.
+    message = (
+        "Hey, long days here: work was busy, kids had exams and our car broke down again, "
+        "so I am really looking forward to that fjord trip."
+    )
+    sharp = RANKING.replace(keyword_half=3.0)
+
+    hits = memory_search(user=user, query=message, config=sharp).items
+    as_a_question = memory_search(
+        user=user, query=message, config=sharp.replace(keyword_relevance_max_terms=100)
+    ).items
+
+    assert hits and "fjord" in hits[0].content
+    assert as_a_question == []
+
+
 def test_a_long_item_found_by_meaning_comes_back_as_its_opening_sentences():
     opening = "Our release train leaves every second Thursday."
     content = (
