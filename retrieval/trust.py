@@ -72,13 +72,15 @@ def vector_relevance(candidate: Candidate) -> float:
     return (candidate.similarity - config.vector_zero) / (config.vector_one - config.vector_zero)
 
 
+def keyword_relevance(candidate: Candidate) -> float:
+    """Its BM25 score mapped onto [0, 1): KEYWORD_HALF scores 0.5 (0 without one)."""
+    if not candidate.keyword_score:
+        return 0.0
+    return candidate.keyword_score / (candidate.keyword_score + ranking_config().keyword_half)
+
+
 def relevance_of(candidate: Candidate) -> float:
-    config = ranking_config()
-    vector = vector_relevance(candidate)
-    keyword = 0.0
-    if candidate.keyword_score:
-        keyword = candidate.keyword_score / (candidate.keyword_score + config.keyword_half)
-    return min(1.0, max(0.0, vector, keyword))
+    return min(1.0, max(0.0, vector_relevance(candidate), keyword_relevance(candidate)))
 
 
 def coverage_of(query_terms: dict[str, float], text: str) -> float:
@@ -97,7 +99,12 @@ def query_terms(query: str) -> dict[str, float]:
 def coverage_assign(ranked: list[Candidate], query: str, texts: dict[int, tuple[str, str]]) -> None:
     """Keyword relevance of the first COVERAGE_WINDOW candidates: the share of the query's
     words their text holds (a BM25 score depends on the scope's size and the item's length;
-    coverage means the same in every scope). `texts`: the loaded candidates' {id: (text, source)}."""
+    coverage means the same in every scope). For a question of KEYWORD_RELEVANCE_MIN_TERMS to
+    KEYWORD_RELEVANCE_MAX_TERMS words, also each candidate's `floor_relevance`, what the query
+    floor reads: its BM25 relevance counts in full only when its text holds
+    KEYWORD_RELEVANCE_FULL_COVERAGE of the question's words ("Which spelling and answer length
+    did I ask you to use?" is not answered on "ask"); ranking and the item floor keep the full
+    score. `texts`: the loaded candidates' {id: (text, source)}."""
     config = ranking_config()
     terms = query_terms(query)
     if not terms:
@@ -111,12 +118,7 @@ def coverage_assign(ranked: list[Candidate], query: str, texts: dict[int, tuple[
         coverage = coverage_of(terms, texts.get(candidate.id, ("", ""))[0])
         held = config.coverage_weight * coverage if index < config.coverage_window else 0.0
         if share:
-            # A BM25 score from one rare word of a long query is not the query's match: what
-            # the query floor reads (`query_passes_floor`); ranking and the item floor keep it.
-            keyword = 0.0
-            if candidate.keyword_score:
-                keyword = candidate.keyword_score / (candidate.keyword_score + config.keyword_half)
-            scaled = keyword * min(1.0, coverage / share)
+            scaled = keyword_relevance(candidate) * min(1.0, coverage / share)
             candidate.floor_relevance = min(
                 1.0, max(0.0, vector_relevance(candidate), scaled, held)
             )
