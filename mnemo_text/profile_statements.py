@@ -68,7 +68,7 @@ class _Rules:
     # Words that say a sentence speaks to the assistant wherever they stand.
     addressed: re.Pattern
     # "Always <verb>" / "Never <verb>": an imperative even though "always" opens it.
-    always_verb: re.Pattern
+    standing_verb: re.Pattern
     lead: re.Pattern
     instruction: tuple[re.Pattern, ...]
     instruction_exclude: tuple[re.Pattern, ...]
@@ -117,7 +117,7 @@ def _rules() -> _Rules:
         markers=frozenset(data["marker_words"].split()),
         openers=frozenset(instruction["imperative_openers"].split()),
         addressed=re.compile(r"\b(?:" + "|".join(instruction["addressed_words"].split()) + r")\b"),
-        always_verb=re.compile(rf"^(?:always|never|only) (?:please )?{verb}\b"),
+        standing_verb=re.compile(rf"^(?:always|never|only) (?:please )?{verb}\b"),
         lead=re.compile(instruction["lead"]),
         instruction=compiled(instruction["patterns"]),
         instruction_exclude=compiled(instruction["exclude"]),
@@ -173,7 +173,7 @@ def _addressed(lowered: str, rules: _Rules) -> bool:
     first = lowered.split(" ", 1)[0].strip(",:;!")
     return (
         first in rules.openers
-        or bool(rules.always_verb.match(lowered))
+        or bool(rules.standing_verb.match(lowered))
         or bool(rules.addressed.search(lowered))
     )
 

@@ -48,7 +48,8 @@ class Candidate:
     # Its user's words state a value of the relation the query asks about ("I moved to Denver"
     # for "where do I live?": trust.relation_relevance_apply).
     states_asked_relation: bool = False
-    # What the query floor reads when it differs from `relevance` (trust.coverage_assign).
+    # What the query floor reads when it differs from `relevance` (set by trust.coverage_assign;
+    # the later rules that move `relevance` move it too).
     floor_relevance: float | None = None
     # The other turn of its exchange, shown in the same slot (retrieval.search.stage_pack).
     merged: list[Candidate] = field(default_factory=list)

@@ -110,9 +110,10 @@ def scope_stats(cursor, *, scope: str, params: dict) -> ScopeStats:
     if cached is not None:
         return cached
     # One statement: the count (index-only), then either the whole scope read for its mean
-    # length, speakers and the year most of it was said in (small scope) or the speaker index (big scope; message items are
-    # chunks, so none without chunks in the scope). PostgreSQL runs only the branch taken:
-    # the scope read is gated by a one-time filter, the speaker subquery by CASE.
+    # length, speakers and the year most of it was said in (small scope) or the speaker index
+    # (big scope; message items are chunks, so none without chunks in the scope). PostgreSQL
+    # runs only the branch taken: the scope read is gated by a one-time filter, the speaker
+    # subquery by CASE.
     speakers_sql = (
         f"ARRAY({_USER_SPEAKERS_SQL})"
         if MemoryItem.Source.CHUNK in params["s_sources"]

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from mnemo_text.accents import fold_accents
 from mnemo_text.entity_names import ABBREVIATIONS, NATIONALITIES
-from mnemo_text.exchanges import assistant_spans, users_words
+from mnemo_text.exchanges import users_words
 from mnemo_text.fact_updates import (
     RELATION_TERMS,
     question_relation,
@@ -196,6 +196,8 @@ def missing_names_apply(candidates: dict[int, Candidate], missing: list[str]) ->
     factor = ranking_config().missing_name_factor ** len(missing)
     for candidate in candidates.values():
         candidate.relevance *= factor
+        if candidate.floor_relevance is not None:
+            candidate.floor_relevance *= factor
 
 
 _ABOUT_USER = re.compile(r"\b(?:i|my|me|mine|i'm|i've|i'd)\b", re.IGNORECASE)
@@ -228,13 +230,13 @@ def asks_about_user(query: str, *, or_their_work: bool = False) -> bool:
     return bool(about) and not _ABOUT_ASSISTANT.search(query)
 
 
-def own_words_relevance(candidate: Candidate, terms: dict[str, float], text: str) -> float:
-    """The relevance of an exchange's user turn alone, for an exchange stored with its reply
-    (an imported turn pair: "**User:** ... **Assistant:** ..."): its vector (the importer
-    embeds the user's turn: `ingestion_app.chunking.conversations`) or the share of the
-    query's words the user's turn holds. The keyword score is left out: it counts the
+def own_words_relevance(candidate: Candidate, terms: dict[str, float], users_text: str) -> float:
+    """The relevance of an exchange's user turn alone (`users_text`), for an exchange stored
+    with its reply (an imported turn pair: "**User:** ... **Assistant:** ..."): its vector
+    (the importer embeds the user's turn: `ingestion_app.chunking.conversations`) or the share
+    of the query's words the user's turn holds. The keyword score is left out: it counts the
     reply's words."""
-    coverage = coverage_of(terms, users_words(text)) if terms else 0.0
+    coverage = coverage_of(terms, users_text) if terms else 0.0
     weighted = ranking_config().coverage_weight * coverage
     return min(1.0, max(0.0, vector_relevance(candidate), weighted))
 
@@ -276,23 +278,22 @@ def query_passes_floor(
     )
     terms = query_terms(query) if own_words_only else {}
     for candidate in ranked:
-        relevance = candidate.relevance
-        if candidate.floor_relevance is not None and not candidate.states_asked_relation:
-            # Lowered since by what the later rules found (names the memory never mentions).
-            relevance = min(relevance, candidate.floor_relevance)
+        relevance = (
+            candidate.relevance if candidate.floor_relevance is None else candidate.floor_relevance
+        )
         if is_assistants_words(candidate):
             if relevance >= support_floor:
                 return True
             continue
         if relevance < floor:
             continue
-        text = texts.get(candidate.id, ("", ""))[0] if own_words_only else ""
+        if not own_words_only or relevance >= support_floor or candidate.states_asked_relation:
+            return True  # (a stated value of the asked relation is the user's: `user_statements`)
+        text = texts.get(candidate.id, ("", ""))[0]
+        users_text = users_words(text)
         if (
-            not own_words_only
-            or relevance >= support_floor
-            or candidate.states_asked_relation  # a statement of the user's (`user_statements`)
-            or not assistant_spans(text)
-            or own_words_relevance(candidate, terms, text) >= floor
+            len(users_text) == len(text)
+            or own_words_relevance(candidate, terms, users_text) >= floor
         ):
             return True
     return False
@@ -333,7 +334,10 @@ def relation_relevance_apply(ranked: list[Candidate], query: str, stated: dict[i
         return
     for candidate in ranked:
         if any(fact.relation == relation for fact in stated.get(candidate.id, ())):
-            candidate.relevance = max(candidate.relevance, ranking_config().relevance_floor)
+            floor = ranking_config().relevance_floor
+            candidate.relevance = max(candidate.relevance, floor)
+            if candidate.floor_relevance is not None:
+                candidate.floor_relevance = max(candidate.floor_relevance, floor)
             candidate.states_asked_relation = True
 
 
