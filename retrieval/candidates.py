@@ -118,134 +118,138 @@ def _tsquery_term(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-# The query's lexemes (english config, first MAX_QUERY_TERMS in text order), each with its
-# quoted tsquery operand; the dropped words' lexemes are left out unless nothing else remains.
-_TERMS_SQL = r"""
-    query_terms AS (
-        SELECT t.lexeme, t.positions[1] AS first_position,
-               '''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''' AS operand,
-               t.lexeme IN (SELECT n.lexeme FROM unnest(to_tsvector('english', %(k_drop)s)) AS n)
-                   AS is_dropped
-        FROM unnest(to_tsvector('english', %(k_query)s)) AS t
-        ORDER BY t.positions[1] LIMIT %(k_max_terms)s
-    ),
-    terms AS (
-        SELECT lexeme, first_position, operand::tsquery AS any_weight,
-               (operand || ':A')::tsquery AS in_item, (operand || ':B')::tsquery AS in_context
-        FROM query_terms
-        WHERE NOT is_dropped OR NOT EXISTS (SELECT 1 FROM query_terms WHERE NOT is_dropped)
-    )"""
+def query_lexemes_statement(*, query: str, dropped_words: str) -> Statement:
+    """The lexemes the keyword leg searches: the query's (english config, the first
+    `max_query_terms` in text order), without the dropped words' unless nothing else remains.
 
-# tf of a term in an item: 1 if it is in the item's own text (weight A) plus k_context_tf if it
-# is in its keyword context (weight B). Materialized so each pair of tests runs once, float8
-# so no numeric arithmetic creeps in. Occurrence counts are not used: items are mostly one
-# message, and counting positions needs unnest() of every candidate's vector for no gain in
-# recall.
-_MATCHES_SQL = """
-    matches AS MATERIALIZED (
-        SELECT c.id, c.dl, terms.lexeme,
-               (c.search_vector @@ terms.in_item)::int::float8
-               + %(k_context_tf)s::float8 * (c.search_vector @@ terms.in_context)::int::float8
-                   AS tf
-        FROM candidates AS c CROSS JOIN terms
-    )"""
-
-_BM25_TERM_SQL = """idf * tf * (%(k_k1)s::float8 + 1) / (tf + %(k_k1)s::float8
-                 * (1 - %(k_b)s::float8 + %(k_b)s::float8 * dl / %(k_avgdl)s::float8))"""
-
-
-def _bm25_params(*, query: str, dropped_words: str, stats: ScopeStats, limit: int) -> dict:
-    config = ranking_config()
-    return {
-        "k_query": fold_accents(query),
-        "k_drop": fold_accents(dropped_words),
-        "k_max_terms": config.max_query_terms,
-        "k_context_tf": float(config.context_tf_weight),
-        "k_k1": float(config.bm25_k1),
-        "k_b": float(config.bm25_b),
-        "k_avgdl": float(stats.mean_length or 1.0),
-        "k_count": stats.count,
-        "k_limit": limit,
-    }
-
-
-def bm25_candidates(
-    cursor,
-    *,
-    scope: str,
-    params: dict,
-    query: str,
-    dropped_words: str,
-    stats: ScopeStats,
-    limit: int,
-) -> list[tuple[int, float]]:
-    """(id, BM25 score) of the best keyword matches, best first (see `bm25_statement`); bigger
-    scopes than `single_statement_items` go through _bm25_big_scope."""
-    statement = bm25_statement(
-        scope=scope,
-        params=params,
-        query=query,
-        dropped_words=dropped_words,
-        stats=stats,
-        limit=limit,
+    A statement of its own, so the scoring statement can hold one column per lexeme: one that
+    joins the lexemes to the rows costs three times as much in executor work as the tests."""
+    return Statement(
+        """SELECT t.lexeme,
+                  t.lexeme IN (SELECT n.lexeme FROM unnest(to_tsvector('english', %(q_drop)s)) AS n)
+           FROM unnest(to_tsvector('english', %(q_query)s)) AS t
+           ORDER BY t.positions[1] LIMIT %(q_max_terms)s""",
+        {
+            "q_query": fold_accents(query),
+            "q_drop": fold_accents(dropped_words),
+            "q_max_terms": ranking_config().max_query_terms,
+        },
+        _kept_lexemes,
     )
-    if statement is None:
-        bm25 = {
+
+
+def _kept_lexemes(rows: list[tuple]) -> list[str]:
+    kept = [lexeme for lexeme, dropped in rows if not dropped]
+    return kept or [lexeme for lexeme, _ in rows]
+
+
+def _scored_statement(
+    *,
+    lexemes: list[str],
+    rows_sql: str,
+    candidate_query: str,
+    params: dict,
+    count: float,
+    mean_length: float,
+    limit: int,
+    sampled_df: dict[str, float] | None = None,
+    max_rows: int | None = None,
+) -> Statement:
+    """BM25 of the scope's rows matching `candidate_query` (a tsquery), best first: one row
+    per candidate with one tf column per lexeme (1 in the item's own text, weight A, plus
+    `context_tf_weight` in its keyword context, weight B), each lexeme's document frequency
+    counted over the candidates (at least its `sampled_df` when given: a big scope's rows are
+    not all read), each lexeme's weight (idf x (k1 + 1)) and each row's length norm computed
+    once. Occurrence counts are not used: items are mostly one message, and counting
+    positions needs unnest() of every candidate's vector for no gain in recall."""
+    config = ranking_config()
+    term_params: dict = {}
+    tf_columns, df_columns, weight_columns, score_terms = [], [], [], []
+    for i, lexeme in enumerate(lexemes):
+        operand = _tsquery_term(lexeme)
+        term_params[f"k_a{i}"] = operand + ":A"
+        term_params[f"k_b{i}"] = operand + ":B"
+        tf_columns.append(
+            f"(search_vector @@ %(k_a{i})s::tsquery)::int::float8 + %(k_context_tf)s::float8"
+            f" * (search_vector @@ %(k_b{i})s::tsquery)::int::float8 AS tf{i}"
+        )
+        df_columns.append(f"count(*) FILTER (WHERE tf{i} > 0)::float8 AS df{i}")
+        df = f"df{i}"
+        if sampled_df is not None and lexeme in sampled_df:
+            term_params[f"k_s{i}"] = sampled_df[lexeme]
+            df = f"greatest(%(k_s{i})s::float8, df{i})"
+        weight_columns.append(
+            f"ln(1 + (%(k_count)s::float8 - least(%(k_count)s::float8, {df}) + 0.5)"
+            f" / (least(%(k_count)s::float8, {df}) + 0.5)) * (%(k_k1)s::float8 + 1) AS w{i}"
+        )
+        score_terms.append(f"w{i} * tf{i} / (tf{i} + kn)")
+    row_limit = "LIMIT %(k_max_rows)s" if max_rows is not None else ""
+    return Statement(
+        f"""WITH candidates AS MATERIALIZED (
+                SELECT id, {", ".join(tf_columns)},
+                       %(k_k1)s::float8 * (1 - %(k_b)s::float8 + %(k_b)s::float8
+                           * length(search_vector) / %(k_avgdl)s::float8) AS kn
+                FROM ({rows_sql}) AS scoped
+                WHERE search_vector @@ %(k_candidates)s::tsquery {row_limit}
+            ),
+            frequencies AS (SELECT {", ".join(df_columns)} FROM candidates),
+            weights AS MATERIALIZED (SELECT {", ".join(weight_columns)} FROM frequencies),
+            scored AS MATERIALIZED (
+                SELECT id, {" + ".join(score_terms)} AS score FROM candidates, weights
+            )
+            SELECT id, score FROM scored WHERE score > 0
+            ORDER BY score DESC, id DESC LIMIT %(k_limit)s""",
+        {
             **params,
-            **_bm25_params(query=query, dropped_words=dropped_words, stats=stats, limit=limit),
-        }
-        return _bm25_big_scope(cursor, scope=scope, bm25=bm25, stats=stats)
-    return statements_run(cursor, [statement])[0]
+            **term_params,
+            "k_context_tf": float(config.context_tf_weight),
+            "k_k1": float(config.bm25_k1),
+            "k_b": float(config.bm25_b),
+            "k_count": float(count),
+            "k_avgdl": float(mean_length or 1.0),
+            "k_candidates": candidate_query,
+            "k_limit": limit,
+            **({"k_max_rows": max_rows} if max_rows is not None else {}),
+        },
+        _scored_rows,
+    )
 
 
 def bm25_statement(
-    *, scope: str, params: dict, query: str, dropped_words: str, stats: ScopeStats, limit: int
+    *, scope: str, params: dict, lexemes: list[str], stats: ScopeStats, limit: int
 ) -> Statement | None:
     """The one statement that scores a scope of up to `single_statement_items` items exactly:
-    (id, BM25 score) of the best keyword matches, best first; None for a bigger scope.
+    (id, BM25 score) of the best matches of `lexemes` (`query_lexemes`), best first; None
+    for a bigger scope.
 
-    dropped_words: words that leave the query unless nothing else would be left: the speakers
-    it names and the year most of the scope was said in (`search.keyword_dropped_words`).
     The scope's rows are read through its own index and filtered (document frequencies counted
     on the matching rows themselves). The GIN index is kept out of it on purpose: one common
     query word has a posting list of half the table, far more to read than the scope's rows.
     """
     if stats.count > ranking_config().single_statement_items:
         return None
-    bm25 = {
-        **params,
-        **_bm25_params(query=query, dropped_words=dropped_words, stats=stats, limit=limit),
-    }
-    return Statement(
-        f"""WITH {_TERMS_SQL},
-            candidates AS MATERIALIZED (
-                SELECT id, search_vector, length(search_vector)::float8 AS dl
-                FROM (SELECT id, search_vector FROM rag_store WHERE {scope} OFFSET 0) AS scoped
-                WHERE search_vector @@ (
-                    SELECT string_agg(operand, ' | ')::tsquery FROM query_terms
-                    WHERE lexeme IN (SELECT lexeme FROM terms))
-            ),
-            {_MATCHES_SQL},
-            term_idf AS (
-                SELECT lexeme, ln(1 + (greatest(%(k_count)s, count(*)) - count(*) + 0.5)
-                                      / (count(*) + 0.5)) AS idf
-                FROM matches WHERE tf > 0 GROUP BY lexeme
-            )
-            SELECT id, sum({_BM25_TERM_SQL}) AS score
-            FROM matches JOIN term_idf USING (lexeme) WHERE tf > 0
-            GROUP BY id ORDER BY score DESC, id DESC LIMIT %(k_limit)s""",
-        bm25,
-        _scored_rows,
+    return _scored_statement(
+        lexemes=lexemes,
+        # OFFSET 0: the scope's rows are read through its own index, never through GIN.
+        rows_sql=f"SELECT id, search_vector FROM rag_store WHERE {scope} OFFSET 0",
+        candidate_query=" | ".join(_tsquery_term(lexeme) for lexeme in lexemes),
+        params=params,
+        # The counted rows are at least the candidates (the scope's count is cached briefly).
+        count=stats.count,
+        mean_length=stats.mean_length,
+        limit=limit,
     )
 
 
-def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: ScopeStats):
+def bm25_big_scope(
+    cursor, *, scope: str, params: dict, lexemes: list[str], stats: ScopeStats, limit: int
+):
     """BM25 over a big scope in two statements, reading a few hundred rows instead of all.
 
-    1. The query's terms and how many of the scope's first DF_SAMPLE_ITEMS rows (storage
-       order, i.e. roughly the oldest) hold each: document frequency estimated from that
-       sample (counting every match of a common word in a big scope reads most of it; idf is
-       a logarithm, so a sampled df moves it by a few percent).
+    1. How many of the scope's first DF_SAMPLE_ITEMS rows (storage order, i.e. roughly the
+       oldest) hold each lexeme: document frequency estimated from that sample (counting
+       every match of a common word in a big scope reads most of it; idf is a logarithm, so a
+       sampled df moves it by a few percent).
     2. Candidates are the scope's rows matching the rarest terms (summed estimated df up to
        PRUNE_DF, at least the rarest), found through the GIN index; their df is counted
        exactly on those rows, every other term adds to their score with its sampled df. A
@@ -256,16 +260,20 @@ def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: ScopeStats):
     """
     config = ranking_config()
     cursor.execute(
-        f"""WITH {_TERMS_SQL},
-            sample AS MATERIALIZED (
+        f"""WITH sample AS MATERIALIZED (
                 SELECT search_vector FROM rag_store WHERE {scope} LIMIT %(k_sample)s
             )
-            SELECT terms.lexeme,
-                   (SELECT count(*) FROM sample WHERE search_vector @@ terms.any_weight),
+            SELECT term.operand,
+                   (SELECT count(*) FROM sample WHERE search_vector @@ term.operand::tsquery),
                    (SELECT count(*) FROM sample),
                    (SELECT avg(length(search_vector)) FROM sample)
-            FROM terms ORDER BY terms.first_position""",
-        {**bm25, "k_sample": config.df_sample_items},
+            FROM unnest(%(k_operands)s::text[]) WITH ORDINALITY AS term(operand, position)
+            ORDER BY term.position""",
+        {
+            **params,
+            "k_sample": config.df_sample_items,
+            "k_operands": [_tsquery_term(lexeme) for lexeme in lexemes],
+        },
     )
     rows = cursor.fetchall()
     if not rows:
@@ -274,7 +282,10 @@ def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: ScopeStats):
     count = max(stats.count, sample_size)
     mean_length = stats.mean_length or float(rows[0][3] or 0) or 1.0
     # Sampled df, never below 0.5 (a term absent from the sample may still occur).
-    estimated = {lexeme: max(0.5, hits * count / sample_size) for lexeme, hits, _, _ in rows}
+    estimated = {
+        lexeme: max(0.5, hits * count / sample_size)
+        for lexeme, (_, hits, _, _) in zip(lexemes, rows, strict=True)
+    }
     common = search_scope.table_stats(cursor).common_lexemes
     candidate_terms, total = [], 0.0
     for lexeme in sorted(estimated, key=lambda lexeme: estimated[lexeme]):
@@ -287,58 +298,26 @@ def _bm25_big_scope(cursor, *, scope: str, bm25: dict, stats: ScopeStats):
         candidate_terms.append(lexeme)
         total += cost
     if candidate_terms:
-        candidates_sql = f"SELECT id, search_vector FROM rag_store WHERE {scope}"
+        rows_sql = f"SELECT id, search_vector FROM rag_store WHERE {scope}"
         candidate_query = " | ".join(_tsquery_term(lexeme) for lexeme in candidate_terms)
     else:
-        candidates_sql = f"SELECT id, search_vector FROM rag_store WHERE {scope} OFFSET 0"
+        rows_sql = f"SELECT id, search_vector FROM rag_store WHERE {scope} OFFSET 0"
         candidate_query = " | ".join(_tsquery_term(lexeme) for lexeme in estimated)
-    # One row per candidate with one tf column per term, df of each term counted over the
-    # candidates in the same statement, each term's weight (idf x (k1 + 1)) and each row's
-    # length norm computed once: PostgreSQL evaluates float expressions slowly (~2 us per
-    # term and row when the weights were inlined into the per-row score).
-    term_params: dict = {}
-    tf_columns, df_columns, weight_columns, score_terms = [], [], [], []
-    for i, lexeme in enumerate(estimated):
-        operand = _tsquery_term(lexeme)
-        term_params[f"k_a{i}"] = operand + ":A"
-        term_params[f"k_b{i}"] = operand + ":B"
-        term_params[f"k_s{i}"] = estimated[lexeme]
-        tf_columns.append(
-            f"(search_vector @@ %(k_a{i})s::tsquery)::int::float8 + %(k_context_tf)s::float8"
-            f" * (search_vector @@ %(k_b{i})s::tsquery)::int::float8 AS tf{i}"
-        )
-        df_columns.append(f"count(*) FILTER (WHERE tf{i} > 0)::float8 AS df{i}")
-        df = f"df{i}" if lexeme in candidate_terms else f"greatest(%(k_s{i})s::float8, df{i})"
-        weight_columns.append(
-            f"ln(1 + (%(k_count)s - least(%(k_count)s::float8, {df}) + 0.5)"
-            f" / (least(%(k_count)s::float8, {df}) + 0.5)) * (%(k_k1)s::float8 + 1) AS w{i}"
-        )
-        score_terms.append(f"w{i} * tf{i} / (tf{i} + kn)")
-    cursor.execute(
-        f"""WITH candidates AS MATERIALIZED (
-                SELECT id, {", ".join(tf_columns)},
-                       %(k_k1)s::float8 * (1 - %(k_b)s::float8 + %(k_b)s::float8
-                           * length(search_vector) / %(k_avgdl)s::float8) AS kn
-                FROM ({candidates_sql}) AS scoped
-                WHERE search_vector @@ %(k_candidates)s::tsquery LIMIT %(k_max_rows)s
-            ),
-            frequencies AS (SELECT {", ".join(df_columns)} FROM candidates),
-            weights AS MATERIALIZED (SELECT {", ".join(weight_columns)} FROM frequencies),
-            scored AS MATERIALIZED (
-                SELECT id, {" + ".join(score_terms)} AS score FROM candidates, weights
-            )
-            SELECT id, score FROM scored WHERE score > 0
-            ORDER BY score DESC, id DESC LIMIT %(k_limit)s""",
-        {
-            **bm25,
-            **term_params,
-            "k_count": float(count),
-            "k_avgdl": mean_length,
-            "k_candidates": candidate_query,
-            "k_max_rows": config.big_scope_candidates,
+    statement = _scored_statement(
+        lexemes=list(estimated),
+        rows_sql=rows_sql,
+        candidate_query=candidate_query,
+        params=params,
+        count=count,
+        mean_length=mean_length,
+        limit=limit,
+        # A candidate term's df is the exact one (all its rows are candidates).
+        sampled_df={
+            lexeme: df for lexeme, df in estimated.items() if lexeme not in candidate_terms
         },
+        max_rows=config.big_scope_candidates,
     )
-    return [(row[0], float(row[1])) for row in cursor.fetchall()]
+    return statements_run(cursor, [statement])[0]
 
 
 def phrase_filter(query: str) -> str | None:
@@ -486,8 +465,8 @@ def candidates_load(
                    coalesce(m.metadata->>'exchange_key', ''),
                    m.metadata->>'granularity' = 'message' AND length(m.content) < %(c_short)s
                        AND right(rtrim(m.content), 1) = '?' AS is_question,
-                   m.content, m.header, extract(epoch FROM m.created_at)::float8, m.metadata, m.topics,
-                   m.bucket, coalesce(m.metadata->>'role', '')
+                   m.content, m.header, extract(epoch FROM m.created_at)::float8,
+                   m.metadata, m.topics, m.bucket, coalesce(m.metadata->>'role', '')
                    {name_sql}
             FROM rag_store AS m {covered_pair_sql}
             WHERE m.id = ANY(%(c_ids)s)""",

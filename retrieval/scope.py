@@ -43,7 +43,7 @@ class SearchFilters:
 @dataclass
 class ScopeStats:
     count: int
-    # None for a big scope: BM25 takes it from each query's sample (candidates._bm25_big_scope).
+    # None for a big scope: BM25 takes it from each query's sample (candidates.bm25_big_scope).
     mean_length: float | None
     speakers: list[str]
     # A year at least half of a small scope's items were said in ("2023": both quartiles of
@@ -99,7 +99,7 @@ def scope_stats(cursor, *, scope: str, params: dict) -> ScopeStats:
     far less than the ranking's own noise. Scopes up to `single_statement_items` are read whole;
     a bigger one is counted through rag_user_app_source alone (index-only) and its speakers
     listed from the speaker index (rag_message_speaker); its mean length comes with each
-    query's sample (retrieval.candidates._bm25_big_scope): reading every row of a big user would
+    query's sample (retrieval.candidates.bm25_big_scope): reading every row of a big user would
     cost more than the search itself.
     """
     config = ranking_config()
@@ -141,7 +141,7 @@ def scope_stats(cursor, *, scope: str, params: dict) -> ScopeStats:
     if quartiles and quartiles[0] is not None and quartiles[0].year == quartiles[1].year:
         common_year = str(quartiles[0].year)
     if count > config.single_statement_items:
-        mean_length = None  # taken from each query's sample (candidates._bm25_big_scope)
+        mean_length = None  # taken from each query's sample (candidates.bm25_big_scope)
     stats = ScopeStats(
         count=count,
         mean_length=(float(mean_length) or 1.0) if mean_length is not None else None,

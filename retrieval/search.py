@@ -376,22 +376,40 @@ def keyword_dropped_words(state: SearchState) -> str:
 def stage_candidates(state: SearchState, cursor) -> None:
     """The three legs' ids with their scores, each at most `limit`, all inside the scope:
     keyword (BM25 without the words most items hold: `keyword_dropped_words`), entity (items
-    naming what the query names) and vector (cosine over HNSW or an exact sort), sent in one
-    round trip (a scope too big for one BM25 statement adds its own two)."""
+    naming what the query names) and vector (cosine over HNSW or an exact sort), in two round
+    trips: the query's lexemes with the vector index's settings, then the legs (a scope too
+    big for one BM25 statement adds its own two)."""
     scope_items = state.stats.count if state.stats else None
+    keyword_side = state.stats is not None and state.mode != "semantic"
+    first: dict[str, search_candidates.Statement] = {}
     legs: dict[str, search_candidates.Statement] = {}
-    if state.stats is not None and state.mode != "semantic":
+    if keyword_side:
+        first["lexemes"] = search_candidates.query_lexemes_statement(
+            query=trust.keyword_query(state.asked), dropped_words=keyword_dropped_words(state)
+        )
+    if state.vector:
+        first["vector settings"], legs["vector"] = search_candidates.vector_statements(
+            cursor,
+            scope=state.scope,
+            params=state.params,
+            vector=state.vector,
+            limit=state.limit,
+            scope_items=scope_items,
+        )
+    lexemes = dict(
+        zip(first, search_candidates.statements_run(cursor, list(first.values())), strict=True)
+    ).get("lexemes", [])
+    if lexemes:
         keyword = {
             "scope": state.scope,
             "params": state.params,
-            "query": trust.keyword_query(state.asked),
-            "dropped_words": keyword_dropped_words(state),
+            "lexemes": lexemes,
             "stats": state.stats,
             "limit": state.limit,
         }
         keyword_leg = search_candidates.bm25_statement(**keyword)
         if keyword_leg is None:  # a big scope: its own sampled statements
-            state.keyword_rows = search_candidates.bm25_candidates(cursor, **keyword)
+            state.keyword_rows = search_candidates.bm25_big_scope(cursor, **keyword)
         else:
             legs["keyword"] = keyword_leg
     if state.mode == "hybrid" and ranking_config().entity_weight and state.query.strip():
@@ -407,15 +425,6 @@ def stage_candidates(state: SearchState, cursor) -> None:
         )
         if leg is not None:
             legs["entity"] = leg
-    if state.vector:
-        legs["vector settings"], legs["vector"] = search_candidates.vector_statements(
-            cursor,
-            scope=state.scope,
-            params=state.params,
-            vector=state.vector,
-            limit=state.limit,
-            scope_items=scope_items,
-        )
     found = dict(
         zip(legs, search_candidates.statements_run(cursor, list(legs.values())), strict=True)
     )

@@ -585,9 +585,10 @@ def test_speaker_named_in_the_question_outranks_a_message_mentioning_them(user, 
     )
 
 
-def test_a_hybrid_search_reads_the_store_in_three_round_trips(user, fake_embedder):
-    """Once the scope's statistics are cached (they are for a minute): the three legs in one
-    round trip, the candidates' load (text included: no stage reads a row again) and the
+def test_a_hybrid_search_reads_the_store_in_four_round_trips(user, fake_embedder):
+    """Once the scope's statistics are cached (they are for a minute): the query's lexemes
+    with the vector index's settings, the three legs in one round trip (BM25 with one column
+    per lexeme), the candidates' load (text included: no stage reads a row again) and the
     supersede window's similarities. A search that grew a read per leg or per result fails."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -601,9 +602,12 @@ def test_a_hybrid_search_reads_the_store_in_three_round_trips(user, fake_embedde
 
     assert len(result.items) == 10
     statements = [query["sql"] for query in captured.captured_queries]
-    legs = [sql for sql in statements if "query_terms" in sql]
+    assert "to_tsvector" in statements[0] and "hnsw.ef_search" in statements[0]
+    legs = [sql for sql in statements if "AS tf0" in sql]
     assert len(legs) == 1 and "embedding <=>" in legs[0] and "named AS MATERIALIZED" in legs[0]
-    assert len(statements) <= 3, statements
+    # One tf column per lexeme the query keeps ("mara" is a speaker only when it is one).
+    assert "AS tf1" in legs[0]
+    assert len(statements) <= 4, statements
 
 
 @pytest.mark.django_db(transaction=True)
