@@ -85,6 +85,15 @@ SETTINGS: tuple[Setting, ...] = (
         DATABASE,
     ),
     Setting(
+        "DATABASE_PREPARE_THRESHOLD",
+        "int",
+        2,
+        "A search statement run this many times on a connection is prepared there, so the "
+        "server plans it once (0: never, e.g. behind PgBouncer before 1.21 in transaction "
+        "mode).",
+        DATABASE,
+    ),
+    Setting(
         "DATABASE_WORKER_CONN_MAX_AGE",
         "int",
         60,

@@ -24,6 +24,7 @@ from mnemo_text.fact_updates import (
     user_statements,
 )
 from mnemo_text.words import ENGLISH_STOP_WORDS
+from retrieval import candidates as search_candidates
 from retrieval.candidates import Candidate
 from retrieval.config import ranking_config
 
@@ -402,14 +403,15 @@ def pairwise_similarity(cursor, ids: list[int]) -> dict[tuple[int, int], float]:
     """Cosine similarity of each pair of the given items' embeddings (a < b)."""
     if len(ids) < 2:
         return {}
-    cursor.execute(
+    statement = search_candidates.Statement(
         """SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding)
            FROM rag_store AS a JOIN rag_store AS b ON a.id < b.id
-           WHERE a.id = ANY(%(ids)s) AND b.id = ANY(%(ids)s)
+           WHERE a.id = ANY(%(ids)s::bigint[]) AND b.id = ANY(%(ids)s::bigint[])
              AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL""",
         {"ids": ids},
+        lambda rows: {(row[0], row[1]): float(row[2]) for row in rows},
     )
-    return {(row[0], row[1]): float(row[2]) for row in cursor.fetchall()}
+    return search_candidates.statements_run(cursor, [statement])[0]
 
 
 # Only the start of a long user message is read for statements (a pasted text states nothing

@@ -585,11 +585,12 @@ def test_speaker_named_in_the_question_outranks_a_message_mentioning_them(user, 
     )
 
 
-def test_a_hybrid_search_reads_the_store_in_four_round_trips(user, fake_embedder):
+def test_a_hybrid_search_runs_seven_statements_and_reads_no_row_twice(user, fake_embedder):
     """Once the scope's statistics are cached (they are for a minute): the query's lexemes
-    with the vector index's settings, the three legs in one round trip (BM25 with one column
-    per lexeme), the candidates' load (text included: no stage reads a row again) and the
-    supersede window's similarities. A search that grew a read per leg or per result fails."""
+    and the vector index's settings, the three legs (BM25 with one column per lexeme), the
+    candidates' load (text included: no stage reads a row again) and the supersede window's
+    similarities, pipelined into four round trips. A search that grew a read per leg or per
+    result fails."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -602,12 +603,44 @@ def test_a_hybrid_search_reads_the_store_in_four_round_trips(user, fake_embedder
 
     assert len(result.items) == 10
     statements = [query["sql"] for query in captured.captured_queries]
-    assert "to_tsvector" in statements[0] and "hnsw.ef_search" in statements[0]
-    legs = [sql for sql in statements if "AS tf0" in sql]
-    assert len(legs) == 1 and "embedding <=>" in legs[0] and "named AS MATERIALIZED" in legs[0]
-    # One tf column per lexeme the query keeps ("mara" is a speaker only when it is one).
-    assert "AS tf1" in legs[0]
-    assert len(statements) <= 4, statements
+    assert len(statements) <= 7, statements
+    assert "to_tsvector" in statements[0] and "hnsw.ef_search" in statements[1]
+    keyword = [sql for sql in statements if "AS tf0" in sql]
+    # One tf column per lexeme the query keeps.
+    assert len(keyword) == 1 and "AS tf1" in keyword[0]
+    assert sum("embedding <=>" in sql and "nearest" in sql for sql in statements) == 1
+    assert sum("named AS MATERIALIZED" in sql for sql in statements) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("threshold", [2, None])
+def test_a_search_repeated_on_a_connection_is_planned_once_unless_told_not_to(
+    user, fake_embedder, threshold
+):
+    """DATABASE_PREPARE_THRESHOLD: the search's statements are prepared on a connection after
+    a few runs (the server plans each once: planning was a sixth of a search's CPU); with
+    the setting at 0 (a pooler that cannot keep prepared statements) none is, and both give
+    the same results."""
+    from django.db import connection
+
+    for index in range(6):
+        memory_write(user, f"Mara keeps bees on the roof, note {index} about the hive")
+    connection.ensure_connection()
+    connection.connection.prepare_threshold = threshold
+    try:
+        results = [
+            [hit.id for hit in memory_search(user=user, query="Where are the bees?").items]
+            for _ in range(4)
+        ]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT statement FROM pg_prepared_statements WHERE statement LIKE '%%AS tf0%%'"
+            )
+            prepared = cursor.fetchall()
+    finally:
+        connection.close()
+    assert results[0] and all(ids == results[0] for ids in results)
+    assert len(prepared) == (1 if threshold else 0)
 
 
 @pytest.mark.django_db(transaction=True)
