@@ -104,17 +104,18 @@ def statements_run(cursor, statements: list[Statement]) -> list:
         )
         for _ in statements
     ]
-    with connection.wrap_database_errors:
-        with raw.pipeline():
-            for server_cursor, statement in zip(cursors, statements, strict=True):
-                server_cursor.execute(statement.sql, statement.params)
-        results = [
-            statement.read(server_cursor.fetchall())
-            for server_cursor, statement in zip(cursors, statements, strict=True)
-        ]
-    for server_cursor in cursors:
-        server_cursor.close()
-    return results
+    try:
+        with connection.wrap_database_errors:
+            with raw.pipeline():
+                for server_cursor, statement in zip(cursors, statements, strict=True):
+                    server_cursor.execute(statement.sql, statement.params)
+            return [
+                statement.read(server_cursor.fetchall())
+                for server_cursor, statement in zip(cursors, statements, strict=True)
+            ]
+    finally:
+        for server_cursor in cursors:
+            server_cursor.close()
 
 
 def _scored_rows(rows: list[tuple]) -> list[tuple[int, float]]:

@@ -613,6 +613,24 @@ def test_a_hybrid_search_runs_seven_statements_and_reads_no_row_twice(user, fake
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_failing_search_statement_is_a_django_database_error_and_the_next_search_works(
+    user, fake_embedder
+):
+    """The pipelined statements fail as Django's own do (a DatabaseError the context pack
+    degrades on, not the driver's), and leave the connection usable once the transaction is
+    rolled back."""
+    from django.db import DatabaseError, connection, transaction
+
+    memory_write(user, "Mara keeps bees on the roof")
+    memory_search(user=user, query="bees")  # the scope's statistics, cached: no Django read
+    with pytest.raises(DatabaseError), transaction.atomic():
+        with connection.cursor() as cursor, pytest.raises(DatabaseError):
+            cursor.execute("SELECT 1 / 0")  # the transaction is aborted from here on
+        memory_search(user=user, query="Where are the bees?")
+    assert [hit.content for hit in memory_search(user=user, query="Where are the bees?").items]
+
+
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("threshold", [2, None])
 def test_a_search_repeated_on_a_connection_is_planned_once_unless_told_not_to(
     user, fake_embedder, threshold
