@@ -192,6 +192,12 @@ class RankingConfig:
         "Factor of items stating an amount, for a question about money.",
         "LongMemEval dev 0.843 -> 0.870; LoCoMo dev unchanged",
     )
+    event_window: int = _setting(20, "Results a when-or-in-what-order question reorders.")
+    event_weight: float = _setting(
+        2.0,
+        "Factor of items whose speaker reports something done, for a when/order question.",
+        "long-chat dev (chat path) order 0.111 -> 0.333; LoCoMo, LongMemEval dev unchanged",
+    )
     # --- floor ------------------------------------------------------------------------------
     relevance_floor: float = _setting(
         0.3,

@@ -485,7 +485,7 @@ def stage_fuse(state: SearchState, cursor) -> None:
 def stage_rerank(state: SearchState, cursor) -> None:
     """The candidates in rank order by the trust rules: the assistant's words below the
     user's for questions about the user, factors and recency (`rank_candidates`), amounts for money
-    questions, the share of the query's words held, names the memory never mentions, and the
+    questions, reports of things done for when/order questions, the share of the query's words held, names the memory never mentions, and the
     statements of a relation the question asks about, all on the texts loaded with the
     candidates."""
     config = ranking_config()
@@ -499,6 +499,7 @@ def stage_rerank(state: SearchState, cursor) -> None:
         now=state.now,
     )
     ranked = trust.money_weight_apply(ranked, state.asked, state.texts)
+    ranked = trust.event_weight_apply(ranked, state.asked, state.texts)
     trust.coverage_assign(ranked, state.asked, state.texts)
     if state.names and ranked:
         trust.missing_names_apply(

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from mnemo_text.accents import fold_accents
 from mnemo_text.entity_names import ABBREVIATIONS, NATIONALITIES
+from mnemo_text.events import asks_when_or_order, reports_something_done
 from mnemo_text.exchanges import users_words
 from mnemo_text.fact_updates import (
     RELATION_TERMS,
@@ -375,6 +376,27 @@ def money_weight_apply(
     for candidate in window:
         if _AMOUNT.search(texts.get(candidate.id, ("", ""))[0]):
             candidate.score *= config.money_weight
+    window.sort(key=lambda c: (-c.score, -(c.similarity or 0.0), -c.id))
+    return window + rest
+
+
+def event_weight_apply(
+    ranked: list[Candidate], query: str, texts: dict[int, tuple[str, str]]
+) -> list[Candidate]:
+    """For a question about when, or in what order, someone did something, the first
+    `event_window` items whose speaker's own words report something done
+    (mnemo_text.events) weigh `event_weight` (re-sorted as ``_rank`` sorts): the question
+    rarely shares its verb with the report, and the same things come up far more often in
+    requests about them. The assistant's words are left as they are."""
+    config = ranking_config()
+    if config.event_weight == 1.0 or not asks_when_or_order(query):
+        return ranked
+    window, rest = ranked[: config.event_window], ranked[config.event_window :]
+    for candidate in window:
+        if candidate.role == "assistant":
+            continue
+        if reports_something_done(users_words(texts.get(candidate.id, ("", ""))[0])):
+            candidate.score *= config.event_weight
     window.sort(key=lambda c: (-c.score, -(c.similarity or 0.0), -c.id))
     return window + rest
 
