@@ -3,13 +3,19 @@ them done above the requests that only name the same things."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from retrieval.config import RANKING
 from retrieval.search import memory_search
-from tests.context_app.test_search_names import remember
+from tests.factories import memory_write
 
 pytestmark = pytest.mark.django_db
+
+
+def remember(user, content: str):
+    return memory_write(user, content, occurred_at=datetime(2026, 1, 5, tzinfo=UTC))
 
 
 @pytest.fixture
