@@ -89,8 +89,8 @@ SETTINGS: tuple[Setting, ...] = (
         "int",
         2,
         "A search statement run this many times on a connection is prepared there, so the "
-        "server plans it once (0: never, e.g. behind PgBouncer before 1.21 in transaction "
-        "mode).",
+        "server plans it once (0: never; behind PgBouncer in transaction mode it needs 1.21 "
+        "or later with max_prepared_statements set).",
         DATABASE,
     ),
     Setting(

@@ -187,7 +187,10 @@ else:
 # The search sends its statements through server-side binding cursors (retrieval.candidates
 # .statements_run): psycopg prepares one after this many runs on a connection. Django's own
 # cursors bind on the client and are never prepared.
-DATABASES["default"]["OPTIONS"]["prepare_threshold"] = setting("DATABASE_PREPARE_THRESHOLD") or None
+DATABASE_PREPARE_THRESHOLD = setting("DATABASE_PREPARE_THRESHOLD")
+DATABASES["default"]["OPTIONS"]["prepare_threshold"] = (
+    DATABASE_PREPARE_THRESHOLD if DATABASE_PREPARE_THRESHOLD > 0 else None
+)
 # A per-process test database name lets several test runs share one server without colliding.
 DATABASES["default"]["TEST"] = {"NAME": f"test_mnemo_{os.getpid()}"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -91,9 +91,10 @@ def statements_run(cursor, statements: list[Statement]) -> list:
     """Each statement's result, in order, from one round trip: the statements are pipelined
     on the caller's connection (inside its transaction, in order) with server-side binding,
     so the driver prepares a statement it has run a few times on this connection and the
-    database plans it once instead of on every search (planning cost about a sixth of a
-    search's CPU). Each runs through Django's cursor wrapper: query logging, execute wrappers
-    and error translation see every statement."""
+    database plans it once instead of on every search. Each goes through Django's cursor
+    wrapper: execute wrappers and query logging see every statement (logged with its $n
+    placeholders, and timed as queued: the round trip happens when the pipeline ends), and
+    the database's errors come out as Django's own."""
     if not statements:
         return []
     connection = cursor.db
@@ -136,8 +137,9 @@ def query_lexemes_statement(*, query: str, dropped_words: str) -> Statement:
     """The lexemes the keyword leg searches: the query's (english config, the first
     `max_query_terms` in text order), without the dropped words' unless nothing else remains.
 
-    A statement of its own, so the scoring statement can hold one column per lexeme: one that
-    joins the lexemes to the rows costs three times as much in executor work as the tests."""
+    A statement of its own, so the scoring statement can hold one column per lexeme instead
+    of joining the lexemes to the rows (a row per item and lexeme, aggregated twice: far more
+    executor work than the tests themselves)."""
     return Statement(
         """SELECT t.lexeme,
                   t.lexeme IN (SELECT n.lexeme FROM unnest(to_tsvector('english', %(q_drop)s)) AS n)
@@ -176,6 +178,8 @@ def _scored_statement(
     not all read), each lexeme's weight (idf x (k1 + 1)) and each row's length norm computed
     once. Occurrence counts are not used: items are mostly one message, and counting
     positions needs unnest() of every candidate's vector for no gain in recall."""
+    if not lexemes:
+        raise ValueError("BM25 needs at least one lexeme (an empty query has no keyword leg)")
     config = ranking_config()
     term_params: dict = {}
     tf_columns, df_columns, weight_columns, score_terms = [], [], [], []
@@ -233,8 +237,8 @@ def bm25_statement(
     *, scope: str, params: dict, lexemes: list[str], stats: ScopeStats, limit: int
 ) -> Statement | None:
     """The one statement that scores a scope of up to `single_statement_items` items exactly:
-    (id, BM25 score) of the best matches of `lexemes` (`query_lexemes`), best first; None
-    for a bigger scope.
+    (id, BM25 score) of the best matches of `lexemes` (at least one:
+    `query_lexemes_statement`), best first; None for a bigger scope.
 
     The scope's rows are read through its own index and filtered (document frequencies counted
     on the matching rows themselves). The GIN index is kept out of it on purpose: one common
@@ -248,7 +252,7 @@ def bm25_statement(
         rows_sql=f"SELECT id, search_vector FROM rag_store WHERE {scope} OFFSET 0",
         candidate_query=" | ".join(_tsquery_term(lexeme) for lexeme in lexemes),
         params=params,
-        # The counted rows are at least the candidates (the scope's count is cached briefly).
+        # Cached briefly: a document frequency above it (rows written since) counts as it.
         count=stats.count,
         mean_length=stats.mean_length,
         limit=limit,
@@ -272,6 +276,8 @@ def bm25_big_scope(
        table is never looked up through GIN (GIN_GLOBAL_ROWS); when no term qualifies, the
        scope's rows are scanned, at most BIG_SCOPE_CANDIDATES matches.
     """
+    if not lexemes:
+        return []
     config = ranking_config()
     cursor.execute(
         f"""WITH sample AS MATERIALIZED (

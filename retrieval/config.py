@@ -255,6 +255,12 @@ class RankingConfig:
     )
     gist_chars: int = _setting(120, "About how long a gist is.")
 
+    def __post_init__(self) -> None:
+        # BM25's saturation divides each term's tf by (tf + k1 x length norm): 0 would divide
+        # 0 by 0 for every term an item lacks.
+        if self.bm25_k1 <= 0:
+            raise ValueError(f"bm25_k1 must be above 0, got {self.bm25_k1}")
+
     def replace(self, **changes) -> RankingConfig:
         """A copy with `changes` (names are the fields; upper case is accepted too)."""
         return dataclasses.replace(self, **{name.lower(): value for name, value in changes.items()})

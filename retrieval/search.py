@@ -377,18 +377,17 @@ def stage_candidates(state: SearchState, cursor) -> None:
     """The three legs' ids with their scores, each at most `limit`, all inside the scope:
     keyword (BM25 without the words most items hold: `keyword_dropped_words`), entity (items
     naming what the query names) and vector (cosine over HNSW or an exact sort), in two round
-    trips: the query's lexemes with the vector index's settings, then the legs (a scope too
-    big for one BM25 statement adds its own two)."""
+    trips: the query's lexemes with the vector index's settings, then the legs (one without a
+    keyword side; a scope too big for one BM25 statement adds its own two)."""
     scope_items = state.stats.count if state.stats else None
-    keyword_side = state.stats is not None and state.mode != "semantic"
     first: dict[str, search_candidates.Statement] = {}
     legs: dict[str, search_candidates.Statement] = {}
-    if keyword_side:
+    if state.stats is not None and state.mode != "semantic":
         first["lexemes"] = search_candidates.query_lexemes_statement(
             query=trust.keyword_query(state.asked), dropped_words=keyword_dropped_words(state)
         )
     if state.vector:
-        first["vector settings"], legs["vector"] = search_candidates.vector_statements(
+        settings, legs["vector"] = search_candidates.vector_statements(
             cursor,
             scope=state.scope,
             params=state.params,
@@ -396,9 +395,12 @@ def stage_candidates(state: SearchState, cursor) -> None:
             limit=state.limit,
             scope_items=scope_items,
         )
-    lexemes = dict(
-        zip(first, search_candidates.statements_run(cursor, list(first.values())), strict=True)
-    ).get("lexemes", [])
+        # The settings must run first: with the lexemes, or ahead of the legs.
+        if first:
+            first["vector settings"] = settings
+        else:
+            legs = {"vector settings": settings, **legs}
+    lexemes = search_candidates.statements_run(cursor, list(first.values()))[0] if first else []
     if lexemes:
         keyword = {
             "scope": state.scope,
@@ -484,10 +486,10 @@ def stage_fuse(state: SearchState, cursor) -> None:
 
 def stage_rerank(state: SearchState, cursor) -> None:
     """The candidates in rank order by the trust rules: the assistant's words below the
-    user's for questions about the user, factors and recency (`rank_candidates`), amounts for money
-    questions, reports of things done for when/order questions, the share of the query's words held, names the memory never mentions, and the
-    statements of a relation the question asks about, all on the texts loaded with the
-    candidates."""
+    user's for questions about the user, factors and recency (`rank_candidates`), amounts for
+    money questions, reports of things done for when/order questions, the share of the
+    query's words held, names the memory never mentions, and the statements of a relation
+    the question asks about, all on the texts loaded with the candidates."""
     config = ranking_config()
     trust.assistant_weight_apply(state.candidates, state.query)
     ranked = rank_candidates(

@@ -585,31 +585,65 @@ def test_speaker_named_in_the_question_outranks_a_message_mentioning_them(user, 
     )
 
 
-def test_a_hybrid_search_runs_seven_statements_and_reads_no_row_twice(user, fake_embedder):
+def round_trips_counted(monkeypatch) -> list[int]:
+    """The statements of each round trip the search's pipeline makes, as they are sent."""
+    from retrieval import candidates
+
+    sent: list[int] = []
+    run = candidates.statements_run
+
+    def counted(cursor, statements):
+        sent.append(len(statements))
+        return run(cursor, statements)
+
+    monkeypatch.setattr(candidates, "statements_run", counted)
+    return sent
+
+
+def test_a_hybrid_search_takes_four_round_trips_of_seven_statements(
+    user, fake_embedder, monkeypatch
+):
     """Once the scope's statistics are cached (they are for a minute): the query's lexemes
-    and the vector index's settings, the three legs (BM25 with one column per lexeme), the
-    candidates' load (text included: no stage reads a row again) and the supersede window's
-    similarities, pipelined into four round trips. A search that grew a read per leg or per
-    result fails."""
+    with the vector index's settings; the three legs (BM25 with one column per lexeme); the
+    candidates' load (text included: no stage reads a row again); the supersede window's
+    similarities. A search that grew a read per leg or per result fails."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     for index in range(12):
         memory_write(user, f"Mara keeps bees on the roof, note {index} about the hive")
     memory_search(user=user, query="bees on the roof")  # the scope's statistics, cached
+    sent = round_trips_counted(monkeypatch)
 
     with CaptureQueriesContext(connection) as captured:
         result = memory_search(user=user, query="Where does Mara keep her bees?")
 
     assert len(result.items) == 10
+    assert sent == [2, 3, 1, 1]
     statements = [query["sql"] for query in captured.captured_queries]
-    assert len(statements) <= 7, statements
+    assert len(statements) == 7, statements
     assert "to_tsvector" in statements[0] and "hnsw.ef_search" in statements[1]
     keyword = [sql for sql in statements if "AS tf0" in sql]
     # One tf column per lexeme the query keeps.
     assert len(keyword) == 1 and "AS tf1" in keyword[0]
     assert sum("embedding <=>" in sql and "nearest" in sql for sql in statements) == 1
     assert sum("named AS MATERIALIZED" in sql for sql in statements) == 1
+
+
+def test_a_semantic_search_sends_the_index_settings_with_its_leg(user, fake_embedder, monkeypatch):
+    """No keyword side, no lexemes to read first: the settings go ahead of the vector leg in
+    its own round trip."""
+    for index in range(4):
+        memory_write(user, f"Mara keeps bees on the roof, note {index} about the hive")
+    memory_search(user=user, query="bees", mode="semantic")  # the scope's statistics, cached
+    sent = round_trips_counted(monkeypatch)
+    assert memory_search(user=user, query="Where are the bees?", mode="semantic").items
+    assert sent[0] == 2 and len(sent) <= 3
+
+
+def test_a_ranking_config_without_tf_saturation_is_refused():
+    with pytest.raises(ValueError, match="bm25_k1"):
+        RANKING.replace(bm25_k1=0)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -636,7 +670,7 @@ def test_a_search_repeated_on_a_connection_is_planned_once_unless_told_not_to(
     user, fake_embedder, threshold
 ):
     """DATABASE_PREPARE_THRESHOLD: the search's statements are prepared on a connection after
-    a few runs (the server plans each once: planning was a sixth of a search's CPU); with
+    a few runs (the server plans each once instead of on every search); with
     the setting at 0 (a pooler that cannot keep prepared statements) none is, and both give
     the same results."""
     from django.db import connection

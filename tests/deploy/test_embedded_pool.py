@@ -21,13 +21,18 @@ sys.argv = [sys.argv[0], *json.loads(sys.argv[1])]
 import django
 django.setup()
 from django.db import connection
-pids = set()
+pids, thresholds = set(), set()
 for _ in range(10):
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         pids.add(cursor.fetchone()[0])
+    thresholds.add(connection.connection.prepare_threshold)
     connection.close()
-print(json.dumps({"pool": "pool" in connection.settings_dict["OPTIONS"], "backends": len(pids)}))
+print(json.dumps({
+    "pool": "pool" in connection.settings_dict["OPTIONS"],
+    "backends": len(pids),
+    "prepare_threshold": sorted(thresholds, key=str),
+}))
 """
 
 
@@ -64,5 +69,14 @@ def test_a_web_process_reuses_its_pooled_embedded_connections():
 
 @pytest.mark.skipif(bool(settings.DATABASE_URL), reason="the embedded server only")
 def test_task_workers_and_pool_size_zero_open_a_connection_per_use():
-    assert probe(["qcluster"]) == {"pool": False, "backends": 10}
-    assert probe(["uvicorn"], DATABASE_POOL_MAX_SIZE="0") == {"pool": False, "backends": 10}
+    for worker in (probe(["qcluster"]), probe(["uvicorn"], DATABASE_POOL_MAX_SIZE="0")):
+        assert (worker["pool"], worker["backends"]) == (False, 10)
+
+
+@pytest.mark.skipif(bool(settings.DATABASE_URL), reason="the embedded server only")
+def test_search_statements_are_prepared_unless_the_threshold_is_zero():
+    """DATABASE_PREPARE_THRESHOLD reaches every connection, pooled or a worker's own; 0 (a
+    pooler that cannot keep prepared statements) turns preparing off."""
+    assert probe(["uvicorn"])["prepare_threshold"] == [2]
+    assert probe(["qcluster"], DATABASE_PREPARE_THRESHOLD="5")["prepare_threshold"] == [5]
+    assert probe(["uvicorn"], DATABASE_PREPARE_THRESHOLD="0")["prepare_threshold"] == [None]
